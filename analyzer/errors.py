@@ -1,0 +1,32 @@
+"""The one error family the CLI turns into a one-line message and exit status 2.
+
+Anything the user got wrong (arguments, a config file, an unreadable input) raises a subclass of
+``AnalyzerError`` with a message that names the value and where it came from. ``cli.main`` catches the
+base class once; nothing else prints these.
+"""
+
+from __future__ import annotations
+
+USAGE_EXIT_STATUS = 2
+
+
+class AnalyzerError(Exception):
+    """Base of every user-facing error; ``str(err)`` is the whole one-line message."""
+
+
+class UsageError(AnalyzerError):
+    """Bad command-line arguments (a malformed duration, a missing command after ``--``)."""
+
+
+class ConfigError(AnalyzerError):
+    """A config or rule catalogue that cannot be used; the message names the file and the key."""
+
+    def __init__(self, source: str, key: str, problem: str) -> None:
+        super().__init__(f"{source}: {key}: {problem}")
+        self.source = source
+        self.key = key
+        self.problem = problem
+
+
+class InputError(AnalyzerError):
+    """A log that cannot be read (missing, a directory without logs, a corrupt archive)."""

@@ -1,0 +1,55 @@
+"""One vocabulary for how a process ended, shared by the supervisor, the rules and every renderer.
+
+Python reports death by signal N as ``-N``; shells and CI runners report ``128 + N``. Both describe
+the same event, so both are described the same way: ``"exit 143 (SIGTERM)"``.
+"""
+
+from __future__ import annotations
+
+import signal
+from typing import Optional
+
+SIGNAL_EXIT_BASE = 128
+TIMEOUT_EXIT_STATUS = 124  # what coreutils timeout returns; CI users already read it as "timed out"
+
+
+def signal_name(signum: int) -> Optional[str]:
+    """``15 -> "SIGTERM"``; ``None`` for a number that is no signal on this platform."""
+    try:
+        return signal.Signals(signum).name
+    except ValueError:
+        return None
+
+
+def signal_number(name: str) -> Optional[int]:
+    """``"SIGTERM"`` or ``"TERM"`` -> 15; ``None`` when unknown."""
+    key = name.upper()
+    if not key.startswith("SIG"):
+        key = "SIG" + key
+    try:
+        return int(signal.Signals[key])
+    except KeyError:
+        return None
+
+
+def signal_of_status(status: int) -> Optional[int]:
+    """The signal a status stands for: ``-15`` (Python) and ``143`` (shell) both give 15."""
+    if status < 0:
+        return -status
+    if SIGNAL_EXIT_BASE < status < SIGNAL_EXIT_BASE + 65 and signal_name(status - SIGNAL_EXIT_BASE):
+        return status - SIGNAL_EXIT_BASE
+    return None
+
+
+def shell_status(returncode: int) -> int:
+    """Python's ``returncode`` (``-N`` for a signal) as the shell's exit status (``128 + N``)."""
+    return SIGNAL_EXIT_BASE - returncode if returncode < 0 else returncode
+
+
+def describe_exit(status: Optional[int]) -> str:
+    """A status as people read it: ``"exit 143 (SIGTERM)"``, ``"exit -9 (SIGKILL)"``, ``"exit 1"``."""
+    if status is None:
+        return "no exit (still running)"
+    signum = signal_of_status(status)
+    name = signal_name(signum) if signum is not None else None
+    return f"exit {status} ({name})" if name else f"exit {status}"

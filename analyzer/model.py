@@ -1,0 +1,156 @@
+"""The shared vocabulary: what a finding, a command's outcome and a whole report are.
+
+Every room of the package (supervise, scan, rules, report) speaks in these frozen dataclasses, and
+``to_dict`` methods are the one place where the public JSON contract (``version: 1``) is spelled out.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any, Dict, Optional, Tuple
+
+REPORT_VERSION = 1
+
+
+class Kind(str, enum.Enum):
+    """What kind of lie a finding uncovers; the values are part of the JSON contract."""
+
+    ATEXIT_EXCEPTION = "atexit-exception"
+    TIMEOUT = "timeout"
+    SIGNAL_EXIT = "signal-exit"
+    WORKER_FAILURE = "worker-failure"
+    CRASH = "crash"
+    HANG = "hang"
+    UNKILLABLE_PROCESS = "unkillable-process"
+    LEAKED_PROCESS = "leaked-process"
+
+
+class Severity(str, enum.Enum):
+    """How bad a finding is; ``rank`` orders them, most severe first."""
+
+    ERROR = "error"
+    WARNING = "warning"
+    NOTICE = "notice"
+
+    @property
+    def rank(self) -> int:
+        return _SEVERITY_RANK[self]
+
+    def at_least(self, threshold: "Severity") -> bool:
+        """True when this severity is ``threshold`` or worse."""
+        return self.rank <= threshold.rank
+
+
+_SEVERITY_RANK = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.NOTICE: 2}
+
+
+class Verdict(str, enum.Enum):
+    PASS = "pass"
+    FAIL = "fail"
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One event in a log (or seen by the guard) that says the run lied.
+
+    ``line`` is the original 1-based line number in ``path`` (``0`` when the guard made the finding and
+    it belongs to no log line). ``excerpt`` is cut from the original text. Findings are kept in ranked
+    order: the first error is the root cause.
+    """
+
+    kind: Kind
+    rule: str
+    severity: Severity
+    path: str
+    line: int
+    message: str
+    excerpt: str = ""
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {
+            "kind": self.kind.value,
+            "rule": self.rule,
+            "severity": self.severity.value,
+            "path": self.path,
+            "line": self.line,
+            "message": self.message,
+            "excerpt": self.excerpt,
+        }
+
+
+@dataclass(frozen=True)
+class ProcessInfo:
+    """A snapshot of one process of the guarded tree, taken before any signal was sent."""
+
+    pid: int
+    ppid: int
+    state: str  # one letter as in /proc/PID/stat: R S D T Z ...
+    cmdline: str
+    wchan: str = ""
+    kernel_stack: str = ""
+    started_s_ago: float = 0.0
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    """A titled block of evidence (stack dumps, process table, GPU snapshot) shown collapsed."""
+
+    title: str
+    text: str
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"title": self.title, "text": self.text}
+
+
+@dataclass(frozen=True)
+class CommandResult:
+    """How the guarded command ended; ``to_dict`` is the JSON report's ``command`` object.
+
+    ``exit_code`` is the shell-style status (``128 + N`` for death by signal N) or ``None`` when the
+    command never finished (it survived every signal). ``signal`` is the name of the signal that ended
+    it, e.g. ``"SIGTERM"``.
+    """
+
+    argv: Tuple[str, ...]
+    exit_code: Optional[int]
+    signal: Optional[str] = None
+    timed_out: bool = False
+    timeout_reason: Optional[str] = None  # "wall" | "idle" | "cancelled"
+    duration_s: float = 0.0
+    leftover_pids: Tuple[int, ...] = ()
+    unkillable_pids: Tuple[int, ...] = ()
+    log_dir: Optional[str] = None
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {
+            "argv": list(self.argv),
+            "exit_code": self.exit_code,
+            "signal": self.signal,
+            "timed_out": self.timed_out,
+            "timeout_reason": self.timeout_reason,
+            "duration_s": round(self.duration_s, 3),
+            "leftover_pids": list(self.leftover_pids),
+            "unkillable_pids": list(self.unkillable_pids),
+        }
+
+
+@dataclass(frozen=True)
+class Report:
+    """Everything a renderer needs: the verdict, ranked findings, and (for the guard) the command."""
+
+    verdict: Verdict
+    exit_status: int
+    findings: Tuple[Finding, ...] = ()
+    command: Optional[CommandResult] = None
+    diagnostics: Tuple[Diagnostic, ...] = field(default_factory=tuple)
+    log_dir: Optional[str] = None
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {
+            "version": REPORT_VERSION,
+            "verdict": self.verdict.value,
+            "findings": [f.to_dict() for f in self.findings],
+            "command": self.command.to_dict() if self.command else None,
+            "diagnostics": [d.to_dict() for d in self.diagnostics],
+        }

@@ -1,0 +1,69 @@
+"""What a rule is once loaded: the catalogue's YAML keys as frozen dataclasses.
+
+A rule either matches one line (``pattern``) or a block of lines (``start`` ... ``end``, at most
+``max_lines``), always against the *cleaned* line (no timestamp, ANSI escapes or ``[rankN]:`` prefix).
+Named groups of ``pattern``/``start``/``end`` fill the ``{name}`` fields of ``message``.
+
+Keys that steer ranking (see ``analyzer/scan/rank.py``):
+- ``marker``: the rule records context (the test runner printed its verdict, a test started, a parent
+  sent its workers SIGTERM) instead of producing a finding.
+- ``collateral_after``: marker names; a match that comes after one of them in the same file is
+  collateral damage (a warning pointing at the root cause), not a second root cause.
+- ``root_cause``: a match of this rule outranks every other error (torchrun's "Root Cause" block).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional, Tuple
+
+from ..model import Kind, Severity
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One entry of the catalogue, with its patterns compiled by the loader (``regex`` module)."""
+
+    id: str
+    kind: Optional[Kind]  # None only for a marker rule, which makes no finding
+    severity: Optional[Severity]
+    message: str
+    doc: str
+    pattern: Optional[str] = None
+    start: Optional[str] = None
+    end: Optional[str] = None
+    max_lines: int = 200
+    ignore_case: bool = False
+    literals: Tuple[str, ...] = ()
+    examples_match: Tuple[str, ...] = ()
+    examples_no_match: Tuple[str, ...] = ()
+    marker: Optional[str] = None
+    collateral_after: Tuple[str, ...] = ()
+    root_cause: bool = False
+    user_defined: bool = False
+    pattern_re: Any = field(default=None, compare=False, repr=False)
+    start_re: Any = field(default=None, compare=False, repr=False)
+    end_re: Any = field(default=None, compare=False, repr=False)
+
+    @property
+    def is_block(self) -> bool:
+        return self.start is not None
+
+
+@dataclass(frozen=True)
+class LineIgnore:
+    """A user's "this line is known to be benign" regex, optionally limited to some rule ids."""
+
+    pattern: str
+    rules: Tuple[str, ...] = ()
+    pattern_re: Any = field(default=None, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class Catalogue:
+    """The ordered rules in force (built-in plus the user's config) and what the user ignores."""
+
+    rules: Tuple[Rule, ...]
+    ignore_paths: Tuple[str, ...] = ()
+    ignore_lines: Tuple[LineIgnore, ...] = ()
+    match_timeout_s: float = 1.0

@@ -1,0 +1,29 @@
+"""What the matching engine hands to ranking: one raw match of one rule, before it becomes a Finding."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping, Optional
+
+from ..rules.model import Rule
+
+
+@dataclass(frozen=True)
+class Match:
+    """A rule matched at ``path:line`` (1-based, original numbering; a block runs to ``end_line``).
+
+    ``text`` is the cleaned first line; ``excerpt`` is cut from the original lines (block lines, or
+    the line with a little context) and decoded with ``errors="backslashreplace"``. ``seq`` orders
+    matches of one scan in the order they appear (the earliest failure in time has the smallest seq).
+    ``rank`` is N from a ``[rankN]:`` prefix that was stripped, if any.
+    """
+
+    rule: Rule
+    path: str
+    line: int
+    end_line: int
+    text: str
+    excerpt: str
+    seq: int
+    groups: Mapping[str, str] = field(default_factory=dict)
+    rank: Optional[int] = None
