@@ -1,5 +1,211 @@
-"""Command-line interface (placeholder until the scanner and the guard land)."""
+"""Command-line interface: the one module that parses arguments, chooses streams and calls sys.exit.
+
+It walks the rooms in order, one way: supervise -> saved logs -> scan (with rules) -> verdict -> report.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Callable, Dict, Optional, Sequence, Tuple
+
+from . import __version__
+from .durations import parse_duration
+from .errors import USAGE_EXIT_STATUS, AnalyzerError, UsageError
+from .model import Report, Severity
+from .verdict import decide
+
+PROG = "python -m analyzer"
+DEFAULT_LOG_DIR = "guard-logs"
+DEFAULT_KILL_GRACE = "10s"
+INTERRUPTED_EXIT_STATUS = 130
+FORMATS = ("text", "json", "markdown", "github")
+
+SCAN_DESCRIPTION = (
+    "Scan CI logs (files, directories, .gz, GitHub run-log .zip, or - for stdin) for the ways a GPU "
+    "test run lied: exceptions in atexit handlers that exit 0, workers killed by signals, timeouts, "
+    "crashes and hangs. Exit status: 0 no failing finding, 1 at least one, 2 bad usage or input."
+)
+RUN_DESCRIPTION = (
+    "Run COMMAND under the guard: stream and save its output, time it out (wall clock and idle), dump "
+    "the stacks of hung processes before killing the whole process tree, then scan the saved logs. "
+    "Exit status: 0 pass, 124 timed out, the command's own status when it failed, 1 when it exited 0 "
+    "but a failing finding was made, 2 bad usage."
+)
+HELP = {
+    "format": "what to print on stdout: text (default), json, markdown or github (workflow commands)",
+    "json": "also write the JSON report to FILE",
+    "summary": "append the Markdown report to FILE (as GitHub's $GITHUB_STEP_SUMMARY expects)",
+    "github_output": "append verdict, exit-code, report, log-dir and findings to FILE ($GITHUB_OUTPUT)",
+    "config": "YAML file that adds rules, changes severities and ignores known benign lines",
+    "fail_on": "lowest severity that fails the run: error (default) or warning",
+    "engine": "matching engine: auto (default: hyperscan when installed), hyperscan or python",
+    "timeout": "wall-clock limit for the whole command, e.g. 90, 30s, 10m, 1h (default: none)",
+    "idle_timeout": "fail when the command prints nothing on stdout or stderr for this long (default: none)",
+    "kill_grace": f"time between SIGTERM and SIGKILL for the process tree (default: {DEFAULT_KILL_GRACE})",
+    "log_dir": f"directory for stdout.log, stderr.log and diagnosis dumps (default: ./{DEFAULT_LOG_DIR})",
+    "allow_workflow_commands": (
+        "under GitHub Actions, let the command's output issue workflow commands such as ::group:: "
+        "(default: they are disabled with ::stop-commands::)"
+    ),
+}
 
 
-def main(argv=None) -> int:
-    return 0
+class _Parser(argparse.ArgumentParser):
+    """argparse that raises UsageError (one line, exit 2) instead of printing usage and exiting."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise UsageError(message)
+
+
+def _add_report_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--format", choices=FORMATS, default="text", help=HELP["format"])
+    parser.add_argument("--json", metavar="FILE", help=HELP["json"])
+    parser.add_argument("--summary", metavar="FILE", help=HELP["summary"])
+    parser.add_argument("--github-output", metavar="FILE", help=HELP["github_output"])
+    parser.add_argument("--config", metavar="FILE", help=HELP["config"])
+    parser.add_argument("--fail-on", choices=["error", "warning"], default="error", help=HELP["fail_on"])
+    parser.add_argument(
+        "--engine", choices=["auto", "hyperscan", "python"], default="auto", help=HELP["engine"]
+    )
+
+
+def _scan_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog=PROG, description=SCAN_DESCRIPTION)
+    parser.add_argument("--version", action="version", version=f"gpu-hang-guard {__version__}")
+    parser.add_argument("paths", nargs="+", metavar="PATH", help="log file, directory, .gz, .zip or -")
+    _add_report_options(parser)
+    return parser
+
+
+def _run_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog=f"{PROG} run", description=RUN_DESCRIPTION)
+    parser.add_argument("--timeout", metavar="DUR", help=HELP["timeout"])
+    parser.add_argument("--idle-timeout", metavar="DUR", help=HELP["idle_timeout"])
+    parser.add_argument("--kill-grace", metavar="DUR", default=DEFAULT_KILL_GRACE, help=HELP["kill_grace"])
+    parser.add_argument("--log-dir", metavar="DIR", default=DEFAULT_LOG_DIR, help=HELP["log_dir"])
+    parser.add_argument(
+        "--allow-workflow-commands", action="store_true", help=HELP["allow_workflow_commands"]
+    )
+    _add_report_options(parser)
+    return parser
+
+
+def _renderers() -> Dict[str, Callable[[Report], str]]:
+    from .report import github, json_report, markdown, text
+
+    return {
+        "text": text.render_text,
+        "json": json_report.render_json,
+        "markdown": markdown.render_markdown,
+        "github": github.render_annotations,
+    }
+
+
+def _optional_duration(text: Optional[str], option: str) -> Optional[float]:
+    return None if text is None else parse_duration(text, option)
+
+
+def _split_run_argv(argv: Sequence[str]) -> Tuple[list, list]:
+    """Guard options before ``--``, the command after it; the command is required."""
+    if "--" not in argv:
+        raise UsageError("run: put the command after --, as in: run --timeout 10m -- pytest tests/")
+    split = list(argv).index("--")
+    command = list(argv[split + 1 :])
+    if not command:
+        raise UsageError("run: no command after --")
+    return list(argv[:split]), command
+
+
+def _write_file(path: str, text: str, option: str, append: bool = False) -> None:
+    try:
+        with open(path, "a" if append else "w", encoding="utf-8") as handle:
+            handle.write(text)
+    except OSError as err:
+        raise UsageError(f"{option} {path}: cannot write: {err.strerror or err}") from None
+
+
+def _emit(report: Report, args: argparse.Namespace) -> None:
+    from .report import github, json_report, markdown
+
+    if args.json:
+        _write_file(args.json, json_report.render_json(report), "--json")
+    if args.summary:
+        _write_file(args.summary, markdown.render_markdown(report), "--summary", append=True)
+    if args.github_output:
+        report_path = os.path.abspath(args.json) if args.json else ""
+        outputs = github.render_outputs(report, report_path, report.log_dir or "")
+        _write_file(args.github_output, outputs, "--github-output", append=True)
+    sys.stdout.write(_renderers()[args.format](report))
+    sys.stdout.flush()
+
+
+def _main_scan(argv: Sequence[str]) -> int:
+    args = _scan_parser().parse_args(argv)
+    from .rules.loader import load_catalogue
+    from .scan import scan_paths
+
+    catalogue = load_catalogue(args.config)
+    findings = scan_paths(args.paths, catalogue, engine=args.engine)
+    verdict, status = decide(findings, None, Severity(args.fail_on))
+    _emit(Report(verdict=verdict, exit_status=status, findings=tuple(findings)), args)
+    return status
+
+
+def _main_run(argv: Sequence[str]) -> int:
+    options_argv, command = _split_run_argv(argv)
+    args = _run_parser().parse_args(options_argv)
+    from .rules.loader import load_catalogue
+    from .scan import scan_paths
+    from .supervise.guard import GuardOptions, supervise
+
+    catalogue = load_catalogue(args.config)  # a bad config fails before the command runs for an hour
+    options = GuardOptions(
+        argv=tuple(command),
+        log_dir=args.log_dir,
+        timeout_s=_optional_duration(args.timeout, "--timeout"),
+        idle_timeout_s=_optional_duration(args.idle_timeout, "--idle-timeout"),
+        kill_grace_s=parse_duration(args.kill_grace, "--kill-grace"),
+        allow_workflow_commands=args.allow_workflow_commands,
+    )
+    supervision = supervise(options)
+    findings = scan_paths(
+        [supervision.stdout_path, supervision.stderr_path],
+        catalogue,
+        guard_findings=supervision.findings,
+        engine=args.engine,
+    )
+    verdict, status = decide(findings, supervision.command, Severity(args.fail_on))
+    report = Report(
+        verdict=verdict,
+        exit_status=status,
+        findings=tuple(findings),
+        command=supervision.command,
+        diagnostics=supervision.diagnostics,
+        log_dir=os.path.abspath(args.log_dir),
+    )
+    _emit(report, args)
+    return status
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Run the CLI and return the process exit status (see ``analyzer.verdict`` for the table)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        if argv[:1] == ["run"]:
+            return _main_run(argv[1:])
+        if argv[:1] == ["scan"]:
+            argv = argv[1:]
+        return _main_scan(argv)
+    except AnalyzerError as err:
+        print(f"{PROG}: error: {err}", file=sys.stderr)
+        return USAGE_EXIT_STATUS
+    except KeyboardInterrupt:
+        return INTERRUPTED_EXIT_STATUS
+    except BrokenPipeError:
+        # A reader such as `| head` went away; the report is not ours to finish (see Python's
+        # "Note on SIGPIPE" in the signal module docs).
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 1
