@@ -1,0 +1,76 @@
+"""The shared vocabulary: exit descriptions, durations and the verdict table."""
+
+from __future__ import annotations
+
+import pytest
+
+from analyzer.durations import parse_duration
+from analyzer.errors import UsageError
+from analyzer.exits import describe_exit, shell_status, signal_of_status
+from analyzer.model import CommandResult, Finding, Kind, Severity, Verdict
+from analyzer.verdict import decide
+
+
+@pytest.mark.parametrize(
+    "status, text",
+    [
+        (143, "exit 143 (SIGTERM)"),
+        (-15, "exit -15 (SIGTERM)"),
+        (137, "exit 137 (SIGKILL)"),
+        (-6, "exit -6 (SIGABRT)"),
+        (1, "exit 1"),
+        (0, "exit 0"),
+        (124, "exit 124"),
+        (None, "no exit (still running)"),
+    ],
+)
+def test_describe_exit_reads_the_same_for_python_and_shell_statuses(status, text):
+    assert describe_exit(status) == text
+
+
+def test_signal_of_status_and_shell_status_agree():
+    assert signal_of_status(-9) == signal_of_status(137) == 9
+    assert signal_of_status(1) is None
+    assert shell_status(-15) == 143
+    assert shell_status(3) == 3
+
+
+@pytest.mark.parametrize(
+    "text, seconds", [("90", 90.0), ("30s", 30.0), ("10m", 600.0), ("1h", 3600.0), ("0.5s", 0.5), ("250ms", 0.25)]
+)
+def test_parse_duration(text, seconds):
+    assert parse_duration(text) == seconds
+
+
+@pytest.mark.parametrize("text", ["", "ten", "10x", "-5", "1h30m", "m"])
+def test_parse_duration_rejects_with_the_option_named(text):
+    with pytest.raises(UsageError, match="--timeout"):
+        parse_duration(text, "--timeout")
+
+
+def _finding(severity: Severity) -> Finding:
+    return Finding(Kind.CRASH, "some-rule", severity, "log.txt", 3, "boom")
+
+
+def _command(exit_code, timed_out=False) -> CommandResult:
+    return CommandResult(argv=("pytest",), exit_code=exit_code, timed_out=timed_out)
+
+
+@pytest.mark.parametrize(
+    "findings, command, fail_on, expected",
+    [
+        ([], None, Severity.ERROR, (Verdict.PASS, 0)),
+        ([_finding(Severity.WARNING)], None, Severity.ERROR, (Verdict.PASS, 0)),
+        ([_finding(Severity.WARNING)], None, Severity.WARNING, (Verdict.FAIL, 1)),
+        ([_finding(Severity.ERROR)], None, Severity.ERROR, (Verdict.FAIL, 1)),
+        ([], _command(0), Severity.ERROR, (Verdict.PASS, 0)),
+        ([_finding(Severity.ERROR)], _command(0), Severity.ERROR, (Verdict.FAIL, 1)),
+        ([], _command(3), Severity.ERROR, (Verdict.FAIL, 3)),
+        ([_finding(Severity.ERROR)], _command(139), Severity.ERROR, (Verdict.FAIL, 139)),
+        ([], _command(143, timed_out=True), Severity.ERROR, (Verdict.FAIL, 124)),
+        ([], _command(None, timed_out=True), Severity.ERROR, (Verdict.FAIL, 124)),
+        ([_finding(Severity.NOTICE)], _command(0), Severity.WARNING, (Verdict.PASS, 0)),
+    ],
+)
+def test_the_exit_table(findings, command, fail_on, expected):
+    assert decide(findings, command, fail_on) == expected
