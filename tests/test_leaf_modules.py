@@ -36,7 +36,8 @@ def test_signal_of_status_and_shell_status_agree():
 
 
 @pytest.mark.parametrize(
-    "text, seconds", [("90", 90.0), ("30s", 30.0), ("10m", 600.0), ("1h", 3600.0), ("0.5s", 0.5), ("250ms", 0.25)]
+    "text, seconds",
+    [("90", 90.0), ("30s", 30.0), ("10m", 600.0), ("1h", 3600.0), ("0.5s", 0.5), ("250ms", 0.25)],
 )
 def test_parse_duration(text, seconds):
     assert parse_duration(text) == seconds

@@ -1,0 +1,162 @@
+"""The command line end to end, as users run it: real subprocesses, (exit status, stdout, stderr) together."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+from typing import Optional, Tuple
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+ATEXIT_PROGRAM = textwrap.dedent(
+    """
+    import atexit
+
+    def _prepare_to_exit():
+        raise RuntimeError("NCCL communicator was aborted")
+
+    atexit.register(_prepare_to_exit)
+    print("=== 3 passed in 0.01s ===")
+    """
+)
+
+
+def run_cli(*args: str, stdin: Optional[bytes] = None, cwd: Optional[Path] = None) -> Tuple[int, str, str]:
+    proc = subprocess.run(
+        [sys.executable, "-m", "analyzer", *args],
+        input=stdin if stdin is not None else b"",
+        capture_output=True,
+        cwd=str(cwd or REPO),
+        timeout=120,
+    )
+    return proc.returncode, proc.stdout.decode("utf-8", "replace"), proc.stderr.decode("utf-8", "replace")
+
+
+def assert_one_line_error(code: int, out: str, err: str, *needles: str) -> None:
+    assert code == 2, (code, out, err)
+    assert out == ""
+    assert err.count("\n") == 1 and err.startswith("python -m analyzer: error: "), err
+    assert "Traceback" not in err
+    for needle in needles:
+        assert needle in err
+
+
+@pytest.fixture()
+def atexit_log(tmp_path: Path) -> Path:
+    """A real log: the output of a Python program whose atexit callback raised (and which exited 0)."""
+    script = tmp_path / "prog.py"
+    script.write_text(ATEXIT_PROGRAM)
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, timeout=60)
+    assert proc.returncode == 0  # the very lie this project exists to catch
+    log = tmp_path / "job.log"
+    log.write_bytes(proc.stdout + proc.stderr)
+    return log
+
+
+def test_no_arguments_is_a_one_line_usage_error():
+    assert_one_line_error(*run_cli(), "PATH")
+
+
+def test_missing_input_names_the_path(tmp_path: Path):
+    missing = tmp_path / "nope.log"
+    assert_one_line_error(*run_cli(str(missing)), str(missing))
+
+
+def test_bad_config_names_the_file(tmp_path: Path, atexit_log: Path):
+    config = tmp_path / "guard.yaml"
+    config.write_text("severity:\n  no-such-rule: warning\n")
+    assert_one_line_error(*run_cli("--config", str(config), str(atexit_log)), str(config), "no-such-rule")
+
+
+def test_unknown_format_is_a_usage_error(atexit_log: Path):
+    assert_one_line_error(*run_cli("--format", "xml", str(atexit_log)), "xml")
+
+
+def test_scan_explains_an_atexit_failure_in_every_output(tmp_path: Path, atexit_log: Path):
+    report = tmp_path / "report.json"
+    summary = tmp_path / "summary.md"
+    outputs = tmp_path / "outputs.txt"
+    summary.write_text("earlier step's summary\n")
+    code, out, err = run_cli(
+        str(atexit_log), "--json", str(report), "--summary", str(summary), "--github-output", str(outputs)
+    )
+    assert (code, err) == (1, "")
+    assert "RuntimeError" in out and "_prepare_to_exit" in out
+    data = json.loads(report.read_text())
+    assert data["version"] == 1 and data["verdict"] == "fail" and data["command"] is None
+    first = data["findings"][0]
+    assert set(first) >= {"kind", "rule", "severity", "path", "line", "message", "excerpt"}
+    assert (first["kind"], first["severity"], first["path"]) == ("atexit-exception", "error", str(atexit_log))
+    assert "_prepare_to_exit" in first["message"] and "RuntimeError" in first["message"]
+    assert "Traceback" in first["excerpt"]
+    text = summary.read_text()
+    assert text.startswith("earlier step's summary\n") and "RuntimeError" in text
+    assert "verdict=fail" in outputs.read_text()
+
+
+def test_scan_reads_standard_input(atexit_log: Path):
+    code, out, err = run_cli("--format", "json", "-", stdin=atexit_log.read_bytes())
+    assert (code, err) == (1, "")
+    assert json.loads(out)["findings"][0]["kind"] == "atexit-exception"
+
+
+def test_github_format_annotates_the_root_cause(atexit_log: Path):
+    code, out, err = run_cli("--format", "github", str(atexit_log))
+    assert (code, err) == (1, "")
+    assert out.startswith("::error file=")
+    assert "RuntimeError" in out.splitlines()[0]
+
+
+def test_run_without_a_command_is_a_usage_error():
+    assert_one_line_error(*run_cli("run", "--timeout", "5s"), "--")
+    assert_one_line_error(*run_cli("run", "--"), "no command")
+
+
+def test_run_rejects_a_bad_duration():
+    assert_one_line_error(*run_cli("run", "--timeout", "ten", "--", "true"), "--timeout", "ten")
+
+
+def test_run_fails_a_command_that_exits_0_after_an_atexit_exception(tmp_path: Path):
+    script = tmp_path / "prog.py"
+    script.write_text(ATEXIT_PROGRAM)
+    report = tmp_path / "report.json"
+    code, out, err = run_cli(
+        "run", "--log-dir", str(tmp_path / "logs"), "--json", str(report), "--", sys.executable, str(script)
+    )
+    assert code == 1, (out, err)
+    data = json.loads(report.read_text())
+    assert data["command"]["exit_code"] == 0 and data["command"]["timed_out"] is False
+    assert data["findings"][0]["kind"] == "atexit-exception"
+    assert b"RuntimeError" in (tmp_path / "logs" / "stderr.log").read_bytes()
+
+
+def test_run_passes_through_the_command_status(tmp_path: Path):
+    code, out, err = run_cli(
+        "run", "--log-dir", str(tmp_path), "--", sys.executable, "-c", "import sys; print('hi'); sys.exit(3)"
+    )
+    assert code == 3
+    assert out.startswith("hi\n")
+    assert (tmp_path / "stdout.log").read_bytes() == b"hi\n"
+
+
+def test_run_times_out_with_124_and_names_where_it_hung(tmp_path: Path):
+    script = tmp_path / "hang.py"
+    script.write_text("import time\n\ndef wait_for_peer():\n    time.sleep(600)\n\nwait_for_peer()\n")
+    report = tmp_path / "report.json"
+    started = time.monotonic()
+    code, out, err = run_cli(
+        "run", "--timeout", "2s", "--kill-grace", "1s", "--log-dir", str(tmp_path / "logs"),
+        "--json", str(report), "--", sys.executable, str(script),
+    )
+    assert time.monotonic() - started < 60
+    assert code == 124, (out, err)
+    data = json.loads(report.read_text())
+    assert data["command"]["timed_out"] is True and data["command"]["timeout_reason"] == "wall"
+    hang = [f for f in data["findings"] if f["kind"] == "hang"]
+    assert hang and "wait_for_peer" in hang[0]["message"]
