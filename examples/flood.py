@@ -12,8 +12,8 @@ def main() -> int:
         if i % FAILURE_EVERY == FAILURE_EVERY - 1:
             rank = (i // FAILURE_EVERY) % 8
             out.write(
-                f"[rank{rank}]:[E ProcessGroupNCCL.cpp:607] [Rank {rank}] Watchdog caught collective operation "
-                f"timeout: WorkNCCL(SeqNum={i}, OpType=ALLREDUCE, NumelIn=1024, NumelOut=1024, "
+                f"[rank{rank}]:[E ProcessGroupNCCL.cpp:607] [Rank {rank}] Watchdog caught collective "
+                f"operation timeout: WorkNCCL(SeqNum={i}, OpType=ALLREDUCE, NumelIn=1024, NumelOut=1024, "
                 "Timeout(ms)=600000) ran for 600107 milliseconds before timing out.\n"
             )
         else:
