@@ -1,0 +1,131 @@
+"""Talking to GitHub Actions: annotations as workflow commands, and step outputs for ``$GITHUB_OUTPUT``.
+
+Escaping follows actions/toolkit ``packages/core/src/command.ts`` exactly: data escapes ``%`` first,
+then ``\\r`` and ``\\n``; properties also escape ``:`` and ``,``. The runner keeps only the first 10
+annotations of each type (error, warning, notice) per step and cuts each message at 4,096 characters
+(actions/runner ``ExecutionContext.cs``: ``_maxCountPerIssueType``, ``_maxIssueMessageLength``), so
+we choose which findings get the slots and say in one notice how many more the job summary holds.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from ..model import Finding, Report, Severity
+from ._escape import one_line
+from .headline import plural
+
+RUNNER_ANNOTATIONS_PER_TYPE = 10
+MESSAGE_MAX_CHARS = 1000  # well under the runner's 4,096 after escaping
+TITLE_PREFIX = "gpu-hang-guard"
+OUTPUT_NAMES = ("verdict", "exit-code", "report", "log-dir", "findings")
+
+
+def escape_data(value: str) -> str:
+    """A workflow command's message: ``%`` -> ``%25`` (first), ``\\r`` -> ``%0D``, ``\\n`` -> ``%0A``."""
+    return value.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def escape_property(value: str) -> str:
+    """A workflow command's property value: as ``escape_data``, and ``:`` -> ``%3A``, ``,`` -> ``%2C``."""
+    return escape_data(value).replace(":", "%3A").replace(",", "%2C")
+
+
+def workflow_command(command: str, properties: Dict[str, str], message: str) -> str:
+    """``::command key=value,key=value::message`` with every part escaped."""
+    props = ",".join(f"{key}={escape_property(value)}" for key, value in properties.items())
+    return f"::{command}{' ' + props if props else ''}::{escape_data(message)}"
+
+
+def _annotation(finding: Finding) -> str:
+    properties: Dict[str, str] = {}
+    if finding.path and finding.line > 0:
+        properties["file"] = finding.path
+        properties["line"] = str(finding.line)
+    properties["title"] = f"{TITLE_PREFIX}: {finding.kind.value} [{finding.rule}]"
+    message = one_line(finding.message) or finding.rule
+    if len(message) > MESSAGE_MAX_CHARS:
+        message = message[: MESSAGE_MAX_CHARS - 3] + "..."
+    return workflow_command(finding.severity.value, properties, message)
+
+
+def select_annotations(
+    findings: Sequence[Finding], per_severity_cap: int = RUNNER_ANNOTATIONS_PER_TYPE
+) -> Tuple[List[Finding], List[Finding]]:
+    """Split ranked ``findings`` into ``(annotated, left_out)``, at most ``per_severity_cap`` each.
+
+    When anything is left out, one notice slot is kept free for the notice that says so: the runner
+    would drop an eleventh notice, and that one must not be it.
+    """
+    caps = {severity: per_severity_cap for severity in Severity}
+    totals = {severity: sum(1 for f in findings if f.severity is severity) for severity in Severity}
+    if any(totals[s] > caps[s] for s in Severity):
+        caps[Severity.NOTICE] = max(0, per_severity_cap - 1)
+    used = {severity: 0 for severity in Severity}
+    annotated: List[Finding] = []
+    left_out: List[Finding] = []
+    for finding in findings:
+        if used[finding.severity] < caps[finding.severity]:
+            used[finding.severity] += 1
+            annotated.append(finding)
+        else:
+            left_out.append(finding)
+    return annotated, left_out
+
+
+def render_annotations(report: Report, per_severity_cap: int = RUNNER_ANNOTATIONS_PER_TYPE) -> str:
+    """Workflow-command lines: one annotation per finding, root cause first, capped per severity.
+
+    Findings beyond the cap are summed up in exactly one ``::notice`` pointing at the job summary.
+    Only the one-line message is annotated; excerpts live in the summary and the JSON report.
+    """
+    annotated, left_out = select_annotations(report.findings, per_severity_cap)
+    lines = [_annotation(finding) for finding in annotated]
+    if left_out:
+        breakdown = ", ".join(
+            plural(count, severity.value)
+            for severity in Severity
+            for count in [sum(1 for f in left_out if f.severity is severity)]
+            if count
+        )
+        noun = "more finding" if len(left_out) == 1 else "more findings"
+        lines.append(
+            workflow_command(
+                "notice",
+                {"title": f"{TITLE_PREFIX}: {len(left_out):,} {noun}"},
+                f"{len(left_out):,} {noun} ({breakdown}) not annotated here: GitHub shows at most "
+                f"{RUNNER_ANNOTATIONS_PER_TYPE} annotations of each type per step. "
+                "All findings are in the job summary and the JSON report.",
+            )
+        )
+    return "".join(line + "\n" for line in lines)
+
+
+def _output_line(name: str, value: str, delimiter: Optional[str] = None) -> str:
+    if "\n" not in value and "\r" not in value:
+        return f"{name}={value}\n"
+    # GitHub's multiline form, as actions/toolkit file-command writes it: a random delimiter that
+    # the value cannot contain, so the value cannot end the block early or smuggle in other outputs.
+    delimiter = delimiter or f"ghadelimiter_{uuid.uuid4()}"
+    while delimiter in value:
+        delimiter = f"ghadelimiter_{uuid.uuid4()}"
+    return f"{name}<<{delimiter}\n{value}\n{delimiter}\n"
+
+
+def render_outputs(report: Report, report_path: Optional[str], log_dir: Optional[str]) -> str:
+    """Lines to append to ``$GITHUB_OUTPUT``: verdict, exit-code, report, log-dir, findings (a count).
+
+    A value holding a line break is written as ``name<<DELIMITER`` ... ``DELIMITER`` with a random
+    delimiter; other values as ``name=value``.
+    """
+    if not log_dir:
+        log_dir = report.log_dir or (report.command.log_dir if report.command else None) or ""
+    values = {
+        "verdict": report.verdict.value,
+        "exit-code": str(report.exit_status),
+        "report": report_path or "",
+        "log-dir": log_dir,
+        "findings": str(len(report.findings)),
+    }
+    return "".join(_output_line(name, values[name]) for name in OUTPUT_NAMES)

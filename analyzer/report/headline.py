@@ -1,0 +1,114 @@
+"""The one line a tired on-call engineer reads first, shared by the text and Markdown reports.
+
+``"Failed: <root cause message>; <how the command ended>"`` or ``"Passed: ..."``. The line is plain
+text that may hold backtick code spans (rule messages use them for function names); each renderer
+escapes it for its medium.
+"""
+
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+from ..exits import describe_exit
+from ..model import CommandResult, Finding, Report, Severity, Verdict
+
+PASSED = "Passed"
+FAILED = "Failed"
+
+
+def format_duration(seconds: float) -> str:
+    """Seconds as people say them: ``4.2s``, ``42s``, ``10m``, ``10m 3s``, ``1h 2m``."""
+    seconds = max(0.0, float(seconds))
+    if seconds < 10:
+        return f"{seconds:.1f}s"
+    whole = int(round(seconds))
+    if whole < 60:
+        return f"{whole}s"
+    hours, rest = divmod(whole, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours}h {minutes}m" if minutes else f"{hours}h"
+    return f"{minutes}m {secs}s" if secs else f"{minutes}m"
+
+
+def plural(count: int, noun: str) -> str:
+    """``plural(1, "finding") -> "1 finding"``, ``plural(3, "process") -> "3 processes"``."""
+    if count == 1:
+        return f"{count:,} {noun}"
+    return f"{count:,} {noun}es" if noun.endswith("s") else f"{count:,} {noun}s"
+
+
+def root_cause(report: Report) -> Optional[Finding]:
+    """The finding the report leads with: the first error (findings arrive ranked), else the first."""
+    for finding in report.findings:
+        if finding.severity is Severity.ERROR:
+            return finding
+    return report.findings[0] if report.findings else None
+
+
+def location(finding: Finding) -> str:
+    """``path:line``; ``path`` alone for line 0; ``(guard)`` for a finding the guard made itself."""
+    if not finding.path:
+        return "(guard)"
+    return f"{finding.path}:{finding.line}" if finding.line > 0 else finding.path
+
+
+def severity_counts(findings: Sequence[Finding]) -> str:
+    """``"2 errors, 1 warning"``; only severities that occur; ``"no findings"`` when empty."""
+    parts = []
+    for severity in Severity:
+        count = sum(1 for f in findings if f.severity is severity)
+        if count:
+            parts.append(plural(count, severity.value))
+    return ", ".join(parts) if parts else "no findings"
+
+
+def command_outcome(command: CommandResult, failed: bool) -> str:
+    """How the guarded command ended, in words: ``"exit 143 (SIGTERM) after 4.2s"``."""
+    took = format_duration(command.duration_s)
+    if command.timed_out:
+        if command.timeout_reason == "idle":
+            text = f"went silent past the idle timeout; the guard killed it after {took}"
+        elif command.timeout_reason == "cancelled":
+            text = f"the job was cancelled after {took}; the guard stopped it"
+        else:
+            text = f"timed out after {took}; the guard killed it"
+    elif command.exit_code is None:
+        text = f"still running after {took}: it survived SIGKILL"
+    elif command.exit_code == 0:
+        text = "the command exited 0 anyway" if failed else f"exited 0 in {took}"
+    else:
+        text = f"{describe_exit(command.exit_code)} after {took}"
+    if command.unkillable_pids:
+        text += f"; {plural(len(command.unkillable_pids), 'process')} could not be killed"
+    if command.leftover_pids and not command.unkillable_pids:
+        text += f"; {plural(len(command.leftover_pids), 'leftover process')} ended by the guard"
+    return text
+
+
+def headline(report: Report) -> str:
+    """The verdict line: ``"Failed: <root cause>; <outcome> (+N more findings)"`` or ``"Passed: ..."``."""
+    findings = report.findings
+    if report.verdict is Verdict.PASS:
+        if report.command is not None:
+            detail = command_outcome(report.command, failed=False)
+            if findings:
+                detail += f"; {severity_counts(findings)} below the failure level"
+            return f"{PASSED}: {detail}"
+        if findings:
+            return f"{PASSED}: {severity_counts(findings)}, none at the failure level"
+        return f"{PASSED}: no findings"
+
+    cause = root_cause(report)
+    parts = []
+    if cause is not None:
+        parts.append(" ".join(cause.message.split()) or cause.rule)
+    if report.command is not None:
+        parts.append(command_outcome(report.command, failed=True))
+    if not parts:
+        parts.append(f"exit status {report.exit_status}")
+    line = f"{FAILED}: " + "; ".join(parts)
+    more = len(findings) - 1 if cause is not None else 0
+    if more > 0:
+        line += f" (+{plural(more, 'more finding')})"
+    return line

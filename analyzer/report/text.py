@@ -1,0 +1,77 @@
+"""The terminal report: the headline, numbered findings with bounded excerpts, the command, the logs."""
+
+from __future__ import annotations
+
+import shlex
+from typing import List
+
+from ..exits import describe_exit
+from ..model import CommandResult, Finding, Report
+from ._escape import clean_text, one_line
+from .headline import format_duration, headline, location
+
+EXCERPT_MAX_LINES = 20
+EXCERPTS_SHOWN = 10  # the best-ranked findings show their excerpt; the rest one line each
+DIAGNOSTIC_MAX_LINES = 40
+LINE_MAX_CHARS = 300
+INDENT = "      "
+
+
+def _bounded(text: str, max_lines: int) -> List[str]:
+    """``text`` as at most ``max_lines`` lines of at most ``LINE_MAX_CHARS``, saying what was cut."""
+    lines = clean_text(text).rstrip("\n").split("\n")
+    shown = [
+        line if len(line) <= LINE_MAX_CHARS else line[:LINE_MAX_CHARS] + f"... ({len(line):,} chars)"
+        for line in lines[:max_lines]
+    ]
+    if len(lines) > max_lines:
+        shown.append(f"... {len(lines) - max_lines:,} more lines (see the JSON report)")
+    return shown
+
+
+def _finding(number: int, finding: Finding, with_excerpt: bool) -> List[str]:
+    head = (
+        f"{number:>3}. {one_line(location(finding))}: {finding.severity.value} {finding.kind.value} "
+        f"[{finding.rule}] {one_line(finding.message)}"
+    )
+    lines = [head]
+    if with_excerpt and finding.excerpt.strip():
+        lines.extend(INDENT + line for line in _bounded(finding.excerpt, EXCERPT_MAX_LINES))
+    return lines
+
+
+def _command(command: CommandResult) -> List[str]:
+    lines = [
+        f"Command: {one_line(shlex.join(command.argv))}",
+        f"  outcome: {describe_exit(command.exit_code)} after {format_duration(command.duration_s)}",
+    ]
+    if command.timed_out:
+        lines.append(f"  timed out: yes ({command.timeout_reason or 'wall'})")
+    if command.leftover_pids:
+        lines.append("  leftover pids (ended by the guard): " + " ".join(map(str, command.leftover_pids)))
+    if command.unkillable_pids:
+        lines.append("  unkillable pids (survived SIGKILL): " + " ".join(map(str, command.unkillable_pids)))
+    return lines
+
+
+def render_text(report: Report) -> str:
+    """The report for a terminal: plain text, no colour, every log-derived line cleaned and bounded."""
+    out = [one_line(headline(report))]
+    if report.findings:
+        out.append("")
+        out.append("Findings (root cause first):")
+        for number, finding in enumerate(report.findings, 1):
+            out.extend(_finding(number, finding, number <= EXCERPTS_SHOWN))
+        if len(report.findings) > EXCERPTS_SHOWN:
+            out.append(f"(excerpts shown for the first {EXCERPTS_SHOWN}; --format json has them all)")
+    for diagnostic in report.diagnostics:
+        out.append("")
+        out.append(f"{one_line(diagnostic.title)}:")
+        out.extend(INDENT + line for line in _bounded(diagnostic.text, DIAGNOSTIC_MAX_LINES))
+    if report.command is not None:
+        out.append("")
+        out.extend(_command(report.command))
+    log_dir = report.log_dir or (report.command.log_dir if report.command else None)
+    if log_dir:
+        out.append(f"Logs: {one_line(log_dir)}")
+    return "\n".join(out) + "\n"
