@@ -1,0 +1,93 @@
+"""Static checks of action.yml: the contract with workflow authors and the injection rules."""
+
+from __future__ import annotations
+
+import re
+
+import yaml
+
+from .harness import ACTION_FILE
+
+ACTION = yaml.safe_load(ACTION_FILE.read_text(encoding="utf-8"))
+STEPS = ACTION["runs"]["steps"]
+RUN_STEPS = [s for s in STEPS if "run" in s]
+
+EXPECTED_INPUTS = {
+    "run", "shell", "working-directory", "timeout", "idle-timeout", "kill-grace", "log-dir", "config",
+    "fail-on", "python", "upload-logs", "allow-workflow-commands",
+}
+EXPECTED_OUTPUTS = {"verdict", "exit-code", "report", "log-dir", "findings"}
+
+
+def test_composite_with_name_description_branding():
+    assert ACTION["runs"]["using"] == "composite"
+    assert ACTION["name"] and ACTION["description"]
+    assert set(ACTION["branding"]) == {"icon", "color"}
+
+
+def test_inputs_and_outputs_are_the_documented_ones():
+    assert set(ACTION["inputs"]) == EXPECTED_INPUTS
+    assert set(ACTION["outputs"]) == EXPECTED_OUTPUTS
+
+
+def test_every_input_is_one_documented_sentence_stating_its_default():
+    for name, spec in ACTION["inputs"].items():
+        description = spec["description"].strip()
+        assert description.endswith("."), name
+        if spec.get("required"):
+            assert "default" not in spec and "required" in description, name
+        else:
+            assert "default" in spec, name
+            assert "default" in description, f"{name}: the description must state the default"
+
+
+def test_every_input_reaches_a_step():
+    text = yaml.safe_dump(STEPS)
+    for name in ACTION["inputs"]:
+        assert f"inputs.{name} " in text or f"inputs.{name}}}" in text, f"input {name} is never used"
+
+
+def test_no_expression_inside_any_run_script():
+    for step in RUN_STEPS:
+        assert "${{" not in step["run"], step.get("name")
+
+
+def test_run_scripts_use_action_path_variable_and_quote_every_input_variable():
+    for step in RUN_STEPS:
+        script = step["run"]
+        assert "github.action_path" not in script
+        for var in step.get("env", {}):
+            # Every use is quoted ("$VAR" or inside a larger "..."); never a bare $VAR that word-splits.
+            for line in script.splitlines():
+                for match in re.finditer(r"\$\{?" + re.escape(var) + r"\b", line):
+                    before = line[: match.start()]
+                    quoted = before.endswith(('"', "'")) or before.count('"') % 2 == 1
+                    assert quoted, f"unquoted ${var} in: {line.strip()}"
+
+
+def test_inputs_reach_scripts_only_through_env():
+    for step in RUN_STEPS:
+        for value in (step.get("env") or {}).values():
+            assert re.fullmatch(r"\$\{\{ (inputs|steps)\.[\w.-]+ \}\}", value), value
+
+
+def test_the_guard_is_execed_with_the_github_contract_options():
+    [guard] = [s for s in STEPS if s.get("id") == "guard"]
+    script = guard["run"]
+    last = [line for line in script.splitlines() if line.strip()][-1].strip()
+    assert last.startswith('exec "$GHG_VENV/bin/python" -m analyzer ')
+    for option in ("--format github", '--summary "$GITHUB_STEP_SUMMARY"', '--json "$GHG_REPORT"',
+                   '--github-output "$GITHUB_OUTPUT"', '--fail-on "$GHG_FAIL_ON"'):
+        assert option in script
+
+
+def test_outputs_come_from_the_guard_step():
+    for name, spec in ACTION["outputs"].items():
+        assert f"steps.guard.outputs.{name}" in spec["value"], name
+
+
+def test_upload_step_is_pinned_and_runs_after_failure():
+    [upload] = [s for s in STEPS if "uses" in s]
+    assert re.fullmatch(r"actions/upload-artifact@[0-9a-f]{40}", upload["uses"])
+    assert "always()" in upload["if"] or "!cancelled()" in upload["if"]
+    assert upload["with"]["name"] == "${{ inputs.upload-logs }}"
