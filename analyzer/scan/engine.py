@@ -1,0 +1,347 @@
+"""The matching engine: stream logs in bounded windows, find candidate lines fast, confirm with ``regex``.
+
+For each source the engine reads windows of about ``READ_SIZE`` bytes cut at a ``\\n``, strips NULs
+and ANSI escapes from the whole window (``clean.strip_controls``), and asks a finder for the lines
+holding one of the rules' literals (``_engine_literals``): Hyperscan in one pass when it is installed,
+``bytes.find`` otherwise. Only those lines are cleaned and matched with the rules' compiled patterns,
+each ``\\r`` segment on its own. Lines after the start of a multi-line block rule are fed to that block
+one by one until its ``end`` pattern matches or ``max_lines`` is reached. Both engines use the same
+literals, so they find the same matches.
+
+Memory stays bounded whatever the input: a window is at most two reads plus the unfinished line, and a
+line longer than ``LINE_CAP`` bytes (a progress bar redrawn for hours without a ``\\n``) is matched on
+its first and last ``LINE_CAP // 2`` bytes only; the middle is read, counted and dropped.
+"""
+
+from __future__ import annotations
+
+from typing import IO, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
+
+from ..errors import InputError, UsageError
+from ..rules.model import Catalogue, Rule
+from ._engine_literals import Plan, build_plan
+from ._engine_prefilter import Candidates, Finder, hyperscan_available, hyperscan_finder, python_finder
+from .clean import clean_stripped, split_segments, strip_controls, visible_excerpt
+from .match import Match
+from .sources import Source
+
+ENGINES = ("auto", "hyperscan", "python")
+READ_SIZE = 1 << 20
+LINE_CAP = 1 << 20  # longer lines are matched on their first and last LINE_CAP // 2 bytes
+EXCERPT_MAX_LINES = 200
+EXCERPT_MAX_CHARS = 64 * 1024
+EXCERPT_LINE_CHARS = 4096
+# A user pattern that keeps timing out is dropped for the rest of the source: each timeout costs
+# ``match_timeout_s`` and a log can hold millions of lines.
+MAX_TIMEOUTS_PER_RULE = 5
+_READ_ERRORS = (OSError, EOFError, ValueError, RuntimeError)
+
+
+def iter_matches(sources: Iterable[Source], catalogue: Catalogue, engine: str = "auto") -> Iterator[Match]:
+    """Yield every rule match (marker rules included) in file order, with increasing ``seq``.
+
+    ``engine`` is ``"auto"`` (Hyperscan when importable), ``"hyperscan"`` or ``"python"``; both give
+    identical matches. Raises ``UsageError`` for an unknown or unavailable engine and ``InputError``
+    when a source cannot be read.
+    """
+    rules = tuple(catalogue.rules)
+    plan = build_plan(rules)
+    finder = make_finder(plan, engine)
+    seq = 0
+    for source in sources:
+        scanner = _SourceScan(source.display_path, rules, plan, finder, catalogue.match_timeout_s)
+        for match in scanner.run(source):
+            yield _with_seq(match, seq)
+            seq += 1
+
+
+def resolve_engine(engine: str) -> str:
+    """The engine that ``engine`` names here: ``"hyperscan"`` or ``"python"``."""
+    if engine not in ENGINES:
+        raise UsageError(f"--engine {engine}: expected one of {', '.join(ENGINES)}")
+    if engine == "auto":
+        return "hyperscan" if hyperscan_available() else "python"
+    if engine == "hyperscan" and not hyperscan_available():
+        raise UsageError("--engine hyperscan: the hyperscan module is not installed")
+    return engine
+
+
+def make_finder(plan: Plan, engine: str) -> Finder:
+    resolved = resolve_engine(engine)
+    if resolved == "hyperscan":
+        try:
+            return hyperscan_finder(plan)
+        except Exception:  # hyperscan.error on a CPU it does not support: fall back when allowed
+            if engine == "hyperscan":
+                raise UsageError("--engine hyperscan: Hyperscan cannot run on this machine") from None
+    return python_finder(plan)
+
+
+def _with_seq(match: Match, seq: int) -> Match:
+    return Match(
+        rule=match.rule, path=match.path, line=match.line, end_line=match.end_line, text=match.text,
+        excerpt=match.excerpt, seq=seq, groups=match.groups, rank=match.rank,
+    )
+
+
+def _windows(stream: IO[bytes], path: str) -> Iterator[bytes]:
+    """Cut a stream into windows that end with ``\\n`` (except the last), one giant line cut short."""
+    carry = b""
+    while True:
+        data = _read(stream, path)
+        if not data:
+            break
+        buf = carry + data if carry else data
+        cut = buf.rfind(b"\n")
+        if cut != -1:
+            yield buf[: cut + 1]
+            carry = buf[cut + 1:]
+            continue
+        if len(buf) <= LINE_CAP:
+            carry = buf
+            continue
+        line, carry = _giant_line(stream, path, buf)
+        yield line
+    if carry:
+        yield carry
+
+
+def _giant_line(stream: IO[bytes], path: str, buf: bytes) -> Tuple[bytes, bytes]:
+    """Read the rest of a line longer than LINE_CAP; keep its head and tail joined by a ``\\r``."""
+    half = LINE_CAP // 2
+    head = buf[:half]
+    tail = buf[-half:]
+    while True:
+        data = _read(stream, path)
+        if not data:
+            return head + b"\r" + tail, b""
+        nl = data.find(b"\n")
+        if nl == -1:
+            tail = (tail + data)[-half:]
+            continue
+        tail = (tail + data[:nl])[-half:]
+        return head + b"\r" + tail + b"\n", data[nl + 1:]
+
+
+def _read(stream: IO[bytes], path: str) -> bytes:
+    try:
+        return stream.read(READ_SIZE)
+    except _READ_ERRORS as err:
+        raise InputError(f"{path}: cannot read: {_reason(err)}") from None
+
+
+def _reason(err: BaseException) -> str:
+    if isinstance(err, OSError) and err.strerror:
+        return err.strerror.lower()
+    lines = str(err).strip().splitlines()
+    return lines[0] if lines else type(err).__name__
+
+
+class _Block:
+    """A block rule's match in progress (internal, mutable while lines are fed to it)."""
+
+    __slots__ = ("index", "line", "text", "rank", "groups", "lines", "chars", "count", "last")
+
+    def __init__(self, index: int, line: int, text: str, rank: Optional[int], groups: Dict[str, str]) -> None:
+        self.index = index
+        self.line = line
+        self.text = text
+        self.rank = rank
+        self.groups = groups
+        self.lines: List[str] = []
+        self.chars = 0
+        self.count = 0
+        self.last = line
+
+    def add(self, excerpt_line: str, line: int) -> None:
+        self.count += 1
+        self.last = line
+        if len(self.lines) < EXCERPT_MAX_LINES and self.chars < EXCERPT_MAX_CHARS:
+            self.lines.append(excerpt_line)
+            self.chars += len(excerpt_line) + 1
+
+
+class _SourceScan:
+    """Matching state for one source: open blocks, matches held back until earlier blocks close."""
+
+    def __init__(
+        self, path: str, rules: Sequence[Rule], plan: Plan, finder: Finder, timeout_s: float
+    ) -> None:
+        self.path = path
+        self.rules = rules
+        self.finder = finder
+        self.timeout_s = timeout_s
+        self.literal_rules = [lit.rules for lit in plan.literals]
+        self.always = plan.always
+        self.open: List[_Block] = []
+        self.open_rules: set = set()
+        self.pending: List[Tuple[int, int, Match]] = []
+        self.timeouts: Dict[int, int] = {}
+
+    def run(self, source: Source) -> Iterator[Match]:
+        stream = source.open()
+        try:
+            first_line = 1
+            for window in _windows(stream, self.path):
+                buf = strip_controls(window)
+                self._window(buf, first_line, self.finder(buf))
+                first_line += buf.count(b"\n")
+                yield from self._flush()
+        finally:
+            stream.close()
+        for block in list(self.open):
+            self._close(block, block.last)
+        yield from self._flush()
+
+    def _window(self, buf: bytes, line: int, cands: Candidates) -> None:
+        keys = sorted(cands)
+        every = bool(self.always)
+        count = buf.count
+        find = buf.find
+        n = len(buf)
+        pos = 0
+        ki = 0
+        nkeys = len(keys)
+        while pos < n:
+            while ki < nkeys and keys[ki] < pos:
+                ki += 1
+            if not self.open and not every:
+                if ki >= nkeys:
+                    return
+                target = keys[ki]
+                line += count(b"\n", pos, target)
+                pos = target
+            end = find(b"\n", pos)
+            stop = n if end == -1 else end + 1
+            lits = None
+            if ki < nkeys and keys[ki] == pos:
+                lits = cands[pos]
+                ki += 1
+            self._line(buf[pos:stop], line, lits)
+            pos = stop
+            line += 1
+
+    def _line(self, raw: bytes, line: int, lits: Optional[set]) -> None:
+        text, rank = clean_stripped(raw)
+        segments = split_segments(text)
+        if self.open:
+            excerpt_line = _excerpt_line(visible_excerpt(raw))
+            for block in list(self.open):
+                self._feed(block, segments, excerpt_line, line)
+        indices: Iterable[int]
+        if lits is None:
+            indices = self.always
+        elif len(lits) == 1 and not self.always:
+            (only,) = lits
+            indices = self.literal_rules[only]
+        else:
+            chosen = set(self.always)
+            for lit in lits:
+                chosen.update(self.literal_rules[lit])
+            indices = sorted(chosen)
+        for index in indices:
+            rule = self.rules[index]
+            if rule.is_block:
+                if index in self.open_rules:
+                    continue
+                found = self._search(index, rule.start_re, segments)
+                if found is not None:
+                    seg, m = found
+                    block = _Block(index, line, seg, rank, _groups(m))
+                    block.add(_excerpt_line(visible_excerpt(raw)), line)
+                    self.open.append(block)
+                    self.open_rules.add(index)
+                    if rule.max_lines <= 1:
+                        self._close(block, line)
+            else:
+                found = self._search(index, rule.pattern_re, segments)
+                if found is not None:
+                    seg, m = found
+                    match = Match(
+                        rule=rule, path=self.path, line=line, end_line=line, text=seg,
+                        excerpt=_single_excerpt(raw, seg, m.start()), seq=0, groups=_groups(m), rank=rank,
+                    )
+                    self.pending.append((line, index, match))
+
+    def _feed(self, block: _Block, segments: List[str], excerpt_line: str, line: int) -> None:
+        rule = self.rules[block.index]
+        block.add(excerpt_line, line)
+        found = self._search(block.index, rule.end_re, segments)
+        if found is not None:
+            block.groups.update(_groups(found[1]))
+            self._close(block, line)
+        elif block.count >= rule.max_lines:
+            self._close(block, line)
+
+    def _close(self, block: _Block, end_line: int) -> None:
+        self.open.remove(block)
+        self.open_rules.discard(block.index)
+        excerpt = "\n".join(block.lines)
+        if block.count > len(block.lines):
+            excerpt += f"\n[... {block.count - len(block.lines)} more lines not shown]"
+        match = Match(
+            rule=self.rules[block.index], path=self.path, line=block.line, end_line=max(end_line, block.line),
+            text=block.text, excerpt=excerpt, seq=0, groups=block.groups, rank=block.rank,
+        )
+        self.pending.append((block.line, block.index, match))
+
+    def _flush(self) -> Iterator[Match]:
+        if not self.pending:
+            return
+        limit = min(block.line for block in self.open) if self.open else None
+        ready = [p for p in self.pending if limit is None or p[0] < limit]
+        if not ready:
+            return
+        self.pending = [p for p in self.pending if not (limit is None or p[0] < limit)]
+        ready.sort(key=lambda p: (p[0], p[1]))
+        for _line, _index, match in ready:
+            yield match
+
+    def _search(self, index: int, compiled, segments: List[str]):
+        """First segment ``compiled`` matches, with its match object; user patterns under a timeout."""
+        if compiled is None:
+            return None
+        rule = self.rules[index]
+        if not rule.user_defined:
+            for seg in segments:
+                m = compiled.search(seg)
+                if m is not None:
+                    return seg, m
+            return None
+        if self.timeouts.get(index, 0) >= MAX_TIMEOUTS_PER_RULE:
+            return None
+        for seg in segments:
+            try:
+                m = compiled.search(seg, timeout=self.timeout_s)
+            except TimeoutError:
+                self.timeouts[index] = self.timeouts.get(index, 0) + 1
+                return None
+            if m is not None:
+                return seg, m
+        return None
+
+
+def _groups(m) -> Dict[str, str]:
+    return {name: value for name, value in m.groupdict().items() if value is not None}
+
+
+def _excerpt_line(line: str) -> str:
+    """A line fit for an excerpt: the last visible state of a redrawn line, cut to a sane length."""
+    if "\r" in line:
+        states = [s for s in line.split("\r") if s]
+        line = states[-1] if states else ""
+    if len(line) > EXCERPT_LINE_CHARS:
+        line = line[:EXCERPT_LINE_CHARS] + f" [... {len(line) - EXCERPT_LINE_CHARS} more characters]"
+    return line
+
+
+def _single_excerpt(raw: bytes, segment: str, at: int) -> str:
+    """The original line, or for a redrawn or huge line the matched segment around the match."""
+    line = visible_excerpt(raw)
+    if "\r" not in line and len(line) <= EXCERPT_LINE_CHARS:
+        return line
+    if len(segment) <= EXCERPT_LINE_CHARS:
+        return segment
+    start = max(0, at - EXCERPT_LINE_CHARS // 4)
+    piece = segment[start:start + EXCERPT_LINE_CHARS]
+    return ("[...] " if start else "") + piece + " [...]"
