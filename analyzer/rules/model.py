@@ -10,6 +10,12 @@ Keys that steer ranking (see ``analyzer/scan/rank.py``):
 - ``collateral_after``: marker names; a match that comes after one of them in the same file is
   collateral damage (a warning pointing at the root cause), not a second root cause.
 - ``root_cause``: a match of this rule outranks every other error (torchrun's "Root Cause" block).
+
+``Catalogue`` fields added for the user's config (``analyzer/rules/config.py``), all defaulted:
+- ``ignore_rules``: rule ids whose findings are dropped. The loader already removes those rules from
+  ``rules``; ranking also drops the guard's findings with these ids.
+- ``severity_overrides``: ``(rule id, severity)`` pairs from the config. The loader already applied
+  them to ``rules``; ranking applies them to the guard's findings too.
 """
 
 from __future__ import annotations
@@ -67,3 +73,5 @@ class Catalogue:
     ignore_paths: Tuple[str, ...] = ()
     ignore_lines: Tuple[LineIgnore, ...] = ()
     match_timeout_s: float = 1.0
+    ignore_rules: Tuple[str, ...] = ()
+    severity_overrides: Tuple[Tuple[str, Severity], ...] = ()
