@@ -1,0 +1,255 @@
+"""The composite action end to end, run as GitHub's runner would run it, on the bundled examples.
+
+One private virtualenv is built for the whole session (the first scenario pays for it; every later one
+goes through the action's reuse path), from a copy of the repository laid out like a downloaded action.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from .harness import REPO_ROOT, STEP_SUMMARY_LIMIT_BYTES, ActionRun, run_action
+
+ANNOTATION_CAP = 10  # per severity, as analyzer.report.github.render_annotations caps them
+HANG_TIMEOUT = "4s"
+
+
+@pytest.fixture(scope="session")
+def action_path(tmp_path_factory) -> Path:
+    """The action as the runner downloads it (_actions/OWNER/REPO/REF), without this checkout's junk."""
+    target = tmp_path_factory.mktemp("actions") / "gpu-hang-guard"
+    shutil.copytree(
+        REPO_ROOT,
+        target,
+        ignore=shutil.ignore_patterns(
+            ".git", "__pycache__", "*.egg-info", "build", "dist", ".venv*", "node_modules", ".cache",
+            ".pytest_cache", ".ruff_cache", "fixtures", "tests", "bench", "docs", "examples",
+        ),
+    )
+    return target
+
+
+@pytest.fixture(scope="session")
+def runner_temp(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("runner_temp")
+
+
+@pytest.fixture(scope="session")
+def act(action_path, runner_temp):
+    def run(**inputs: str) -> ActionRun:
+        # The runner's python is on PATH for the command; keep bytecode out of the examples directory.
+        env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
+        env["PATH"] = f"{Path(sys.executable).parent}:{env.get('PATH', '')}"
+        return run_action(inputs, runner_temp=runner_temp, action_path=action_path, env=env)
+
+    return run
+
+
+@pytest.fixture(scope="session")
+def clean_run(act) -> ActionRun:
+    return act(run="python -m pytest -q examples/clean", timeout="120s")
+
+
+@pytest.fixture(scope="session")
+def atexit_run(clean_run, act) -> ActionRun:
+    return act(run="python -m pytest -q examples/atexit_exit0", timeout="120s", **{"upload-logs": "logs-1"})
+
+
+@pytest.fixture(scope="session")
+def hang_run(clean_run, act) -> ActionRun:
+    return act(run="python -m pytest -v examples/hang", timeout=HANG_TIMEOUT, **{"kill-grace": "3s"})
+
+
+@pytest.fixture(scope="session")
+def flood_run(clean_run, act) -> ActionRun:
+    return act(run="python examples/flood.py", timeout="120s")
+
+
+@pytest.fixture(scope="session")
+def inject_run(clean_run, act) -> ActionRun:
+    return act(run="python examples/inject.py", timeout="120s")
+
+
+def report_of(result: ActionRun) -> dict:
+    path = Path(result.outputs["report"])
+    assert path.is_absolute() and path.is_file(), path
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def assert_outputs_consistent(result: ActionRun, verdict: str, exit_code: int) -> dict:
+    outputs = result.outputs
+    assert outputs["verdict"] == verdict
+    assert outputs["exit-code"] == str(exit_code)
+    assert result.step("guard").exit_code == exit_code
+    assert result.conclusion == ("success" if exit_code == 0 else "failure")
+    report = report_of(result)
+    assert report["version"] == 1 and report["verdict"] == verdict
+    assert outputs["findings"] == str(len(report["findings"]))
+    log_dir = Path(outputs["log-dir"])
+    assert log_dir.is_dir() and Path(outputs["report"]).parent == log_dir
+    assert log_dir.is_relative_to(result.runner_temp)
+    summary = result.summary
+    assert summary.strip(), "the job summary is empty"
+    assert len(summary.encode("utf-8")) < STEP_SUMMARY_LIMIT_BYTES
+    return report
+
+
+def annotations(result: ActionRun, severity: str):
+    return [a for a in result.annotations if a.name == severity]
+
+
+# --- the private virtualenv ---------------------------------------------------------------------------
+
+
+def test_first_use_installs_inside_a_group_and_later_uses_reuse_it(clean_run, atexit_run):
+    first = clean_run.step("setup")
+    assert first.exit_code == 0, first.output
+    assert [c.name for c in first.commands] == ["group", "endgroup"]
+    assert "Install gpu-hang-guard" in first.commands[0].data
+    venv = Path(first.outputs["venv"])
+    assert venv.is_relative_to(clean_run.runner_temp) and (venv / "bin" / "python").exists()
+
+    second = atexit_run.step("setup")
+    assert second.commands == (), "the second use must not install again"
+    assert f"reusing {venv}" in second.output
+    assert second.outputs["venv"] == str(venv)
+
+
+# --- scenarios --------------------------------------------------------------------------------------------
+
+
+def test_clean_pass(clean_run):
+    report = assert_outputs_consistent(clean_run, "pass", 0)
+    assert report["findings"] == []
+    assert annotations(clean_run, "error") == [] and annotations(clean_run, "warning") == []
+    assert "2 passed" in clean_run.step("guard").output
+    assert [s.outcome for s in clean_run.steps] == ["success", "success", "skipped"], "no upload unasked"
+
+
+def test_atexit_exception_after_exit_0_fails_the_job(atexit_run):
+    report = assert_outputs_consistent(atexit_run, "fail", 1)
+    kinds = {f["kind"] for f in report["findings"]}
+    assert "atexit-exception" in kinds
+    assert "RuntimeError" in atexit_run.summary and "NCCL communicator was aborted" in atexit_run.summary
+    errors = annotations(atexit_run, "error")
+    assert errors and any("atexit" in (a.data + (a.prop("title") or "")).lower() for a in errors)
+
+
+def test_logs_are_uploaded_after_a_failed_command(atexit_run):
+    [upload] = [s for s in atexit_run.steps if s.uses]
+    assert upload.uses.startswith("actions/upload-artifact@")
+    assert upload.with_inputs["name"] == "logs-1"
+    assert upload.with_inputs["path"] == atexit_run.outputs["log-dir"]
+    assert any(Path(upload.with_inputs["path"]).iterdir())
+
+
+def test_hang_times_out_and_the_stack_names_the_function(hang_run):
+    report = assert_outputs_consistent(hang_run, "fail", 124)
+    assert report["command"]["timed_out"] is True
+    assert "wait_for_peers" in hang_run.summary
+    assert any(a.name == "error" for a in hang_run.annotations)
+    assert "test_data_loader PASSED" in hang_run.step("guard").output
+
+
+def test_flood_keeps_annotations_and_summary_within_githubs_limits(flood_run):
+    assert_outputs_consistent(flood_run, "fail", 1)
+    for severity in ("error", "warning"):
+        assert len(annotations(flood_run, severity)) <= ANNOTATION_CAP
+    guard_output = flood_run.step("guard").output
+    assert "step 199998 |" in guard_output, "the command's output must be passed through whole"
+
+
+def test_injected_workflow_commands_never_reach_the_runner(inject_run):
+    assert_outputs_consistent(inject_run, "pass", 0)
+    output = inject_run.step("guard").output
+    assert "::error::injected error annotation" in output, "the text itself stays visible"
+    for command in inject_run.commands:
+        assert "injected" not in command.data and command.name not in ("set-output", "add-mask"), command
+    assert inject_run.outputs["verdict"] == "pass"
+
+
+def test_allow_workflow_commands_lets_them_through(act):
+    result = act(run="python examples/inject.py", timeout="120s", **{"allow-workflow-commands": "true"})
+    assert result.outputs["verdict"] == "pass"
+    assert any(c.name == "error" and c.data == "injected error annotation" for c in result.commands)
+
+
+# --- inputs -----------------------------------------------------------------------------------------
+
+
+def test_working_directory_and_custom_shell(act, tmp_path):
+    (tmp_path / "probe.py").write_text("import os\nprint('cwd=' + os.getcwd())\n")
+    result = act(run="import runpy; runpy.run_path('probe.py')", shell="python {0}",
+                 **{"working-directory": str(tmp_path)})
+    assert result.outputs["verdict"] == "pass", result.output
+    assert f"cwd={tmp_path}" in result.step("guard").output
+
+
+def test_bash_runs_with_errexit_and_pipefail(act):
+    result = act(run="false | true\necho not-reached")
+    assert result.outputs["exit-code"] == "1"
+    assert "not-reached" not in result.step("guard").output
+
+
+def test_explicit_log_dir(act, tmp_path):
+    result = act(run="echo hello", **{"log-dir": str(tmp_path / "logs")})
+    assert result.outputs["log-dir"] == str(tmp_path / "logs")
+    assert Path(result.outputs["report"]).is_file()
+
+
+@pytest.mark.parametrize(
+    "inputs",
+    [{"allow-workflow-commands": "yes"}, {"shell": "zsh-without-placeholder"}, {"fail-on": "fatal"}],
+)
+def test_bad_inputs_fail_the_step_with_a_message(act, inputs):
+    result = act(run="echo hi", **inputs)
+    guard = result.step("guard")
+    assert guard.exit_code == 2, guard.output
+    assert result.conclusion == "failure"
+    assert "hi\n" not in guard.output
+
+
+# --- the self-test workflow's checker, on the same runs -----------------------------------------------
+
+SELF_TEST = REPO_ROOT / ".github" / "workflows" / "self-test.yml"
+RUN_FIXTURES = {"clean": "clean_run", "atexit-exit-0": "atexit_run", "hang": "hang_run", "flood": "flood_run",
+                "inject": "inject_run"}
+
+
+def _matrix():
+    import yaml
+
+    workflow = yaml.safe_load(SELF_TEST.read_text(encoding="utf-8"))
+    return workflow["jobs"]["examples"]["strategy"]["matrix"]["include"]
+
+
+@pytest.mark.parametrize("entry", _matrix(), ids=lambda e: e["example"])
+def test_self_test_expectations_hold_here(entry, request):
+    result = request.getfixturevalue(RUN_FIXTURES[entry["example"]])
+    env = dict(os.environ)
+    env.update(
+        OUTCOME="success" if result.step("guard").exit_code == 0 else "failure",
+        VERDICT=result.outputs["verdict"], EXIT_CODE=result.outputs["exit-code"],
+        FINDINGS=result.outputs["findings"], REPORT=result.outputs["report"],
+        EXPECT_VERDICT=entry["verdict"], EXPECT_EXIT_CODE=entry["exit-code"], EXPECT_KIND=entry["kind"],
+        EXPECT_TEXT=entry["text"],
+    )
+    proc = subprocess.run([sys.executable, str(REPO_ROOT / "examples" / "check_outcome.py")], env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_self_test_checker_rejects_a_wrong_expectation(clean_run):
+    env = dict(os.environ, VERDICT="pass", EXIT_CODE="0", FINDINGS=clean_run.outputs["findings"],
+               REPORT=clean_run.outputs["report"], EXPECT_VERDICT="fail", EXPECT_EXIT_CODE="1")
+    proc = subprocess.run([sys.executable, str(REPO_ROOT / "examples" / "check_outcome.py")], env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1
+    assert "::error title=self-test::verdict 'pass', expected 'fail'" in proc.stdout
