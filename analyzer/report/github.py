@@ -14,7 +14,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..model import Finding, Report, Severity
 from ._escape import one_line
-from .headline import plural
+from .headline import plural, root_cause
 
 RUNNER_ANNOTATIONS_PER_TYPE = 10
 MESSAGE_MAX_CHARS = 1000  # well under the runner's 4,096 after escaping
@@ -80,7 +80,13 @@ def render_annotations(report: Report, per_severity_cap: int = RUNNER_ANNOTATION
     Findings beyond the cap are summed up in exactly one ``::notice`` pointing at the job summary.
     Only the one-line message is annotated; excerpts live in the summary and the JSON report.
     """
-    annotated, left_out = select_annotations(report.findings, per_severity_cap)
+    cause = root_cause(report)
+    ordered = list(report.findings)
+    if cause is not None:
+        # Ranking already puts the root cause first; make sure of it, the first annotation is read most.
+        ordered.remove(cause)
+        ordered.insert(0, cause)
+    annotated, left_out = select_annotations(ordered, per_severity_cap)
     lines = [_annotation(finding) for finding in annotated]
     if left_out:
         breakdown = ", ".join(

@@ -66,22 +66,25 @@ def severity_counts(findings: Sequence[Finding]) -> str:
 def command_outcome(command: CommandResult, failed: bool) -> str:
     """How the guarded command ended, in words: ``"exit 143 (SIGTERM) after 4.2s"``."""
     took = format_duration(command.duration_s)
+    survivors = len(command.unkillable_pids)
+    stopped = f"{plural(survivors, 'process')} survived even SIGKILL" if survivors else "the guard killed it"
     if command.timed_out:
         if command.timeout_reason == "idle":
-            text = f"went silent past the idle timeout; the guard killed it after {took}"
+            text = f"went silent past the idle timeout after {took}; {stopped}"
         elif command.timeout_reason == "cancelled":
-            text = f"the job was cancelled after {took}; the guard stopped it"
+            text = f"the job was cancelled after {took}; {stopped}"
         else:
-            text = f"timed out after {took}; the guard killed it"
+            text = f"timed out after {took}; {stopped}"
     elif command.exit_code is None:
-        text = f"still running after {took}: it survived SIGKILL"
-    elif command.exit_code == 0:
-        text = "the command exited 0 anyway" if failed else f"exited 0 in {took}"
+        text = f"still running after {took}; {stopped}"
     else:
-        text = f"{describe_exit(command.exit_code)} after {took}"
-    if command.unkillable_pids:
-        text += f"; {plural(len(command.unkillable_pids), 'process')} could not be killed"
-    if command.leftover_pids and not command.unkillable_pids:
+        if command.exit_code == 0:
+            text = "the command exited 0 anyway" if failed else f"exited 0 in {took}"
+        else:
+            text = f"{describe_exit(command.exit_code)} after {took}"
+        if survivors:
+            text += f"; {plural(survivors, 'process')} survived even SIGKILL"
+    if command.leftover_pids and not survivors:
         text += f"; {plural(len(command.leftover_pids), 'leftover process')} ended by the guard"
     return text
 

@@ -114,7 +114,7 @@ def _row(number: int, finding: Finding) -> str:
 
 
 def _excerpt_details(number: int, finding: Finding) -> str:
-    summary = html_text(_short(f"#{number} {location(finding)}: {finding.message}", SUMMARY_MAX_CHARS))
+    summary = markdown_inline(_short(f"#{number} {location(finding)}: {finding.message}", SUMMARY_MAX_CHARS))
     return _details(summary, _excerpt_block(finding.excerpt, EXCERPT_MAX_BYTES))
 
 
@@ -257,11 +257,12 @@ def render_markdown(
     kept.sort(key=lambda block: block.order)
     excerpt_blocks = [b.text for b in kept if not b.is_diagnostic]
     if excerpt_blocks:
-        parts.append("".join(excerpt_blocks))
+        parts.append("".join(excerpt_blocks).rstrip("\n") + "\n")
     if diagnostic_blocks:
         shown = [b.text for b in kept if b.is_diagnostic]
         parts.append(
-            "### Diagnostics\n\n" + ("".join(shown) if shown else "_Omitted for size; see the logs._\n")
+            "### Diagnostics\n\n"
+            + ("".join(shown).rstrip("\n") + "\n" if shown else "_Omitted for size; see the logs._\n")
         )
     if tail:
         parts.append(tail)

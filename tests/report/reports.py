@@ -38,7 +38,9 @@ def scan_atexit() -> Report:
                 severity=Severity.ERROR,
                 path="logs/2_Run tests.txt",
                 line=1642,
-                message="RuntimeError: boom raised in atexit callback `_prepare_to_exit`; Python exits 0 anyway",
+                message=(
+                    "RuntimeError: boom raised in atexit callback `_prepare_to_exit`; Python exits 0 anyway"
+                ),
                 excerpt=ATEXIT_TRACEBACK,
             ),
             Finding(
@@ -101,7 +103,9 @@ def guard_hang() -> Report:
                 severity=Severity.WARNING,
                 path="",
                 line=0,
-                message="pid 12701 (`python3 -c from multiprocessing.spawn import spawn_main`) was still running",
+                message=(
+                    "pid 12701 (`python3 -c from multiprocessing.spawn import spawn_main`) was still running"
+                ),
             ),
         ),
         command=CommandResult(

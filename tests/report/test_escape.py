@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from analyzer.report._escape import clean_text, code_fence, html_text, markdown_inline, markdown_text, one_line
+from analyzer.report._escape import (
+    clean_text,
+    code_fence,
+    html_text,
+    markdown_inline,
+    markdown_text,
+    one_line,
+)
 
 
 def test_clean_text_strips_ansi_and_shows_controls():
