@@ -1,0 +1,524 @@
+"""Guard one command: run it, stream and save its output, enforce its clocks, diagnose, end its tree.
+
+``supervise`` is the whole lifecycle with one monotonic clock::
+
+    start (own session, subreaper, env token) -> pump output -> wait for exit / wall / idle / cancel
+      exit:    wait ``leak_grace_s`` for descendants and pipes -> end the leftovers -> leaked-process
+      timeout: snapshot processes, py-spy every Python process, nvidia-smi -> hang finding
+               -> SIGCONT+SIGTERM, wait ``kill_grace_s``, SIGKILL, wait briefly -> unkillable-process
+    -> stop the pumps without waiting for EOF beyond a bound -> CommandResult
+
+It returns within timeout + kill grace + a few seconds whatever the tree does, and nothing the command
+started is left running unless the kernel refused SIGKILL (then it is reported, never waited on).
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import signal
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
+
+import psutil
+
+from ..errors import UsageError
+from ..exits import shell_status, signal_name
+from ..model import CommandResult, Diagnostic, Finding, Kind, ProcessInfo, Severity
+from . import escalate, snapshot, spawn, tree, workflow
+from .pump import Activity, StreamPump
+
+STDOUT_LOG = "stdout.log"
+STDERR_LOG = "stderr.log"
+STACKS_FILE = "stacks.txt"
+PROCESSES_FILE = "processes.txt"
+GPU_FILE = "gpu.txt"
+
+RULE_FOR_REASON = {"wall": "guard-timeout", "idle": "guard-idle-timeout", "cancelled": "guard-cancelled"}
+RULE_UNKILLABLE = "guard-unkillable-process"
+RULE_LEAKED = "guard-leaked-process"
+
+DUMP_TIMEOUT_S = 3.0
+GPU_TIMEOUT_S = 3.0
+# The runner's cancel sends SIGINT, SIGTERM 7.5 s later and SIGKILL 2.5 s after that: everything from
+# the first signal to our return must fit in about 7 s.
+CANCEL_DUMP_TIMEOUT_S = 1.5
+CANCEL_KILL_GRACE_S = 3.0
+PIPE_DRAIN_S = 2.0
+CANCEL_PIPE_DRAIN_S = 0.5
+_MAX_EXCERPT = 4000
+_MAX_OTHERS_NAMED = 3
+# Innermost frames of a process that is only waiting for its children (torchrun's agent, a
+# multiprocessing parent, subprocess.wait): the hang is in a child, so name the child's frame.
+_WAITING_ON_CHILDREN = frozenset(
+    {"wait", "_wait", "_try_wait", "poll", "join", "_wait_for_tstate_lock", "communicate", "_invoke_run",
+     "_monitor_workers", "wait_procs"}
+)
+
+
+@dataclass(frozen=True)
+class GuardOptions:
+    """What to run and how long to let it; durations in seconds, ``None`` meaning no limit."""
+
+    argv: Tuple[str, ...]
+    log_dir: str
+    timeout_s: Optional[float] = None
+    idle_timeout_s: Optional[float] = None
+    kill_grace_s: float = 10.0
+    leak_grace_s: float = 2.0
+    allow_workflow_commands: bool = False
+    echo: bool = True
+
+
+@dataclass(frozen=True)
+class Supervision:
+    """The outcome: how the command ended, the guard's own findings and evidence, and the saved logs."""
+
+    command: CommandResult
+    findings: Tuple[Finding, ...]
+    diagnostics: Tuple[Diagnostic, ...]
+    stdout_path: str
+    stderr_path: str
+
+
+class _Cancel:
+    """Set by the SIGINT/SIGTERM handler; wakes the watch loop through a self-pipe."""
+
+    def __init__(self, wake_fd: int) -> None:
+        self.signum: Optional[int] = None
+        self._wake_fd = wake_fd
+
+    def handle(self, signum: int, _frame: object) -> None:
+        if self.signum is None:
+            self.signum = signum
+        try:
+            os.write(self._wake_fd, b"x")
+        except OSError:
+            pass
+
+
+def _validate(options: GuardOptions) -> None:
+    if not options.argv:
+        raise UsageError("run: no command given after --")
+    for name, value in (("--timeout", options.timeout_s), ("--idle-timeout", options.idle_timeout_s)):
+        if value is not None and value <= 0:
+            raise UsageError(f"{name}: {value!r} must be more than zero")
+    for name, value in (("--kill-grace", options.kill_grace_s), ("leak grace", options.leak_grace_s)):
+        if value < 0:
+            raise UsageError(f"{name}: {value!r} must not be negative")
+
+
+def human_duration(seconds: float) -> str:
+    """``600 -> "10m"``, ``90 -> "1m 30s"``, ``1.5 -> "1.5s"``, ``3700 -> "1h 1m"``."""
+    if seconds < 10:
+        return f"{seconds:.1f}".rstrip("0").rstrip(".") + "s"
+    whole = int(round(seconds))
+    hours, rest = divmod(whole, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours}h {minutes}m" if minutes else f"{hours}h"
+    if minutes:
+        return f"{minutes}m {secs}s" if secs else f"{minutes}m"
+    return f"{secs}s"
+
+
+class _Run:
+    """The state of one guarded run; ``supervise`` drives it step by step."""
+
+    def __init__(self, options: GuardOptions) -> None:
+        self.options = options
+        self.log_dir = options.log_dir
+        self.stdout_path = os.path.join(options.log_dir, STDOUT_LOG)
+        self.stderr_path = os.path.join(options.log_dir, STDERR_LOG)
+        self.token = spawn.new_tree_token()
+        self.protect_pgid = spawn.own_process_group()
+        self.helper_pids: List[int] = []
+        self.findings: List[Finding] = []
+        self.diagnostics: List[Diagnostic] = []
+        self.unkillable: Dict[int, ProcessInfo] = {}
+        self.leftover_pids: List[int] = []
+        self.activity = Activity()
+        self.proc = None
+        self.pumps: List[StreamPump] = []
+        self.started = time.monotonic()
+        self.started_wall = time.time()
+        self.ended: Optional[float] = None
+
+    # -- tree -----------------------------------------------------------------------------------
+    def living_tree(self) -> List[psutil.Process]:
+        found = tree.find_tree(
+            self.proc.pid, spawn.TOKEN_ENV, self.token, self.started_wall, self.helper_pids
+        )
+        return [p for p in found if p.pid not in self.unkillable]
+
+    def end(self, procs: Sequence[psutil.Process], grace_s: float) -> None:
+        ending = escalate.end_tree(procs, grace_s, self.protect_pgid, self.proc)
+        self._record_survivors(ending.survivors)
+
+    def sweep(self) -> None:
+        """SIGKILL whatever of the tree appeared or was missed during teardown (bounded rounds)."""
+        for _ in range(3):
+            extra = self.living_tree()
+            if not extra:
+                return
+            escalate.send(extra, (signal.SIGCONT, signal.SIGKILL), self.protect_pgid)
+            self._record_survivors(escalate.wait_gone(extra, escalate.KILL_WAIT_S, self.proc))
+
+    def _record_survivors(self, survivors: Sequence[psutil.Process]) -> None:
+        for proc in survivors:
+            if proc.pid in self.unkillable:
+                continue
+            info = tree.describe(proc)
+            self.unkillable[proc.pid] = info
+            self.findings.append(
+                Finding(
+                    kind=Kind.UNKILLABLE_PROCESS,
+                    rule=RULE_UNKILLABLE,
+                    severity=Severity.ERROR,
+                    path=os.path.join(self.log_dir, PROCESSES_FILE),
+                    line=0,
+                    message=(
+                        f"pid {info.pid} survived SIGKILL (state {info.state}, wchan "
+                        f"{info.wchan or '?'}): `{info.cmdline}`; the host may need recycling"
+                    ),
+                    excerpt=info.kernel_stack,
+                )
+            )
+
+    # -- clocks ---------------------------------------------------------------------------------
+    def watch(self, cancel: _Cancel, wake_fd: int) -> Optional[str]:
+        """Block until the command exits (None) or a clock runs out ("wall", "idle", "cancelled")."""
+        options = self.options
+        pidfd = _pidfd(self.proc.pid)
+        try:
+            while True:
+                if self.proc.poll() is not None:
+                    return None
+                if cancel.signum is not None:
+                    return "cancelled"
+                now = time.monotonic()
+                waits = [1.0 if pidfd is not None else 0.05]
+                if options.timeout_s is not None:
+                    left = self.started + options.timeout_s - now
+                    if left <= 0:
+                        return "wall"
+                    waits.append(left)
+                if options.idle_timeout_s is not None:
+                    left = self.activity.last + options.idle_timeout_s - now
+                    if left <= 0:
+                        return "idle"
+                    waits.append(left)
+                fds = [wake_fd] + ([pidfd] if pidfd is not None else [])
+                ready, _, _ = select.select(fds, [], [], max(0.0, min(waits)))
+                if wake_fd in ready:
+                    _drain(wake_fd)
+        finally:
+            if pidfd is not None:
+                os.close(pidfd)
+
+    # -- after a clock ran out ------------------------------------------------------------------
+    def diagnose_and_end(self, reason: str, cancel_signum: Optional[int]) -> None:
+        hit = time.monotonic()
+        cancelled = reason == "cancelled"
+        procs = self.living_tree()
+        infos = [tree.describe(p) for p in procs]
+        python_pids = [p.pid for p in procs if tree.is_python(p)]
+        gpu_box: List[Optional[snapshot.GpuSnapshot]] = [None]
+        gpu_thread = threading.Thread(
+            target=lambda: gpu_box.__setitem__(0, snapshot.gpu_snapshot(GPU_TIMEOUT_S, self.helper_pids)),
+            daemon=True,
+        )
+        gpu_thread.start()
+        dumps = snapshot.dump_stacks(
+            python_pids, CANCEL_DUMP_TIMEOUT_S if cancelled else DUMP_TIMEOUT_S, self.helper_pids
+        )
+        gpu_thread.join(CANCEL_DUMP_TIMEOUT_S if cancelled else GPU_TIMEOUT_S + 0.5)
+        self._write_evidence(infos, dumps, gpu_box[0])
+        self.findings.append(self._hang_finding(reason, cancel_signum, hit - self.started, infos, dumps))
+        grace = self.options.kill_grace_s
+        if cancelled:
+            grace = min(grace, CANCEL_KILL_GRACE_S)
+        self.end(procs, grace)
+        self.sweep()
+
+    def _write_evidence(
+        self,
+        infos: Sequence[ProcessInfo],
+        dumps: Sequence[snapshot.StackDump],
+        gpu: Optional[snapshot.GpuSnapshot],
+    ) -> None:
+        cmdlines = {info.pid: info.cmdline for info in infos}
+        blocks = []
+        for dump in dumps:
+            head = f"=== pid {dump.pid}: {cmdlines.get(dump.pid, '?')}"
+            body = dump.text.rstrip() if dump.text.strip() else ""
+            if dump.error:
+                body = (body + "\n" if body else "") + f"(py-spy: {dump.error})"
+            blocks.append(f"{head}\n{body}\n")
+        stacks = "\n".join(blocks) if blocks else "No Python process was found in the tree.\n"
+        table = tree.format_table(infos)
+        _write_text(os.path.join(self.log_dir, STACKS_FILE), stacks)
+        _write_text(os.path.join(self.log_dir, PROCESSES_FILE), table)
+        self.diagnostics.append(Diagnostic("Python stacks before any signal (py-spy dump)", stacks))
+        self.diagnostics.append(Diagnostic("Processes of the guarded tree before any signal", table))
+        if gpu is not None:
+            text = gpu.render([info.pid for info in infos])
+            _write_text(os.path.join(self.log_dir, GPU_FILE), text)
+            self.diagnostics.append(Diagnostic("GPU snapshot (nvidia-smi)", text))
+
+    def _hang_finding(
+        self,
+        reason: str,
+        cancel_signum: Optional[int],
+        elapsed: float,
+        infos: Sequence[ProcessInfo],
+        dumps: Sequence[snapshot.StackDump],
+    ) -> Finding:
+        chosen, where = _where_it_hung(self.proc.pid, infos, dumps)
+        if reason == "wall":
+            message = f"hung in {where} for {human_duration(self.options.timeout_s or elapsed)}"
+        elif reason == "idle":
+            message = f"hung in {where}: no output for {human_duration(self.options.idle_timeout_s or 0)}"
+        else:
+            by = signal_name(cancel_signum) if cancel_signum else "a signal"
+            message = f"cancelled ({by}) after {human_duration(elapsed)} while in {where}"
+        others = [
+            f"pid {dump.pid} in {dump.main_thread_frames()[0].describe()}"
+            for dump in dumps
+            if dump is not chosen and dump.main_thread_frames()
+        ]
+        if others:
+            message += "; also " + ", ".join(others[:_MAX_OTHERS_NAMED])
+            if len(others) > _MAX_OTHERS_NAMED:
+                message += f" and {len(others) - _MAX_OTHERS_NAMED} more (see {STACKS_FILE})"
+        excerpt = chosen.text.strip() if chosen is not None else tree.format_table(infos[:1]).strip()
+        return Finding(
+            kind=Kind.HANG,
+            rule=RULE_FOR_REASON[reason],
+            severity=Severity.ERROR,
+            path=os.path.join(self.log_dir, STACKS_FILE),
+            line=0,
+            message=message,
+            excerpt=excerpt[:_MAX_EXCERPT],
+        )
+
+    # -- after the command exited ---------------------------------------------------------------
+    def collect_leftovers(self) -> None:
+        exited = time.monotonic()
+        deadline = exited + self.options.leak_grace_s
+        while True:
+            procs = self.living_tree()
+            pipes_closed = all(pump.eof.is_set() or pump.finished for pump in self.pumps)
+            remaining = deadline - time.monotonic()
+            if (not procs and pipes_closed) or remaining <= 0:
+                break
+            if procs:
+                escalate.wait_gone(procs, min(0.1, remaining))
+            else:
+                time.sleep(min(0.02, remaining))
+        if not procs:
+            return
+        now = time.time()
+        infos = [tree.describe(p, now) for p in procs]
+        table = tree.format_table(infos)
+        _write_text(os.path.join(self.log_dir, PROCESSES_FILE), table)
+        self.diagnostics.append(Diagnostic("Processes still running after the command exited", table))
+        self.end(procs, self.options.kill_grace_s)
+        self.sweep()
+        ran_on = time.monotonic() - exited
+        for info in infos:
+            self.leftover_pids.append(info.pid)
+            self.findings.append(
+                Finding(
+                    kind=Kind.LEAKED_PROCESS,
+                    rule=RULE_LEAKED,
+                    severity=Severity.WARNING,
+                    path=os.path.join(self.log_dir, PROCESSES_FILE),
+                    line=0,
+                    message=(
+                        f"pid {info.pid} `{info.cmdline}` was still running {human_duration(ran_on)} "
+                        f"after the command exited; the guard ended it"
+                    ),
+                )
+            )
+
+    def close_pumps(self, bound_s: float) -> None:
+        """Wait for EOF up to ``bound_s``, then stop the pumps without waiting for EOF any longer."""
+        deadline = time.monotonic() + bound_s
+        for pump in self.pumps:
+            pump.join(deadline - time.monotonic())
+        for pump in self.pumps:
+            if not pump.finished:
+                pump.stop()
+        for pump in self.pumps:
+            if not pump.join(0.5):
+                pump.stop(now=True)
+                pump.join(0.5)
+        for stream in (self.proc.stdout, self.proc.stderr):
+            if all(pump.finished for pump in self.pumps):
+                stream.close()
+
+    def result(self, reason: Optional[str]) -> CommandResult:
+        returncode = self.proc.poll()
+        return CommandResult(
+            argv=tuple(self.options.argv),
+            exit_code=shell_status(returncode) if returncode is not None else None,
+            signal=signal_name(-returncode) if returncode is not None and returncode < 0 else None,
+            timed_out=reason is not None,
+            timeout_reason=reason,
+            duration_s=(self.ended or time.monotonic()) - self.started,
+            leftover_pids=tuple(self.leftover_pids),
+            unkillable_pids=tuple(sorted(self.unkillable)),
+            log_dir=self.log_dir,
+        )
+
+
+def supervise(options: GuardOptions) -> Supervision:
+    """Run ``options.argv`` under the guard and return how it went; raises ``UsageError`` for bad options.
+
+    Saves ``stdout.log`` and ``stderr.log`` byte-exact in ``options.log_dir`` (plus ``stacks.txt``,
+    ``processes.txt`` and ``gpu.txt`` when it diagnoses). Installs SIGINT/SIGTERM handlers for the
+    duration when called from the main thread: either signal cancels the run (``timeout_reason ==
+    "cancelled"``) with the same diagnosis, inside the runner's 10 s window.
+    """
+    _validate(options)
+    try:
+        os.makedirs(options.log_dir, exist_ok=True)
+        for name in (STDOUT_LOG, STDERR_LOG):
+            open(os.path.join(options.log_dir, name), "wb").close()
+    except OSError as err:
+        problem = err.strerror or err
+        raise UsageError(f"--log-dir: cannot write logs in {options.log_dir!r}: {problem}") from err
+    run = _Run(options)
+    spawn.become_subreaper()
+    stop_token = workflow.stop_token()
+    stop_commands = options.echo and workflow.should_stop_commands(
+        os.environ, options.allow_workflow_commands
+    )
+    wake_read, wake_write = os.pipe()
+    os.set_blocking(wake_write, False)
+    cancel = _Cancel(wake_write)
+    restore = _install_handlers(cancel.handle)
+    reason: Optional[str] = None
+    try:
+        for stream in (sys.stdout, sys.stderr):
+            _flush(stream)
+        if stop_commands:
+            _write_console(1, workflow.stop_line(stop_token))
+        run.started, run.started_wall = time.monotonic(), time.time()
+        run.proc = spawn.start(options.argv, spawn.child_environment(os.environ, run.token))
+        try:
+            run.pumps = [
+                StreamPump("stdout", run.proc.stdout.fileno(), run.stdout_path,
+                           1 if options.echo else None, run.activity),
+                StreamPump("stderr", run.proc.stderr.fileno(), run.stderr_path,
+                           2 if options.echo else None, run.activity),
+            ]
+            for pump in run.pumps:
+                pump.start()
+            reason = run.watch(cancel, wake_read)
+            if reason is None:
+                run.ended = time.monotonic()
+                run.collect_leftovers()
+            else:
+                run.diagnose_and_end(reason, cancel.signum)
+                run.ended = time.monotonic()
+            quick = reason == "cancelled" or bool(run.unkillable)  # a survivor may hold the pipes
+            run.close_pumps(CANCEL_PIPE_DRAIN_S if quick else PIPE_DRAIN_S)
+        except BaseException:
+            # Never leave the tree behind, even when the guard itself fails.
+            run.end(run.tree(), 0.0)
+            for pump in run.pumps:
+                pump.stop(now=True)
+            raise
+        if stop_commands:
+            if run.pumps and run.pumps[0].bytes and run.pumps[0].last_byte != b"\n":
+                _write_console(1, b"\n")  # the runner only sees a command at the start of a line
+            _write_console(1, workflow.resume_line(stop_token))
+    finally:
+        restore()
+        os.close(wake_read)
+        os.close(wake_write)
+    return Supervision(
+        command=run.result(reason),
+        findings=tuple(run.findings),
+        diagnostics=tuple(run.diagnostics),
+        stdout_path=run.stdout_path,
+        stderr_path=run.stderr_path,
+    )
+
+
+def _where_it_hung(
+    root_pid: int, infos: Sequence[ProcessInfo], dumps: Sequence[snapshot.StackDump]
+) -> Tuple[Optional[snapshot.StackDump], str]:
+    """The dump to quote and where its main thread is: the command's own, unless it only waits for a child."""
+    with_frames = [dump for dump in dumps if dump.main_thread_frames()]
+    root = next((dump for dump in with_frames if dump.pid == root_pid), None)
+    chosen = root
+    if root is None or root.main_thread_frames()[0].function in _WAITING_ON_CHILDREN:
+        busy = [d for d in with_frames if d.pid != root_pid
+                and d.main_thread_frames()[0].function not in _WAITING_ON_CHILDREN]
+        chosen = busy[0] if busy else (root or (with_frames[0] if with_frames else None))
+    if chosen is not None:
+        where = chosen.main_thread_frames()[0].describe()
+        return chosen, (where if chosen.pid == root_pid else f"{where} (pid {chosen.pid})")
+    info = next((i for i in infos if i.pid == root_pid), infos[0] if infos else None)
+    if info is None:
+        return None, "an unknown place (the command was gone before it could be inspected)"
+    return None, f"`{info.cmdline}` (pid {info.pid}, state {info.state}, wchan {info.wchan or '?'})"
+
+
+def _install_handlers(handler: Callable[[int, object], None]) -> Callable[[], None]:
+    """Route SIGINT and SIGTERM to ``handler`` (main thread only); returns the function that undoes it."""
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+    previous = {signum: signal.signal(signum, handler) for signum in (signal.SIGINT, signal.SIGTERM)}
+
+    def restore() -> None:
+        for signum, old in previous.items():
+            signal.signal(signum, old if old is not None else signal.SIG_DFL)
+
+    return restore
+
+
+def _pidfd(pid: int) -> Optional[int]:
+    """A pidfd that becomes readable when ``pid`` exits (Linux 5.3+, Python 3.9+), else None."""
+    opener = getattr(os, "pidfd_open", None)
+    if opener is None:
+        return None
+    try:
+        return opener(pid)
+    except OSError:
+        return None
+
+
+def _drain(fd: int) -> None:
+    try:
+        os.read(fd, 4096)
+    except OSError:
+        pass
+
+
+def _flush(stream: object) -> None:
+    try:
+        stream.flush()  # type: ignore[attr-defined]
+    except (AttributeError, OSError, ValueError):
+        pass
+
+
+def _write_console(fd: int, data: bytes) -> None:
+    try:
+        os.write(fd, data)
+    except OSError:
+        pass
+
+
+def _write_text(path: str, text: str) -> None:
+    try:
+        with open(path, "w", encoding="utf-8", errors="backslashreplace") as handle:
+            handle.write(text)
+    except OSError:
+        pass

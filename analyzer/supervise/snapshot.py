@@ -1,0 +1,243 @@
+"""Evidence taken before any signal: Python stacks (py-spy) and a GPU snapshot (nvidia-smi).
+
+Both tools run as helper processes with their own short timeouts, all at once, so a hung target (or
+a hung driver) cannot stall the guard. ``py-spy dump --nonblocking`` reads the target's memory
+without stopping it, which also works for stopped and D-state processes; py-spy refuses ``--native``
+together with ``--nonblocking``, so native frames are not collected.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Sequence, Tuple
+
+PY_SPY_NAME = "py-spy"
+NVIDIA_SMI_NAME = "nvidia-smi"
+GPU_QUERY = (
+    "--query-gpu=index,uuid,name,memory.used,memory.total,utilization.gpu",
+    "--format=csv,noheader,nounits",
+)
+APPS_QUERY = ("--query-compute-apps=pid,gpu_uuid,used_memory", "--format=csv,noheader,nounits")
+
+_THREAD = re.compile(r'^Thread (?P<tid>0x[0-9a-fA-F]+|\d+) \((?P<status>[^)]*)\)(?:: "(?P<name>.*)")?\s*$')
+_FRAME = re.compile(r"^\s+(?P<func>.+?) \((?P<file>[^()]*?):(?P<line>\d+)\)\s*$")
+
+
+@dataclass(frozen=True)
+class Frame:
+    """One Python frame as py-spy names it: function, short file name, line."""
+
+    function: str
+    file: str
+    line: int
+
+    def describe(self) -> str:
+        return f"`{self.function}` ({self.file}:{self.line})"
+
+
+@dataclass(frozen=True)
+class StackDump:
+    """The ``py-spy dump`` of one process: its text, or why there is none."""
+
+    pid: int
+    text: str
+    error: str = ""
+
+    def main_thread_frames(self) -> Tuple[Frame, ...]:
+        """Frames of the main thread, innermost first (empty when unknown)."""
+        return _main_thread_frames(self.text, self.pid)
+
+
+def find_tool(name: str) -> Optional[str]:
+    """The tool next to this interpreter (a venv's own py-spy) or else on PATH."""
+    beside = os.path.join(os.path.dirname(sys.executable), name)
+    if os.access(beside, os.X_OK):
+        return beside
+    return shutil.which(name)
+
+
+def _main_thread_frames(text: str, pid: int) -> Tuple[Frame, ...]:
+    threads: List[Tuple[bool, List[Frame]]] = []
+    for row in text.splitlines():
+        thread = _THREAD.match(row)
+        if thread:
+            tid = thread.group("tid")
+            is_main = thread.group("name") == "MainThread" or tid == str(pid)
+            threads.append((is_main, []))
+            continue
+        frame = _FRAME.match(row)
+        if frame and threads:
+            threads[-1][1].append(Frame(frame.group("func"), frame.group("file"), int(frame.group("line"))))
+    for is_main, frames in threads:
+        if is_main:
+            return tuple(frames)
+    return tuple(threads[0][1]) if threads else ()
+
+
+class _Helper:
+    """A helper process writing to a temporary file (no pipe to fill), killed at its deadline."""
+
+    def __init__(self, argv: Sequence[str]) -> None:
+        self.out = tempfile.TemporaryFile()
+        self.error = ""
+        try:
+            self.proc: Optional[subprocess.Popen] = subprocess.Popen(
+                list(argv), stdin=subprocess.DEVNULL, stdout=self.out, stderr=subprocess.STDOUT
+            )
+        except OSError as err:
+            self.proc = None
+            self.error = f"could not start {argv[0]}: {err.strerror or err}"
+
+    def finish(self, deadline: float) -> Tuple[int, str]:
+        """(exit status or -1, output) once it ended or ``deadline`` (monotonic) passed."""
+        status = -1
+        if self.proc is not None:
+            try:
+                status = self.proc.wait(max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+                self.error = "timed out"
+        self.out.seek(0)
+        text = self.out.read().decode("utf-8", "backslashreplace")
+        self.out.close()
+        return status, text
+
+
+def dump_stacks(
+    pids: Sequence[int], timeout_s: float, helper_pids: Optional[List[int]] = None
+) -> List[StackDump]:
+    """``py-spy dump --nonblocking`` of every pid at once, all within ``timeout_s`` seconds.
+
+    ``helper_pids`` receives the helpers' pids so the tree walk can leave them out.
+    """
+    tool = find_tool(PY_SPY_NAME)
+    if tool is None:
+        return [StackDump(pid, "", "py-spy is not installed") for pid in pids]
+    deadline = time.monotonic() + timeout_s
+    helpers: Dict[int, _Helper] = {}
+    for pid in pids:
+        helpers[pid] = _Helper([tool, "dump", "--nonblocking", "--pid", str(pid)])
+        if helper_pids is not None and helpers[pid].proc is not None:
+            helper_pids.append(helpers[pid].proc.pid)
+    dumps = []
+    for pid, helper in helpers.items():
+        status, text = helper.finish(deadline)
+        if helper.error:
+            dumps.append(StackDump(pid, text, helper.error))
+        elif status != 0:
+            why = text.strip().splitlines()[-1] if text.strip() else f"exit {status}"
+            dumps.append(StackDump(pid, "", why))
+        else:
+            dumps.append(StackDump(pid, text))
+    return dumps
+
+
+@dataclass(frozen=True)
+class Gpu:
+    index: str
+    uuid: str
+    name: str
+    memory_used_mib: Optional[int]
+    memory_total_mib: Optional[int]
+    utilization_pct: Optional[int]
+
+
+@dataclass(frozen=True)
+class GpuApp:
+    pid: int
+    gpu_uuid: str
+    used_memory_mib: Optional[int]
+
+
+@dataclass(frozen=True)
+class GpuSnapshot:
+    """What ``nvidia-smi`` said; ``error`` when it could not say it."""
+
+    gpus: Tuple[Gpu, ...] = ()
+    apps: Tuple[GpuApp, ...] = ()
+    error: str = ""
+
+    def render(self, tree_pids: Sequence[int]) -> str:
+        """The text of ``gpu.txt``: each GPU, then which of ``tree_pids`` hold memory on which GPU."""
+        if self.error:
+            return f"nvidia-smi: {self.error}\n"
+        lines = ["GPU  MEM_USED_MIB  MEM_TOTAL_MIB  UTIL_%  NAME"]
+        index_of = {gpu.uuid: gpu.index for gpu in self.gpus}
+        for gpu in self.gpus:
+            lines.append(
+                f"{gpu.index:<4} {_show(gpu.memory_used_mib):<13} {_show(gpu.memory_total_mib):<14} "
+                f"{_show(gpu.utilization_pct):<7} {gpu.name}"
+            )
+        ours = set(tree_pids)
+        holders = [app for app in self.apps if app.pid in ours]
+        lines.append("")
+        if holders:
+            lines.append("Processes of the guarded tree holding GPU memory:")
+            for app in holders:
+                lines.append(
+                    f"  pid {app.pid} on GPU {index_of.get(app.gpu_uuid, app.gpu_uuid)}: "
+                    f"{_show(app.used_memory_mib)} MiB"
+                )
+        else:
+            lines.append("No process of the guarded tree holds GPU memory (pids in another pid namespace"
+                         " do not match).")
+        others = [app for app in self.apps if app.pid not in ours]
+        if others:
+            lines.append("Other compute processes: " + ", ".join(
+                f"pid {app.pid} ({_show(app.used_memory_mib)} MiB)" for app in others))
+        return "\n".join(lines) + "\n"
+
+
+def _show(value: Optional[int]) -> str:
+    return "?" if value is None else str(value)
+
+
+def _number(text: str) -> Optional[int]:
+    try:
+        return int(float(text.strip()))
+    except ValueError:
+        return None  # "[N/A]", "[Not Supported]"
+
+
+def parse_nvidia_smi(gpu_csv: str, apps_csv: str) -> GpuSnapshot:
+    """Parse the two ``--format=csv,noheader,nounits`` queries of ``GPU_QUERY`` and ``APPS_QUERY``."""
+    gpus = []
+    for row in gpu_csv.splitlines():
+        cells = [cell.strip() for cell in row.split(",")]
+        if len(cells) < 6:
+            continue
+        memory_used, memory_total, utilization = (_number(cell) for cell in cells[3:6])
+        gpus.append(Gpu(cells[0], cells[1], cells[2], memory_used, memory_total, utilization))
+    apps = []
+    for row in apps_csv.splitlines():
+        cells = [cell.strip() for cell in row.split(",")]
+        if len(cells) < 3 or not cells[0].isdigit():
+            continue
+        apps.append(GpuApp(int(cells[0]), cells[1], _number(cells[2])))
+    return GpuSnapshot(tuple(gpus), tuple(apps))
+
+
+def gpu_snapshot(timeout_s: float, helper_pids: Optional[List[int]] = None) -> Optional[GpuSnapshot]:
+    """Query ``nvidia-smi`` (both queries at once, within ``timeout_s``); None when it is not installed."""
+    tool = shutil.which(NVIDIA_SMI_NAME)
+    if tool is None:
+        return None
+    deadline = time.monotonic() + timeout_s
+    gpu_helper = _Helper([tool, *GPU_QUERY])
+    apps_helper = _Helper([tool, *APPS_QUERY])
+    for helper in (gpu_helper, apps_helper):
+        if helper_pids is not None and helper.proc is not None:
+            helper_pids.append(helper.proc.pid)
+    gpu_status, gpu_text = gpu_helper.finish(deadline)
+    apps_status, apps_text = apps_helper.finish(deadline)
+    if gpu_helper.error or gpu_status != 0:
+        return GpuSnapshot(error=gpu_helper.error or gpu_text.strip() or f"exit {gpu_status}")
+    return parse_nvidia_smi(gpu_text, apps_text if apps_status == 0 else "")

@@ -1,0 +1,83 @@
+"""Start the guarded command so that the guard owns its whole process tree.
+
+Three layers, because each alone misses something (psutil's docs say ``children(recursive=True)``
+misses orphans): the command starts in its own session (its groups are never ours, so signalling
+them cannot hit the guard); the guard becomes a child subreaper on Linux so orphans re-parent to it
+instead of to init; and every process inherits an environment token, readable from
+``/proc/PID/environ``, so descendants that ``setsid()`` or double-fork away are still found.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import os
+import subprocess
+import sys
+import uuid
+from typing import Dict, Mapping, Optional, Sequence
+
+from ..errors import UsageError
+
+TOKEN_ENV = "GPU_HANG_GUARD_TOKEN"
+
+# prctl(2) option numbers, from <linux/prctl.h>.
+_PR_SET_CHILD_SUBREAPER = 36
+_PR_GET_CHILD_SUBREAPER = 37
+
+# Defaults for the command's environment; a value the user set wins.
+_CHILD_DEFAULTS = {"PYTHONFAULTHANDLER": "1", "PYTHONUNBUFFERED": "1"}
+
+
+def new_tree_token() -> str:
+    """A random value for ``TOKEN_ENV``, unique to one guarded run."""
+    return uuid.uuid4().hex
+
+
+def child_environment(base: Mapping[str, str], token: str) -> Dict[str, str]:
+    """``base`` plus the tree token, with faulthandler and unbuffered output on unless set by the user."""
+    env = dict(base)
+    for key, value in _CHILD_DEFAULTS.items():
+        env.setdefault(key, value)
+    env[TOKEN_ENV] = token
+    return env
+
+
+def become_subreaper() -> bool:
+    """Make this process a child subreaper (Linux); True when it is one afterwards.
+
+    Setting it is idempotent, and it is checked first so a guard process sets it at most once.
+    """
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+    except OSError:
+        return False
+    current = ctypes.c_int(0)
+    if libc.prctl(_PR_GET_CHILD_SUBREAPER, ctypes.byref(current), 0, 0, 0) == 0 and current.value:
+        return True
+    return libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+
+
+def start(argv: Sequence[str], env: Mapping[str, str], cwd: Optional[str] = None) -> subprocess.Popen:
+    """Start ``argv`` in a new session, stdout and stderr on pipes; ``UsageError`` when it can't start."""
+    if not argv:
+        raise UsageError("run: no command given after --")
+    try:
+        return subprocess.Popen(
+            list(argv),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=dict(env),
+            cwd=cwd,
+            start_new_session=True,
+            close_fds=True,
+        )
+    except OSError as err:
+        raise UsageError(f"run: cannot start {argv[0]!r}: {err.strerror or err}") from err
+
+
+def own_process_group() -> int:
+    """The guard's own process group, which must never be signalled."""
+    return os.getpgrp()
