@@ -25,6 +25,7 @@ DEFAULT_BUDGET_BYTES = 1_000_000
 EXCERPT_MAX_BYTES = 64 * 1024
 DIAGNOSTIC_MAX_BYTES = 256 * 1024
 CELL_MAX_CHARS = 500
+HEADLINE_MAX_CHARS = 1000
 SUMMARY_MAX_CHARS = 200
 ARGV_MAX_CHARS = 2000
 TOP_EXCERPTS = 10  # excerpts of the best-ranked findings outrank diagnostics when space is short
@@ -76,7 +77,7 @@ def _header(report: Report) -> str:
     line = headline(report)
     word = PASSED if report.verdict is Verdict.PASS else FAILED
     rest = line.split(": ", 1)[1] if ": " in line else line
-    return f"## {TITLE}: {word}\n\n**{word}:** {markdown_inline(rest)}\n"
+    return f"## {TITLE}: {word}\n\n**{word}:** {markdown_inline(_short(rest, HEADLINE_MAX_CHARS))}\n"
 
 
 def _where_found(finding: Finding) -> str:
@@ -182,7 +183,8 @@ def render_markdown(
     inside them, and text in HTML or table context is HTML-escaped.
     """
     log_dir = report.log_dir or (report.command.log_dir if report.command else None)
-    cause = root_cause(report)
+    # A passing report has no root cause to lead with; its findings are only listed.
+    cause = root_cause(report) if report.verdict is Verdict.FAIL else None
     cause_index = report.findings.index(cause) if cause is not None else -1
 
     header = _header(report)
@@ -270,7 +272,6 @@ def render_markdown(
     if _size(text) > budget_bytes:
         # Only reachable with a budget too small for the fixed parts (a tiny test budget, a huge path):
         # a cut document is still better than one GitHub drops whole.
-        note = "\n\n> **Trimmed:** cut to fit GitHub's summary limit.\n"
-        text = _cut(text, max(0, budget_bytes - _size(note)))[0] + note
-        text = _cut(text, budget_bytes)[0]
+        note = "> **Trimmed:** cut to fit GitHub's 1 MiB summary limit; the JSON report has everything.\n\n"
+        text = _cut(note + text, budget_bytes)[0]
     return text

@@ -182,3 +182,20 @@ def test_never_over_budget_and_always_well_formed(messages, excerpt, budget):
     if _size(render_markdown(report, budget_bytes=10**9)) > budget:
         assert "**Trimmed:**" in md
     assert "<script" not in "\n".join(mdcheck.parse(md).outside).lower()
+
+
+def test_passing_report_lists_warnings_without_a_root_cause():
+    warning = Finding(
+        Kind.SIGNAL_EXIT, "collateral", Severity.WARNING, "a.log", 3, "worker -15", "exitcode -15"
+    )
+    md = render_markdown(Report(verdict=Verdict.PASS, exit_status=0, findings=(warning,)))
+    assert md.startswith("## gpu-hang-guard: Passed\n\n**Passed:** 1 warning, none at the failure level\n")
+    assert "### Root cause" not in md
+    assert "<details><summary>#1 a.log:3: worker -15</summary>" in md
+
+
+def test_a_budget_too_small_for_the_essentials_still_holds_and_says_so():
+    finding = Finding(Kind.CRASH, "crash", Severity.ERROR, "p" * 2000, 1, "m" * 5000, "x" * 5000)
+    md = render_markdown(Report(verdict=Verdict.FAIL, exit_status=1, findings=(finding,)), budget_bytes=300)
+    assert _size(md) <= 300
+    assert md.startswith("> **Trimmed:**")
