@@ -132,7 +132,8 @@ def _emit(report: Report, args: argparse.Namespace) -> None:
     if args.json:
         _write_file(args.json, json_report.render_json(report), "--json")
     if args.summary:
-        _write_file(args.summary, markdown.render_markdown(report), "--summary", append=True)
+        summary = markdown.render_markdown(report, report_path=args.json)
+        _write_file(args.summary, summary, "--summary", append=True)
     if args.github_output:
         report_path = os.path.abspath(args.json) if args.json else ""
         outputs = github.render_outputs(report, report_path, report.log_dir or "")
