@@ -1,0 +1,154 @@
+"""Output: byte-exact logs, live echo, and untrusted output fenced off from workflow commands."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import runpy
+import select
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from analyzer.errors import UsageError
+from analyzer.supervise.guard import GuardOptions, supervise
+
+from .conftest import BIN, DRIVER, program
+
+FLOOD = runpy.run_path(str(BIN / "flood.py"))
+
+
+def _sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def test_flood_of_200_mb_on_both_streams_is_saved_byte_exact(guard):
+    size = 100_000_000  # per stream
+    result, took = guard(program("flood.py", str(size)))
+    assert result.command.exit_code == 0 and result.findings == ()
+    for path, stream in ((result.stdout_path, "out"), (result.stderr_path, "err")):
+        assert os.path.getsize(path) == size
+        assert _sha(Path(path).read_bytes()) == _sha(FLOOD["expected"](stream, size))
+    assert took < 60
+
+
+def test_flood_killed_mid_stream_keeps_every_byte_written(guard):
+    # The command is killed while flooding; whatever it wrote before dying is in the log, in order.
+    result, _ = guard(program("flood.py", str(10**12)), timeout_s=1.0, kill_grace_s=1.0)
+    assert result.command.timed_out
+    data = Path(result.stdout_path).read_bytes()
+    assert len(data) > 0
+    assert data == FLOOD["expected"]("out", len(data))
+
+
+def test_invalid_utf8_nul_and_no_final_newline_are_kept(guard):
+    result, _ = guard(program("binary_output.py"))
+    assert result.command.exit_code == 3
+    assert Path(result.stdout_path).read_bytes() == (
+        b"ok line\n\xff\xfe not utf-8 \xc3\x28\n\x00nul\x00 inside\nno newline at end \xe2\x82"
+    )
+    assert Path(result.stderr_path).read_bytes() == b"err \x80\x81\r\n"
+
+
+def test_child_environment_defaults_and_user_values(guard, monkeypatch):
+    show = "import os\nfor k in ('PYTHONFAULTHANDLER','PYTHONUNBUFFERED'): print(k, os.environ.get(k))\n" \
+           "print('token' if os.environ.get('GPU_HANG_GUARD_TOKEN') else 'no token')"
+    monkeypatch.delenv("PYTHONFAULTHANDLER", raising=False)
+    monkeypatch.setenv("PYTHONUNBUFFERED", "")
+    result, _ = guard((sys.executable, "-c", show))
+    assert Path(result.stdout_path).read_text() == "PYTHONFAULTHANDLER 1\nPYTHONUNBUFFERED \ntoken\n"
+
+
+def _drive(tmp_path, options, env):
+    result_path = tmp_path / "result.json"
+    proc = subprocess.run(
+        [sys.executable, str(DRIVER), json.dumps(options), str(result_path)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, timeout=60,
+    )
+    return proc, json.loads(result_path.read_text())
+
+
+def _env(**extra):
+    env = dict(os.environ)
+    env.pop("GITHUB_ACTIONS", None)
+    env.update(extra)
+    return env
+
+
+def test_under_github_actions_output_is_fenced_by_stop_commands(tmp_path):
+    options = {"argv": list(program("workflow_commands.py")), "log_dir": str(tmp_path / "logs")}
+    proc, result = _drive(tmp_path, options, _env(GITHUB_ACTIONS="true"))
+    saved = Path(result["stdout_path"]).read_bytes()
+    assert saved.startswith(b"::error file=x.py,line=1::fake annotation from the test\n::add-mask::hunter2\n")
+    lines = proc.stdout.split(b"\n")
+    assert lines[0].startswith(b"::stop-commands::ghg-")
+    token = lines[0][len(b"::stop-commands::"):]
+    assert len(token) >= 32
+    assert proc.stdout == b"::stop-commands::" + token + b"\n" + saved + b"::" + token + b"::\n"
+    assert token not in saved  # the command never sees the token
+    assert b"stop-commands" not in saved.replace(b"::stop-commands::silence-the-guard", b"")
+
+
+def test_resume_line_starts_on_its_own_line_after_a_partial_line(tmp_path):
+    options = {"argv": list(program("binary_output.py")), "log_dir": str(tmp_path / "logs")}
+    proc, result = _drive(tmp_path, options, _env(GITHUB_ACTIONS="true"))
+    saved = Path(result["stdout_path"]).read_bytes()
+    assert not saved.endswith(b"\n")
+    head, _, rest = proc.stdout.partition(b"\n")
+    token = head[len(b"::stop-commands::"):]
+    assert rest == saved + b"\n::" + token + b"::\n"
+    assert proc.stderr == Path(result["stderr_path"]).read_bytes()
+
+
+@pytest.mark.parametrize(
+    "env, allow",
+    [({"GITHUB_ACTIONS": "true"}, True), ({}, False)],
+    ids=["allowed-by-option", "not-on-github"],
+)
+def test_no_fence_when_allowed_or_not_on_github(tmp_path, env, allow):
+    options = {
+        "argv": list(program("workflow_commands.py")), "log_dir": str(tmp_path / "logs"),
+        "allow_workflow_commands": allow,
+    }
+    proc, result = _drive(tmp_path, options, _env(**env))
+    assert proc.stdout == Path(result["stdout_path"]).read_bytes()
+    assert b"::stop-commands::ghg-" not in proc.stdout
+
+
+def test_output_is_live_partial_lines_included(tmp_path):
+    # The guard must pass on a partial line (a progress bar) at once, not at the next newline or exit.
+    options = {"argv": list(program("partial_then_silent.py")), "log_dir": str(tmp_path / "logs"),
+               "idle_timeout_s": 5.0, "kill_grace_s": 1.0}
+    proc = subprocess.Popen(
+        [sys.executable, str(DRIVER), json.dumps(options), str(tmp_path / "result.json")],
+        stdout=subprocess.PIPE, env=_env(),
+    )
+    try:
+        started = time.monotonic()
+        ready, _, _ = select.select([proc.stdout], [], [], 4.0)
+        first = os.read(proc.stdout.fileno(), 100) if ready else b""
+        arrived = time.monotonic() - started
+        assert first == b"downloading weights 50%"
+        assert arrived < 4.0 and proc.poll() is None  # before the idle timeout ended the command
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def test_bad_options_are_usage_errors(tmp_path):
+    with pytest.raises(UsageError, match="no command"):
+        supervise(GuardOptions(argv=(), log_dir=str(tmp_path)))
+    with pytest.raises(UsageError, match="--timeout"):
+        supervise(GuardOptions(argv=("true",), log_dir=str(tmp_path), timeout_s=0))
+    with pytest.raises(UsageError, match="cannot start 'no-such-command-ghg'"):
+        supervise(GuardOptions(argv=("no-such-command-ghg",), log_dir=str(tmp_path), echo=False))
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    with pytest.raises(UsageError, match="--log-dir"):
+        supervise(GuardOptions(argv=("true",), log_dir=str(blocker / "logs")))
