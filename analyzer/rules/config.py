@@ -7,6 +7,7 @@ The file is YAML; every key is optional::
                                   # a number of seconds, or a duration such as 500ms
     severity:                     # change the severity of a rule: error, warning or notice
       pytest-timeout: warning
+      guard-leaked-process: error # the guard's own findings have ids too (guard-timeout, ...)
     ignore:
       rules: [nccl-warning]       # drop every finding of these rules
       paths: ["*/flaky_step.txt"] # drop findings in logs whose reported path matches a glob
@@ -88,7 +89,7 @@ class _UniqueKeyLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: 
                 continue
             if duplicate:
                 raise yaml.constructor.ConstructorError(
-                    None, None, f"duplicate key {key!r}", key_node.start_mark
+                    None, None, f"duplicate key {show(key)}", key_node.start_mark
                 )
         return super().construct_mapping(node, deep=deep)
 
@@ -100,7 +101,7 @@ def parse_yaml(text: str, source: str) -> Any:
     except yaml.MarkedYAMLError as err:
         mark = err.problem_mark or err.context_mark
         where = f"line {mark.line + 1}" if mark is not None else "document"
-        problem = " ".join(str(p) for p in (err.context, err.problem) if p)
+        problem = " ".join(" ".join(str(p).split()) for p in (err.context, err.problem) if p)
         raise ConfigError(source, where, f"invalid YAML: {problem or err}") from None
     except (yaml.YAMLError, ValueError, OverflowError, RecursionError, TypeError) as err:
         # ValueError: an impossible date such as 2024-13-45; RecursionError: absurd nesting.
@@ -118,7 +119,8 @@ def read_yaml(path: str) -> Any:
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as err:
-        raise ConfigError(path, "file", f"not UTF-8 (byte {err.start})") from None
+        line = raw[: err.start].count(b"\n") + 1
+        raise ConfigError(path, "file", f"not UTF-8 (line {line})") from None
     return parse_yaml(text, path)
 
 
@@ -160,6 +162,22 @@ def regex_problem(err: BaseException) -> str:
     return text or type(err).__name__
 
 
+def key_part(name: Any) -> str:
+    """A key the user wrote, fit to name in a one-line error (quoted when it holds odd characters)."""
+    if isinstance(name, str) and name and name.isprintable() and len(name) <= 60:
+        return name
+    return show(name)
+
+
+def show(value: Any, limit: int = 60) -> str:
+    """A user's value quoted for an error message: ``repr``, cut short, safe on absurd nesting."""
+    try:
+        text = repr(value)
+    except RecursionError:
+        return f"{_type_name(value)} nested too deep"
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def _mapping(data: Any, source: str, key: str, allowed: Sequence[str], prefix: str) -> Mapping[str, Any]:
     if data is None:
         return {}
@@ -168,7 +186,7 @@ def _mapping(data: Any, source: str, key: str, allowed: Sequence[str], prefix: s
     for name in data:
         if not isinstance(name, str) or name not in allowed:
             raise ConfigError(
-                source, f"{prefix}{name}", f"unknown key; expected one of: {', '.join(allowed)}"
+                source, f"{prefix}{key_part(name)}", f"unknown key; expected one of: {', '.join(allowed)}"
             )
     return data
 
@@ -189,7 +207,7 @@ def _match_timeout(value: Any, source: str) -> float:
         seconds = None
     if seconds is None or not (0 < seconds < float("inf")):
         raise ConfigError(
-            source, "match_timeout", f"{value!r} is not a positive duration; write 0.5, 500ms or 2s"
+            source, "match_timeout", f"{show(value)} is not a positive duration; write 0.5, 500ms or 2s"
         )
     return seconds
 
@@ -202,10 +220,12 @@ def _severities(data: Any, source: str) -> Tuple[Tuple[str, Severity], ...]:
     pairs: List[Tuple[str, Severity]] = []
     for rule_id, value in data.items():
         if not isinstance(rule_id, str):
-            raise ConfigError(source, f"severity.{rule_id}", "a rule id must be a string")
+            raise ConfigError(source, f"severity.{key_part(rule_id)}", "a rule id must be a string")
         if value not in SEVERITIES:
             raise ConfigError(
-                source, f"severity.{rule_id}", f"{value!r} is not one of: {', '.join(SEVERITIES)}"
+                source,
+                f"severity.{key_part(rule_id)}",
+                f"{show(value)} is not one of: {', '.join(SEVERITIES)}",
             )
         pairs.append((rule_id, Severity(value)))
     return tuple(pairs)
@@ -220,7 +240,7 @@ def _strings(data: Any, source: str, key: str) -> Tuple[str, ...]:
         raise ConfigError(source, key, f"must be a list of strings, not {_type_name(data)}")
     for index, item in enumerate(data):
         if not isinstance(item, str) or not item:
-            raise ConfigError(source, f"{key}[{index}]", f"must be a non-empty string, not {item!r}")
+            raise ConfigError(source, f"{key}[{index}]", f"must be a non-empty string, not {show(item)}")
     return tuple(data)
 
 
@@ -242,7 +262,7 @@ def _line_ignores(data: Any, source: str) -> Tuple[LineIgnore, ...]:
             rules = _strings(entry.get("rules", []), source, f"{key}.rules")
             key = f"{key}.pattern"
         if not isinstance(pattern, str) or not pattern:
-            raise ConfigError(source, key, f"must be a non-empty regex, not {pattern!r}")
+            raise ConfigError(source, key, f"must be a non-empty regex, not {show(pattern)}")
         try:
             compiled = compile_user_pattern(pattern)
         except (regex.error, ValueError, OverflowError, RecursionError, TypeError) as err:

@@ -19,7 +19,7 @@ import regex
 
 from ..errors import ConfigError
 from ..model import Kind, Severity
-from .config import UserConfig, compile_user_pattern, load_config, read_yaml, regex_problem
+from .config import UserConfig, compile_user_pattern, load_config, read_yaml, regex_problem, key_part, show
 from .model import Catalogue, Rule
 
 BUILTIN_CATALOGUE = "catalogue.yaml"
@@ -41,6 +41,15 @@ RULE_KEYS = (
     "root_cause",
 )
 EXAMPLE_KEYS = ("match", "no_match")
+# The ids of the findings the guard makes itself (analyzer/supervise/guard.py; the rules room may not
+# import it, a test keeps the two lists equal): users may re-grade or ignore them like any rule.
+GUARD_RULE_IDS = (
+    "guard-timeout",
+    "guard-idle-timeout",
+    "guard-cancelled",
+    "guard-unkillable-process",
+    "guard-leaked-process",
+)
 KINDS = tuple(k.value for k in Kind)
 SEVERITIES = tuple(s.value for s in Severity)
 # A message may also name ``{<group>_exit}``: the group's number described as an exit, e.g.
@@ -70,14 +79,20 @@ def load_rules_file(
     path: str, user_defined: bool = False, require_examples: bool = False
 ) -> Tuple[Rule, ...]:
     """The rules of a catalogue file (a top-level ``rules:`` list) in order; raises ``ConfigError``."""
-    data = read_yaml(path)
+    return parse_catalogue(read_yaml(path), path, user_defined, require_examples)
+
+
+def parse_catalogue(
+    data: Any, source: str, user_defined: bool = False, require_examples: bool = False
+) -> Tuple[Rule, ...]:
+    """The rules of a loaded catalogue document, checked as a whole; raises ``ConfigError``."""
     if not isinstance(data, dict) or "rules" not in data:
-        raise ConfigError(path, "rules", "missing; a catalogue is a mapping with a top-level rules: list")
+        raise ConfigError(source, "rules", "missing; a catalogue is a mapping with a top-level rules: list")
     extra = sorted(str(key) for key in data if key != "rules")
     if extra:
-        raise ConfigError(path, extra[0], "unknown key; a catalogue has only rules:")
-    rules = parse_rules(data["rules"], path, user_defined=user_defined, require_examples=require_examples)
-    check_markers(rules, path)
+        raise ConfigError(source, key_part(extra[0]), "unknown key; a catalogue has only rules:")
+    rules = parse_rules(data["rules"], source, user_defined=user_defined, require_examples=require_examples)
+    check_markers(rules, source)
     return rules
 
 
@@ -125,16 +140,16 @@ def parse_rule(
     for name in data:
         if not isinstance(name, str) or name not in RULE_KEYS:
             raise ConfigError(
-                source, f"{where}.{name}", f"unknown key; expected one of: {', '.join(RULE_KEYS)}"
+                source, f"{where}.{key_part(name)}", f"unknown key; expected one of: {', '.join(RULE_KEYS)}"
             )
     rule_id = _required_str(data, "id", source, where)
     if not _KEBAB.match(rule_id):
         raise ConfigError(
-            source, f"{where}.id", f"{rule_id!r} is not kebab-case (lowercase words joined by -)"
+            source, f"{where}.id", f"{show(rule_id)} is not kebab-case (lowercase words joined by -)"
         )
     marker = _optional_str(data, "marker", source, where)
     if marker is not None and not _KEBAB.match(marker):
-        raise ConfigError(source, f"{where}.marker", f"{marker!r} is not kebab-case")
+        raise ConfigError(source, f"{where}.marker", f"{show(marker)} is not kebab-case")
     kind, severity = _kind_and_severity(data, marker, source, where)
     message = _optional_str(data, "message", source, where) if marker else None
     if not marker:
@@ -158,7 +173,7 @@ def parse_rule(
     max_lines = data.get("max_lines", 200)
     if isinstance(max_lines, bool) or not isinstance(max_lines, int) or max_lines < 2:
         raise ConfigError(
-            source, f"{where}.max_lines", f"must be a whole number of lines >= 2, not {max_lines!r}"
+            source, f"{where}.max_lines", f"must be a whole number of lines >= 2, not {show(max_lines)}"
         )
     ignore_case = _bool(data, "ignore_case", source, where)
     root_cause = _bool(data, "root_cause", source, where)
@@ -185,7 +200,7 @@ def parse_rule(
     collateral_after = _str_list(data, "collateral_after", source, where)
     for index, name in enumerate(collateral_after):
         if not _KEBAB.match(name):
-            raise ConfigError(source, f"{where}.collateral_after[{index}]", f"{name!r} is not kebab-case")
+            raise ConfigError(source, f"{where}.collateral_after[{index}]", f"{show(name)} is not kebab-case")
     if marker and (collateral_after or root_cause):
         key = "collateral_after" if collateral_after else "root_cause"
         raise ConfigError(
@@ -248,13 +263,15 @@ def apply_config(builtin: Sequence[Rule], config: UserConfig) -> Catalogue:
     for index, rule in enumerate(extra):
         check_examples(rule, source, f"rules[{index}]", config.match_timeout_s)
     by_id = {rule.id: rule for rule in (*builtin, *extra)}
-    known = list(by_id)
+    known = list(by_id) + [rule_id for rule_id in GUARD_RULE_IDS if rule_id not in by_id]
 
     for rule_id, _ in config.severity:
-        _check_rule_id(rule_id, known, source, f"severity.{rule_id}")
-        if by_id[rule_id].marker:
+        _check_rule_id(rule_id, known, source, f"severity.{key_part(rule_id)}")
+        if rule_id in by_id and by_id[rule_id].marker:
             raise ConfigError(
-                source, f"severity.{rule_id}", "is a marker rule; it makes no finding, so it has no severity"
+                source,
+                f"severity.{key_part(rule_id)}",
+                "is a marker rule; it makes no finding, so it has no severity",
             )
     for index, rule_id in enumerate(config.ignore_rules):
         _check_rule_id(rule_id, known, source, f"ignore.rules[{index}]")
@@ -281,25 +298,19 @@ def apply_config(builtin: Sequence[Rule], config: UserConfig) -> Catalogue:
 
 
 def example_matches(rule: Rule, example: str, timeout_s: Optional[float] = None) -> bool:
-    """Whether ``rule`` matches the cleaned text ``example`` (lines split on ``\\n``).
+    """Whether ``rule`` matches the cleaned text ``example`` (lines split on ``\\n``), as the engine would.
 
-    A line rule matches when some line holds one of ``literals`` (if any) and ``pattern`` is found
-    in it; a block rule when a line matching ``start`` is followed, within ``max_lines``, by a line
-    matching ``end``. This mirrors the engine's semantics for checking examples without a scan;
-    raises ``TimeoutError`` when a pattern runs out of ``timeout_s``.
+    A line must hold one of ``literals`` (if any), and the rule's ``pattern`` (a block rule: its
+    ``start``; the engine closes a block at its ``end``, at ``max_lines`` or at the end of the log) must
+    be found in one of its ``\\r`` segments. Raises ``TimeoutError`` when a search runs out of ``timeout_s``.
     """
-    lines = example.split("\n")
     kwargs = {} if timeout_s is None else {"timeout": timeout_s}
-    first_re = rule.start_re if rule.is_block else rule.pattern_re
-    for index, line in enumerate(lines):
+    compiled = rule.start_re if rule.is_block else rule.pattern_re
+    for line in example.split("\n"):
         if rule.literals and not any(literal in line for literal in rule.literals):
             continue
-        if first_re.search(line, **kwargs) is None:
-            continue
-        if not rule.is_block:
-            return True
-        for later in lines[index + 1 : index + rule.max_lines]:
-            if rule.end_re.search(later, **kwargs) is not None:
+        for segment in line.split("\r"):
+            if compiled.search(segment, **kwargs) is not None:
                 return True
     return False
 
@@ -320,7 +331,7 @@ def check_examples(rule: Rule, source: str, where: str, timeout_s: Optional[floa
             ) from None
         if matched != expected:
             problem = "does not match" if expected else "matches, but must not"
-            raise ConfigError(source, key, f"rule {rule.id}: {problem}: {text!r}")
+            raise ConfigError(source, key, f"rule {rule.id}: {problem}: {show(text)}")
 
 
 def message_fields(message: str) -> Tuple[str, ...]:
@@ -356,10 +367,12 @@ def _kind_and_severity(
         return None, None
     kind = _required_str(data, "kind", source, where)
     if kind not in KINDS:
-        raise ConfigError(source, f"{where}.kind", f"{kind!r} is not one of: {', '.join(KINDS)}")
+        raise ConfigError(source, f"{where}.kind", f"{show(kind)} is not one of: {', '.join(KINDS)}")
     severity = _required_str(data, "severity", source, where)
     if severity not in SEVERITIES:
-        raise ConfigError(source, f"{where}.severity", f"{severity!r} is not one of: {', '.join(SEVERITIES)}")
+        raise ConfigError(
+            source, f"{where}.severity", f"{show(severity)} is not one of: {', '.join(SEVERITIES)}"
+        )
     return Kind(kind), Severity(severity)
 
 
@@ -386,7 +399,9 @@ def _examples(
         raise ConfigError(source, f"{where}.examples", "must be a mapping with match: and no_match: lists")
     for name in examples:
         if name not in EXAMPLE_KEYS:
-            raise ConfigError(source, f"{where}.examples.{name}", "unknown key; expected match or no_match")
+            raise ConfigError(
+                source, f"{where}.examples.{key_part(name)}", "unknown key; expected match or no_match"
+            )
     matching = _str_list(examples, "match", source, f"{where}.examples")
     not_matching = _str_list(examples, "no_match", source, f"{where}.examples")
     if required and not matching:
@@ -409,7 +424,7 @@ def _required_str(data: Mapping[str, Any], name: str, source: str, where: str) -
         raise ConfigError(source, f"{where}.{name}", "missing")
     value = data[name]
     if not isinstance(value, str) or not value.strip():
-        raise ConfigError(source, f"{where}.{name}", f"must be a non-empty string, not {value!r}")
+        raise ConfigError(source, f"{where}.{name}", f"must be a non-empty string, not {show(value)}")
     return value
 
 
@@ -422,7 +437,7 @@ def _optional_str(data: Mapping[str, Any], name: str, source: str, where: str) -
 def _bool(data: Mapping[str, Any], name: str, source: str, where: str) -> bool:
     value = data.get(name, False)
     if not isinstance(value, bool):
-        raise ConfigError(source, f"{where}.{name}", f"must be true or false, not {value!r}")
+        raise ConfigError(source, f"{where}.{name}", f"must be true or false, not {show(value)}")
     return value
 
 
@@ -434,5 +449,7 @@ def _str_list(data: Mapping[str, Any], name: str, source: str, where: str) -> Tu
         raise ConfigError(source, f"{where}.{name}", "must be a list of strings")
     for index, item in enumerate(value):
         if not isinstance(item, str) or not item:
-            raise ConfigError(source, f"{where}.{name}[{index}]", f"must be a non-empty string, not {item!r}")
+            raise ConfigError(
+                source, f"{where}.{name}[{index}]", f"must be a non-empty string, not {show(item)}"
+            )
     return tuple(value)

@@ -12,10 +12,11 @@ What ranking does, in order:
    - ``closing-signal`` and the like (any marker named in a rule's ``collateral_after``): a later match
      of that rule in the same log is collateral damage, a warning that points at the root cause. If
      nothing else failed, it keeps its severity, so a failing log never turns green.
-   - ``traceback``: a block holding a traceback, tied to a rank by its ``[rankN]:`` prefix or to a
-     process by a ``(?P<process>...)`` group (``Process SpawnProcess-2:``). It is attached to the
-     failure that names the same ``rank`` or ``process`` group (excerpt appended, the exception named
-     from the marker's ``exception`` group when it has one).
+   - ``traceback``: a block holding a traceback, tied to a rank by its ``[rankN]:`` prefix (or a
+     ``rank`` group) or to a process by a ``process``/``name`` group. It is attached to the failure
+     that names the same rank (a ``rank`` or ``proc`` group, or torchrun's ``rank : N (local_rank:``
+     line inside a report block) or process (excerpt appended; the exception named from the marker's
+     ``exception``/``exc`` group).
    - ``verdict-printed``, ``test-started`` and ``test-outcome`` (a ``test`` group names the test):
      the guard's ``hang`` finding says whether the run hung after printing its verdict (a hang at
      interpreter exit) or which test was running; a ``timeout`` finding after the verdict in the same
@@ -50,6 +51,9 @@ TRACEBACK_MARKER = "traceback"
 VERDICT_MARKER = "verdict-printed"
 TEST_STARTED_MARKER = "test-started"
 TEST_OUTCOME_MARKER = "test-outcome"
+RANK_GROUPS = ("rank", "proc")  # torch.multiprocessing.spawn's process index is the rank
+PROCESS_GROUPS = ("process", "name")
+EXCEPTION_GROUPS = ("exception", "exc")
 MISSING_FIELD = "?"
 MAX_FIELD_CHARS = 200
 MAX_QUOTE_CHARS = 120
@@ -58,10 +62,10 @@ MAX_QUOTE_CHARS = 120
 MAX_IGNORE_TIMEOUTS = 3
 
 HANG_AFTER_VERDICT = (
-    "after the test run printed its verdict ({verdict}): a hang at interpreter exit "
+    "; after the test run printed its verdict ({verdict}): a hang at interpreter exit "
     "(atexit handlers, non-daemon threads or child processes), not a test timeout"
 )
-HANG_IN_TEST = "while test {test} was running (started at {where}; it never reported an outcome)"
+HANG_IN_TEST = "; while test {test} was running (started at {where}; it never reported an outcome)"
 COLLATERAL = "; collateral: it followed the shutdown at {where} ({quote}); root cause: {root}"
 COLLATERAL_NO_ROOT = "; it followed the shutdown at {where} ({quote}), but no earlier failure was found"
 REPEATED = " (seen {count} times)"
@@ -69,6 +73,9 @@ ATTACHED = "; {who} raised {exception}"
 ATTACHED_HEADER = "--- traceback of {who} ({where}) ---"
 
 _ADDRESS = regex.compile(r"0x[0-9a-fA-F]+")
+# torchrun's ChildFailedError report names the failed rank on a line of its own inside the block:
+# "  rank      : 1 (local_rank: 1)".
+_REPORT_RANK = regex.compile(r"\brank\s*:\s*(\d+) \(local_rank:")
 _KILL_ECHO_KINDS = (Kind.SIGNAL_EXIT,)
 _GUARD_KILL_KINDS = (Kind.HANG, Kind.TIMEOUT)
 
@@ -243,7 +250,7 @@ def _finding(event: _Event, context: _Context, demote: bool) -> Finding:
     traceback = _attached_traceback(match, context)
     if traceback is not None:
         who, tb = traceback
-        exception = tb.groups.get("exception")
+        exception = next((tb.groups[n] for n in EXCEPTION_GROUPS if tb.groups.get(n)), None)
         if exception:
             message += ATTACHED.format(who=who, exception=_clip(exception, MAX_FIELD_CHARS))
         header = ATTACHED_HEADER.format(who=who, where=_where(tb))
@@ -251,7 +258,7 @@ def _finding(event: _Event, context: _Context, demote: bool) -> Finding:
     if rule.kind is Kind.TIMEOUT:
         verdict = context.verdict_before(match)
         if verdict is not None:
-            message += " " + HANG_AFTER_VERDICT.format(verdict=_verdict_text(verdict))
+            message += HANG_AFTER_VERDICT.format(verdict=_verdict_text(verdict))
     return Finding(
         kind=rule.kind if rule.kind is not None else Kind.CRASH,
         rule=rule.id,
@@ -333,13 +340,17 @@ def _cleaned_lines(match: Match) -> List[str]:
 
 
 def _identity(match: Match, use_rank_prefix: bool) -> Optional[Tuple[str, str]]:
-    """Who a match belongs to: ``("rank", "1")`` or ``("process", "SpawnProcess-2")``."""
-    process = match.groups.get("process")
-    if process:
-        return ("process", process.strip())
-    rank = match.groups.get("rank")
+    """Who a match belongs to: ``("rank", "1")`` or ``("process", "SpawnProcess-2")``, if it says."""
+    for name in PROCESS_GROUPS:
+        process = match.groups.get(name)
+        if process and process.strip():
+            return ("process", process.strip())
+    rank = next((match.groups[n] for n in RANK_GROUPS if match.groups.get(n)), None)
     if rank is None and use_rank_prefix and match.rank is not None:
         rank = str(match.rank)
+    if rank is None and match.rule.is_block:
+        found = _REPORT_RANK.search(match.excerpt)
+        rank = found.group(1) if found else None
     if rank is not None:
         try:
             return ("rank", str(int(rank.strip())))
@@ -417,7 +428,7 @@ def _enrich_guard(finding: Finding, context: _Context) -> Finding:
         if unfinished is None:
             return finding
         note = HANG_IN_TEST.format(test=_clip(unfinished[0], MAX_FIELD_CHARS), where=_where(unfinished[1]))
-    return dataclasses.replace(finding, message=_one_line(f"{finding.message.rstrip('. ')} {note}"))
+    return dataclasses.replace(finding, message=_one_line(finding.message.rstrip("; .") + note))
 
 
 def _describe(finding: Finding) -> str:
