@@ -66,8 +66,8 @@ HANG_AFTER_VERDICT = (
     "(atexit handlers, non-daemon threads or child processes), not a test timeout"
 )
 HANG_IN_TEST = "; while test {test} was running (started at {where}; it never reported an outcome)"
-COLLATERAL = "; collateral: it followed the shutdown at {where} ({quote}); root cause: {root}"
-COLLATERAL_NO_ROOT = "; it followed the shutdown at {where} ({quote}), but no earlier failure was found"
+COLLATERAL = "; collateral: it followed the shutdown at {where} ({quote}); root cause at {root_where}: {root}"
+COLLATERAL_NO_ROOT = "; it followed the shutdown at {where} ({quote}), but no other failure was found"
 REPEATED = " (seen {count} times)"
 ATTACHED = "; {who} raised {exception}"
 ATTACHED_HEADER = "--- traceback of {who} ({where}) ---"
@@ -193,7 +193,10 @@ def rank_findings(
     for _, finding, shutdown in ranked:
         if shutdown is not None and root is not None:
             note = COLLATERAL.format(
-                where=_where(shutdown), quote=_quote(shutdown.text), root=_describe(root)
+                where=_where(shutdown, finding.path),
+                quote=_quote(shutdown),
+                root_where=_finding_where(root, finding.path),
+                root=_clip(root.message, MAX_QUOTE_CHARS),
             )
             finding = dataclasses.replace(finding, message=finding.message + note)
         out.append(finding)
@@ -245,7 +248,7 @@ def _finding(event: _Event, context: _Context, demote: bool) -> Finding:
             severity = Severity.WARNING
         if not demote:
             message += COLLATERAL_NO_ROOT.format(
-                where=_where(event.shutdown), quote=_quote(event.shutdown.text)
+                where=_where(event.shutdown, match.path), quote=_quote(event.shutdown)
             )
     traceback = _attached_traceback(match, context)
     if traceback is not None:
@@ -431,19 +434,21 @@ def _enrich_guard(finding: Finding, context: _Context) -> Finding:
     return dataclasses.replace(finding, message=_one_line(finding.message.rstrip("; .") + note))
 
 
-def _describe(finding: Finding) -> str:
-    where = (
-        f"{finding.path}:{finding.line}" if finding.path and finding.line else (finding.path or "the guard")
-    )
-    return f"{_clip(finding.message, MAX_QUOTE_CHARS)} ({where})"
+def _finding_where(finding: Finding, here: str) -> str:
+    if not finding.line:
+        return finding.path or "the guard"
+    return f"line {finding.line}" if finding.path == here else f"{finding.path}:{finding.line}"
 
 
-def _where(match: Match) -> str:
-    return f"{match.path}:{match.line}"
+def _where(match: Match, here: Optional[str] = None) -> str:
+    return f"line {match.line}" if match.path == here else f"{match.path}:{match.line}"
 
 
-def _quote(text: str) -> str:
-    return '"' + _clip(text.strip(), MAX_QUOTE_CHARS) + '"'
+def _quote(marker: Match) -> str:
+    """What a marker says: its rule's message when it has one, else its own text, quoted."""
+    if marker.rule.message:
+        return _clip(format_message(marker.rule.message, marker.groups), MAX_QUOTE_CHARS)
+    return '"' + _clip(marker.text.strip(), MAX_QUOTE_CHARS) + '"'
 
 
 def _clip(text: str, limit: int) -> str:
