@@ -1,0 +1,129 @@
+"""The real captured logs under fixtures/ give exactly the findings marked in their headers.
+
+Each fixture starts with ``#! `` header lines (see fixtures/regenerate.py): ``#! expect rule=ID
+line=N`` for every finding the scanner must report, or ``#! expect none``.  The whole pipeline runs
+on the file as committed (header included, so line numbers are the file's own), through both
+matching engines where Hyperscan is installed.
+
+To review a change of the scanner against the corpus: ``GHG_BLESS=1 python -m pytest
+tests/test_fixtures.py`` rewrites the expect lines from what the scanner now reports, then
+``git diff fixtures/`` shows what moved.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Dict, List, Set, Tuple
+
+import pytest
+
+from analyzer.model import Severity
+from analyzer.rules.loader import load_catalogue
+from analyzer.scan import scan_paths
+
+REPO = Path(__file__).resolve().parent.parent
+FIXTURES = REPO / "fixtures"
+HEADER = "#! "
+LOGS = sorted(FIXTURES.rglob("*.log"))
+MAX_FIXTURE_BYTES = 100 * 1024
+MAX_CORPUS_BYTES = 2 * 1024 * 1024
+
+
+def _engines() -> List[str]:
+    try:
+        import hyperscan  # noqa: F401
+    except ImportError:
+        return ["python"]
+    return ["python", "hyperscan"]
+
+
+def read_header(path: Path) -> Dict[str, object]:
+    """The header of a fixture: expected (rule, line) pairs, whether it says none, its length."""
+    expect: Set[Tuple[str, int]] = set()
+    none = False
+    length = 0
+    with path.open(encoding="utf-8", errors="backslashreplace") as fh:
+        for line in fh:
+            if not line.startswith(HEADER):
+                break
+            length += 1
+            body = line[len(HEADER):].rstrip("\n")
+            if body == "expect none":
+                none = True
+            m = re.match(r"expect rule=(\S+) line=(\d+)$", body)
+            if m:
+                expect.add((m.group(1), int(m.group(2))))
+    return {"expect": expect, "none": none, "length": length}
+
+
+@pytest.fixture(scope="module")
+def catalogue():
+    return load_catalogue()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _bless_on_request():
+    # Rewriting the headers is a review tool: it runs only when asked, before the comparisons.
+    if os.environ.get("GHG_BLESS"):
+        script = str(FIXTURES / "regenerate.py")
+        subprocess.run([sys.executable, script, "--bless"], check=True, cwd=str(REPO))
+
+
+def test_the_corpus_is_there_and_small():
+    assert len(LOGS) >= 30, "fixtures/ lost its logs"
+    sizes = {p.relative_to(FIXTURES).as_posix(): p.stat().st_size for p in LOGS}
+    too_big = {name: size for name, size in sizes.items() if size > MAX_FIXTURE_BYTES}
+    assert not too_big, "trim these fixtures to the window around the failure: %s" % too_big
+    assert sum(sizes.values()) < MAX_CORPUS_BYTES
+
+
+@pytest.mark.parametrize("path", LOGS, ids=[p.relative_to(FIXTURES).as_posix() for p in LOGS])
+def test_header_is_well_formed(path: Path):
+    header = read_header(path)
+    assert header["length"] >= 3, "a fixture starts with its #! header"
+    assert bool(header["expect"]) != bool(header["none"]), "either expect lines or 'expect none'"
+    lines = path.read_text(encoding="utf-8", errors="backslashreplace").split("\n")
+    for _rule, line in header["expect"]:  # type: ignore[union-attr]
+        assert header["length"] < line <= len(lines), "expected line %d is outside the log body" % line
+
+
+@pytest.mark.parametrize("engine", _engines())
+@pytest.mark.parametrize("path", LOGS, ids=[p.relative_to(FIXTURES).as_posix() for p in LOGS])
+def test_fixture_gives_exactly_the_expected_findings(path: Path, engine: str, catalogue):
+    header = read_header(path)
+    findings = scan_paths([str(path)], catalogue, engine=engine)
+    found = {(f.rule, f.line) for f in findings}
+    assert found == header["expect"], "\n".join(
+        ["%s: scanner disagrees with the header" % path.relative_to(REPO)]
+        + ["  missing  %s line %d" % e for e in sorted(header["expect"] - found)]  # type: ignore[operator]
+        + ["  extra    %s line %d: %s" % (f.rule, f.line, f.message) for f in findings
+           if (f.rule, f.line) not in header["expect"]]  # type: ignore[operator]
+    )
+    assert all(f.line > header["length"] for f in findings), "a header line produced a finding"
+
+
+@pytest.mark.parametrize("path", [p for p in LOGS if p.parent.name == "negative"],
+                         ids=[p.name for p in LOGS if p.parent.name == "negative"])
+def test_healthy_logs_raise_no_error(path: Path, catalogue):
+    findings = scan_paths([str(path)], catalogue, engine="python")
+    assert [f for f in findings if f.severity is Severity.ERROR] == []
+    assert read_header(path)["none"]
+
+
+def test_every_finding_rule_has_a_real_fixture(catalogue):
+    # Rules whose wording no fixture carries yet; each is still proven by its examples.
+    example_only = {"atexit-callback-ignored-py313-bound", "pytorch-ci-timed-out", "workers-timed-out",
+                    "github-job-max-time", "cpp-terminate-no-exception", "torch-spawn-exit-code",
+                    "mp-process-repr-signal", "crash-core-dumped", "shell-signal-short"}
+    covered = set()
+    for path in LOGS:
+        covered |= {rule for rule, _line in read_header(path)["expect"]}  # type: ignore[union-attr]
+    finding_rules = {r.id for r in catalogue.rules if r.marker is None and not r.user_defined}
+    missing = finding_rules - covered - example_only
+    assert not missing, "rules without a fixture: %s" % sorted(missing)
+    stale = example_only & covered
+    assert not stale, "now covered by a fixture, drop from example_only: %s" % sorted(stale)
