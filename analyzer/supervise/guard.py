@@ -451,6 +451,11 @@ def supervise(options: GuardOptions) -> Supervision:
     )
 
 
+def _only_waits(dump: snapshot.StackDump) -> bool:
+    # py-spy names methods with their class on 3.11+ ("Popen.poll"), so compare the last part.
+    return dump.main_thread_frames()[0].function.rsplit(".", 1)[-1] in _WAITING_ON_CHILDREN
+
+
 def _where_it_hung(
     root_pid: int, infos: Sequence[ProcessInfo], dumps: Sequence[snapshot.StackDump]
 ) -> Tuple[Optional[snapshot.StackDump], str]:
@@ -458,9 +463,8 @@ def _where_it_hung(
     with_frames = [dump for dump in dumps if dump.main_thread_frames()]
     root = next((dump for dump in with_frames if dump.pid == root_pid), None)
     chosen = root
-    if root is None or root.main_thread_frames()[0].function in _WAITING_ON_CHILDREN:
-        busy = [d for d in with_frames if d.pid != root_pid
-                and d.main_thread_frames()[0].function not in _WAITING_ON_CHILDREN]
+    if root is None or _only_waits(root):
+        busy = [d for d in with_frames if d.pid != root_pid and not _only_waits(d)]
         chosen = busy[0] if busy else (root or (with_frames[0] if with_frames else None))
     if chosen is not None:
         where = chosen.main_thread_frames()[0].describe()

@@ -170,3 +170,22 @@ def test_runner_cancel_sigterm_also_cancels(tmp_path):
     assert result["command"]["exit_code"] == 143
     assert result["findings"][0]["message"].startswith("cancelled (SIGTERM) after ")
     assert os.path.exists(os.path.join(options["log_dir"], "stacks.txt"))
+
+
+def test_parent_waiting_on_a_hung_worker_names_the_worker(guard):
+    result, took = guard(program("mp_hung_worker.py"), timeout_s=1.0, kill_grace_s=2.0)
+    worker = int(re.search(rb"worker pid=(\d+)", Path(result.stdout_path).read_bytes()).group(1))
+    message = result.findings[0].message
+    assert message.startswith(
+        f"hung in `all_reduce_that_never_returns` (mp_hung_worker.py:12) (pid {worker}) for 1s; also pid ")
+    assert "in `Popen.poll` (multiprocessing/popen_fork.py:" in message or "in `poll` (" in message
+    assert not alive(worker)
+    assert took < 1.0 + SLACK_S
+
+
+def test_non_python_command_is_described_by_the_kernel(guard):
+    result, _ = guard(("sleep", "30"), timeout_s=0.5, kill_grace_s=1.0)
+    message = result.findings[0].message
+    assert re.fullmatch(r"hung in `sleep 30` \(pid \d+, state S, wchan \S+\) for 0\.5s", message), message
+    stacks = (Path(result.command.log_dir) / "stacks.txt").read_text()
+    assert stacks == "No Python process was found in the tree.\n"

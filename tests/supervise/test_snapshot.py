@@ -1,0 +1,123 @@
+"""Evidence: py-spy dumps of real processes, the nvidia-smi snapshot (GPU mocked), durations, tokens."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from analyzer.supervise import snapshot, workflow
+from analyzer.supervise.guard import human_duration
+
+from .conftest import program
+
+HERE = Path(__file__).resolve().parent
+
+
+def test_py_spy_names_the_main_threads_innermost_frame_of_a_real_process():
+    proc = subprocess.Popen(program("threads_hang.py"), stdout=subprocess.PIPE)
+    try:
+        assert proc.stdout.readline() == b"threads up\n"
+        [dump] = snapshot.dump_stacks([proc.pid], 10.0)
+        assert dump.error == ""
+        frames = dump.main_thread_frames()
+        assert (frames[0].function, frames[0].file, frames[0].line) == (
+            "main_thread_waits_forever", "threads_hang.py", 14)
+        assert frames[0].describe() == "`main_thread_waits_forever` (threads_hang.py:14)"
+        assert "background_spin" in dump.text  # the other thread is in the dump, not in the name
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_py_spy_on_a_process_that_is_gone_reports_why():
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    [dump] = snapshot.dump_stacks([proc.pid], 10.0)
+    assert dump.text == "" and dump.error
+    assert dump.main_thread_frames() == ()
+
+
+def test_parser_falls_back_to_the_thread_whose_id_is_the_pid():
+    # Recorded from a real py-spy 0.4 dump of a child frozen mid-start-up (no thread name shown).
+    text = (
+        "Process 4242: python -c pass\nPython v3.11.7 (/usr/bin/python3.11)\n\n"
+        "Thread 4243 (idle)\n    other (x.py:1)\n"
+        "Thread 4242 (idle)\n    ABCMeta.__new__ (<frozen abc>:106)\n    <module> (<frozen os>:29)\n"
+    )
+    frames = snapshot.StackDump(4242, text).main_thread_frames()
+    assert [f.describe() for f in frames] == [
+        "`ABCMeta.__new__` (<frozen abc>:106)", "`<module>` (<frozen os>:29)"]
+
+
+def test_nvidia_smi_samples_parse():  # MOCKED GPU: recorded-format samples, see samples/README.md
+    apps = (
+        "4242, GPU-5c1e3a04-8f2d-4b7e-9a61-0c2f6d1e7a10, 40960\n"
+        "31337, GPU-9d7b0e55-1c3a-4f08-b2e4-6a5d8c9f0b21, [N/A]\n"
+    )
+    snap = snapshot.parse_nvidia_smi((HERE / "samples" / "nvidia-smi-gpus.csv").read_text(), apps)
+    assert [(g.index, g.memory_used_mib, g.memory_total_mib, g.utilization_pct) for g in snap.gpus] == [
+        ("0", 61442, 81559, 100), ("1", 4, 81559, 0), ("2", None, None, None)]
+    assert snap.gpus[2].name == "NVIDIA H100 80GB HBM3 MIG 1g.10gb"
+    text = snap.render([4242])
+    assert "pid 4242 on GPU 0: 40960 MiB" in text
+    assert "Other compute processes: pid 31337 (? MiB)" in text
+
+
+def test_gpu_snapshot_of_a_real_timeout_names_the_trees_pids(guard, tmp_path, monkeypatch):
+    # MOCKED GPU: a fake nvidia-smi on PATH; everything else (timeout, tree, matching) is real.
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "nvidia-smi").symlink_to(HERE / "fake_nvidia_smi.py")
+    monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("FAKE_SMI_TAG", uuid.uuid4().hex)
+    result, _ = guard(program("hang_main.py"), timeout_s=1.0, kill_grace_s=1.0)
+    gpu = (Path(result.command.log_dir) / "gpu.txt").read_text()
+    assert re.search(r"^0\s+61442\s+81559\s+100\s+NVIDIA H100", gpu, re.M), gpu
+    holders = re.findall(r"pid (\d+) on GPU 0: 40960 MiB", gpu)
+    assert holders and all(int(pid) != os.getpid() for pid in holders)
+    assert "pid 999999 (1024 MiB)" in gpu
+    assert "GPU snapshot (nvidia-smi)" in [d.title for d in result.diagnostics]
+
+
+def test_no_nvidia_smi_no_gpu_file(guard, monkeypatch, tmp_path):
+    monkeypatch.setenv("PATH", str(tmp_path))  # py-spy is found next to the interpreter or not at all
+    result, _ = guard(program("hang_main.py"), timeout_s=0.5, kill_grace_s=1.0)
+    assert not (Path(result.command.log_dir) / "gpu.txt").exists()
+    assert result.command.timed_out
+
+
+@pytest.mark.parametrize(
+    "seconds, text",
+    [(0.7, "0.7s"), (1.0, "1s"), (45, "45s"), (90, "1m 30s"), (600, "10m"), (3600, "1h"), (3700, "1h 1m")],
+)
+def test_human_duration(seconds, text):
+    assert human_duration(seconds) == text
+
+
+def test_stop_commands_lines_and_when_they_apply():
+    token = workflow.stop_token()
+    assert re.fullmatch(r"ghg-[0-9a-f]{32}", token) and token != workflow.stop_token()
+    assert workflow.stop_line(token) == f"::stop-commands::{token}\n".encode()
+    assert workflow.resume_line(token) == f"::{token}::\n".encode()
+    assert workflow.should_stop_commands({"GITHUB_ACTIONS": "true"}, False)
+    assert not workflow.should_stop_commands({"GITHUB_ACTIONS": "true"}, True)
+    assert not workflow.should_stop_commands({}, False)
+
+
+def test_snapshot_helpers_are_bounded_by_their_timeout(tmp_path, monkeypatch):
+    # A py-spy that never answers (a stand-in script) is killed at the deadline.
+    slow = tmp_path / "py-spy"
+    slow.write_text("#!/bin/sh\nexec sleep 30\n")
+    slow.chmod(0o755)
+    monkeypatch.setattr(snapshot, "find_tool", lambda name: str(slow))
+    start = time.monotonic()
+    [dump] = snapshot.dump_stacks([os.getpid()], 0.5)
+    assert time.monotonic() - start < 5
+    assert dump.error == "timed out"
