@@ -1,0 +1,57 @@
+"""Every rule's examples, run through the real engine: each `match` example matches, no `no_match` one does.
+
+Both engines run them (Hyperscan where installed, and the pure-Python prefilter), with the whole
+catalogue loaded, exactly as a scan would. The loader's own example check (used for users' rules at
+load time) must agree with the engine on every example.
+"""
+
+from __future__ import annotations
+
+import io
+from typing import List, Set
+
+import pytest
+
+from analyzer.rules.loader import example_matches, load_catalogue
+from analyzer.scan.clean import clean_line
+from analyzer.scan.engine import iter_matches
+from analyzer.scan.sources import Source
+
+CATALOGUE = load_catalogue()
+RULES = CATALOGUE.rules
+ENGINES = ["python", "auto"]
+
+
+def matched_rules(example: str, engine: str) -> Set[str]:
+    source = Source(display_path="example.log", opener=lambda: io.BytesIO(example.encode("utf-8")))
+    return {m.rule.id for m in iter_matches([source], CATALOGUE, engine=engine)}
+
+
+def cleaned(example: str) -> str:
+    return "\n".join(clean_line(line.encode("utf-8"))[0] for line in example.split("\n"))
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("rule", RULES, ids=[rule.id for rule in RULES])
+def test_examples_match_and_do_not_match(rule, engine):
+    wrong: List[str] = []
+    for example in rule.examples_match:
+        if rule.id not in matched_rules(example, engine):
+            wrong.append(f"should match: {example!r}")
+    for example in rule.examples_no_match:
+        if rule.id in matched_rules(example, engine):
+            wrong.append(f"should not match: {example!r}")
+    assert not wrong, f"rule {rule.id} ({engine} engine): " + "; ".join(wrong)
+
+
+@pytest.mark.parametrize("rule", RULES, ids=[rule.id for rule in RULES])
+def test_the_loader_example_check_agrees_with_the_engine(rule):
+    for example in (*rule.examples_match, *rule.examples_no_match):
+        assert example_matches(rule, cleaned(example)) == (rule.id in matched_rules(example, "python")), (
+            example
+        )
+
+
+def test_every_rule_has_an_example_that_matches():
+    assert all(rule.examples_match for rule in RULES)
+    assert sum(len(rule.examples_no_match) for rule in RULES) >= len(RULES)
