@@ -116,9 +116,8 @@ def test_healthy_logs_raise_no_error(path: Path, catalogue):
 
 def test_every_finding_rule_has_a_real_fixture(catalogue):
     # Rules whose wording no fixture carries yet; each is still proven by its examples.
-    example_only = {"atexit-callback-ignored-py313-bound", "pytorch-ci-timed-out", "workers-timed-out",
-                    "github-job-max-time", "cpp-terminate-no-exception", "torch-spawn-exit-code",
-                    "mp-process-repr-signal", "crash-core-dumped", "shell-signal-short"}
+    example_only = {"pytorch-ci-timed-out", "workers-timed-out", "github-job-max-time",
+                    "mp-process-repr-signal"}
     covered = set()
     for path in LOGS:
         covered |= {rule for rule, _line in read_header(path)["expect"]}  # type: ignore[union-attr]
@@ -127,3 +126,14 @@ def test_every_finding_rule_has_a_real_fixture(catalogue):
     assert not missing, "rules without a fixture: %s" % sorted(missing)
     stale = example_only & covered
     assert not stale, "now covered by a fixture, drop from example_only: %s" % sorted(stale)
+
+
+def test_scanning_the_corpus_at_once_adds_nothing_to_scanning_each_log(catalogue):
+    # Markers and collateral belong to the log they are in: one log's "Sending process N closing
+    # signal" must not turn another log's signal exit into collateral, nor add findings.  (Scanning
+    # together may report fewer: identical findings in several logs are reported once.)
+    together = {(f.path, f.rule, f.line, f.severity) for f in scan_paths([str(p) for p in LOGS], catalogue)}
+    alone = set()
+    for path in LOGS:
+        alone |= {(f.path, f.rule, f.line, f.severity) for f in scan_paths([str(path)], catalogue)}
+    assert together <= alone
