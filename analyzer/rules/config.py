@@ -9,12 +9,12 @@ The file is YAML; every key is optional::
       pytest-timeout: warning
       guard-leaked-process: error # the guard's own findings have ids too (guard-timeout, ...)
     ignore:
-      rules: [nccl-warning]       # drop every finding of these rules
+      rules: [github-operation-canceled]  # drop every finding of these rules
       paths: ["*/flaky_step.txt"] # drop findings in logs whose reported path matches a glob
       lines:                      # drop a finding when a regex is found in its cleaned line
         - 'wandb: .*atexit'       #   (for a block: in any of its lines)
         - pattern: 'Process \\d+ got signal: 15'
-          rules: [signal-exit-torchrun]   # ... only for findings of these rules
+          rules: [torchrun-signal-exit]   # ... only for findings of these rules
     rules:                        # add rules; same keys as analyzer/rules/catalogue.yaml
       - id: our-deadlock-detector
         kind: hang

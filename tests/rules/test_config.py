@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import textwrap
 import time
+from pathlib import Path
 
 import pytest
 
 from analyzer.errors import ConfigError
 from analyzer.model import Kind, Severity
 from analyzer.rules.config import DEFAULT_MATCH_TIMEOUT_S, load_config
-from analyzer.rules.loader import apply_config, load_rules_file
+from analyzer.rules.loader import GUARD_RULE_IDS, apply_config, load_catalogue, load_rules_file
 
 from .test_loader import GOOD
 
@@ -47,24 +48,42 @@ def test_an_empty_config_changes_nothing(builtin, tmp_path):
     assert result.match_timeout_s == DEFAULT_MATCH_TIMEOUT_S
 
 
-def test_the_documented_example_loads(builtin, tmp_path):
-    """The example in analyzer/rules/config.py's docstring (copied to the README) is a valid config."""
+def _yaml_block_after(text: str, heading: str) -> str:
+    section = text[text.index(heading) :]
+    start = section.index("```yaml\n") + len("```yaml\n")
+    return section[start : section.index("```", start)]
+
+
+def test_the_documented_example_loads_against_the_real_catalogue(tmp_path):
+    """The example in analyzer/rules/config.py's docstring is a valid config, rule ids included."""
     import analyzer.rules.config as config_module
 
     doc = config_module.__doc__
-    example = doc[doc.index("# gpu-hang-guard.yml") : doc.index("Path globs")]
-    example = example.replace("\\\\", "\\")
-    # The example names rules of the real catalogue; map them onto this test's small one.
-    example = example.replace("pytest-timeout", "worker-exitcode").replace("nccl-warning", "atexit-traceback")
-    example = example.replace("signal-exit-torchrun", "worker-exitcode")
-    result = catalogue(builtin, tmp_path, example)
+    example = doc[doc.index("# gpu-hang-guard.yml") : doc.index("Path globs")].replace("\\\\", "\\")
+    result = apply_config(load_catalogue().rules, load_config(write(tmp_path, textwrap.dedent(example))))
     assert result.match_timeout_s == 0.5
-    assert [r.id for r in result.rules] == ["closing-signal", "worker-exitcode", "our-deadlock-detector"]
-    assert result.ignore_rules == ("atexit-traceback",)
+    assert result.rules[-1].id == "our-deadlock-detector" and result.rules[-1].user_defined
+    assert result.rules[-1].kind is Kind.HANG and result.rules[-1].literals == ("DEADLOCK",)
+    assert result.ignore_rules == ("github-operation-canceled",)
     assert result.ignore_paths == ("*/flaky_step.txt",)
-    assert [i.rules for i in result.ignore_lines] == [(), ("worker-exitcode",)]
-    added = result.rules[-1]
-    assert added.user_defined and added.kind is Kind.HANG and added.literals == ("DEADLOCK",)
+    assert [i.rules for i in result.ignore_lines] == [(), ("torchrun-signal-exit",)]
+    assert dict(result.severity_overrides) == {
+        "pytest-timeout": Severity.WARNING,
+        "guard-leaked-process": Severity.ERROR,
+    }
+
+
+def test_the_readme_configuration_example_loads_against_the_real_catalogue(tmp_path):
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    example = _yaml_block_after(readme, "## Configuration")
+    apply_config(load_catalogue().rules, load_config(write(tmp_path, example)))
+
+
+def test_guard_rule_ids_are_the_supervisor_ones():
+    from analyzer.supervise import guard
+
+    ids = {*guard.RULE_FOR_REASON.values(), guard.RULE_UNKILLABLE, guard.RULE_LEAKED}
+    assert set(GUARD_RULE_IDS) == ids
 
 
 def test_severity_override_and_ignored_rules(builtin, tmp_path):
