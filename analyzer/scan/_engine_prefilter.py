@@ -7,7 +7,7 @@ through ``strip_controls``, so an ANSI colour code inside a literal cannot hide 
 
 from __future__ import annotations
 
-from typing import Callable, Dict, List, Set
+from typing import Callable, Dict, List, Set, Tuple
 
 from ._engine_literals import Plan
 
@@ -24,21 +24,152 @@ def hyperscan_available() -> bool:
 
 
 def python_finder(plan: Plan) -> Finder:
-    """A finder built on ``bytes.find``: one pass over the window per distinct literal."""
-    exact = [(i, lit.needle) for i, lit in enumerate(plan.literals) if not lit.caseless]
-    caseless = [(i, lit.needle) for i, lit in enumerate(plan.literals) if lit.caseless]
+    """A finder built on ``bytes.find``; see ``_PivotFinder``."""
+    finder = _PivotFinder([(i, lit.needle, lit.caseless) for i, lit in enumerate(plan.literals)])
 
     def find(window: bytes) -> Candidates:
         out: Candidates = {}
-        _scan(window, exact, out)
-        if caseless:
-            _scan(window.lower(), caseless, out)
+        finder(window, out)
         return out
 
     return find
 
 
-def _scan(window: bytes, needles: List[tuple], out: Candidates) -> None:
+# Rough costs measured on CPython 3.11: one Python-level step per pivot hit, a little more per anchor
+# hit (the whole line is checked), and one C pass of bytes.find over a MiB.
+_HIT_COST_S = 0.3e-6
+_ANCHOR_HIT_COST_S = 0.8e-6
+_PASS_COST_S_PER_MIB = 0.5e-3
+_REPLAN_EVERY = 64  # windows; logs change character (start-up chatter, tests, teardown)
+_SAMPLE_BYTES = 256 * 1024
+
+Needle = Tuple[int, bytes, bool]  # literal index, bytes (lowercased when caseless), caseless
+Entry = Tuple[bytes, int, int]  # needle, offset of the pivot in it, literal index
+
+
+class _PivotFinder:
+    """Find every line holding one of ``needles`` with few passes over the window.
+
+    One ``bytes.find`` pass per literal costs a full scan each, and a catalogue has dozens. Instead
+    each literal gets a *pivot*: the byte of it that is rarest in the log (measured on a sample of
+    the current window, re-measured every ``_REPLAN_EVERY`` windows). A single-byte ``find`` is
+    ``memchr``, which skims a window at memory speed; at each hit the pivot and the byte after it
+    pick, from a dict, the few literals that can sit there, which are then checked in place. Every
+    occurrence of a literal holds its pivot at a known offset, so none is missed: the candidates are
+    exactly those of a search for each literal. A caseless literal pivots on both cases of its byte.
+
+    A literal whose every byte is common (all lowercase letters, say) gets a ``find`` pass of its own
+    when that is cheaper; such literals share one pass when they share a substring that is rare
+    enough (`` passed in `` and `` failed in `` share ``d in ``), and each line that substring hits is
+    then searched for all of them.
+    """
+
+    def __init__(self, needles: List[Needle]) -> None:
+        self.needles = needles
+        self.windows = 0
+        # pivot byte -> (exact entries by 2-byte key, caseless entries by lowercased 2-byte key)
+        self.pivots: List[Tuple[bytes, Dict[bytes, List[Entry]], Dict[bytes, List[Entry]]]] = []
+        self.shared: List[Tuple[bytes, Tuple[Needle, ...]]] = []
+        self.passes: List[Needle] = list(needles)
+
+    def _plan(self, sample: bytes) -> None:
+        sample = sample[:_SAMPLE_BYTES]
+        scale = (1 << 20) / max(len(sample), 1)
+        counts: Dict[int, int] = {}
+
+        def freq(byte: int, caseless: bool) -> float:
+            variants = {byte, ord(chr(byte).upper())} if caseless and 97 <= byte <= 122 else {byte}
+            total = 0
+            for b in variants:
+                if b not in counts:
+                    counts[b] = sample.count(bytes((b,)))
+                total += counts[b]
+            return (total + 1) * scale
+
+        exact: Dict[int, Dict[bytes, List[Entry]]] = {}
+        caseless: Dict[int, Dict[bytes, List[Entry]]] = {}
+        passes: List[Needle] = []
+        for needle_entry in self.needles:
+            index, needle, folded = needle_entry
+            if len(needle) < 2:
+                passes.append(needle_entry)
+                continue
+            # The pivot is never the last byte, so it and the byte after it form the dict key.
+            offset = min(range(len(needle) - 1), key=lambda k: (freq(needle[k], folded), k))
+            cost = freq(needle[offset], folded)
+            if cost * _HIT_COST_S > _PASS_COST_S_PER_MIB:
+                passes.append(needle_entry)
+                continue
+            key = needle[offset:offset + 2]
+            byte = needle[offset]
+            targets = [byte]
+            if folded and 97 <= byte <= 122:
+                targets.append(byte - 32)
+            for b in targets:
+                table = caseless if folded else exact
+                table.setdefault(b, {}).setdefault(key, []).append((needle, offset, index))
+        self.pivots = [
+            (bytes((b,)), exact.get(b, {}), caseless.get(b, {})) for b in sorted(set(exact) | set(caseless))
+        ]
+        self.shared, self.passes = _share_passes(passes, sample)
+
+    def __call__(self, window: bytes, out: Candidates) -> None:
+        if self.windows % _REPLAN_EVERY == 0:
+            self._plan(window)
+        self.windows += 1
+        find = window.find
+        rfind = window.rfind
+        startswith = window.startswith
+        n = len(window)
+
+        def record(start: int, index: int) -> None:
+            hit = out.get(start)
+            if hit is None:
+                out[start] = {index}
+            else:
+                hit.add(index)
+
+        for pivot, exact, caseless in self.pivots:
+            at = find(pivot)
+            while at != -1:
+                key = window[at:at + 2]
+                entries = exact.get(key)
+                if entries is not None:
+                    for needle, offset, index in entries:
+                        if at >= offset and startswith(needle, at - offset):
+                            record(rfind(b"\n", 0, at) + 1, index)
+                if caseless:
+                    entries = caseless.get(key.lower())
+                    if entries is not None:
+                        for needle, offset, index in entries:
+                            begin = at - offset
+                            if begin >= 0 and window[begin:begin + len(needle)].lower() == needle:
+                                record(rfind(b"\n", 0, at) + 1, index)
+                at = find(pivot, at + 1)
+        if not (self.shared or self.passes):
+            return
+        lowered = window.lower() if any(folded for _, _, folded in self.passes) or any(
+            folded for _, entries in self.shared for _, _, folded in entries
+        ) else window
+        for anchor, shared_entries in self.shared:
+            at = find(anchor)
+            while at != -1:
+                start = rfind(b"\n", 0, at) + 1
+                end = find(b"\n", at)
+                if end == -1:
+                    end = n
+                for index, needle, folded in shared_entries:
+                    haystack = lowered if folded else window
+                    if haystack.find(needle, start, end) != -1:
+                        record(start, index)
+                at = find(anchor, end + 1) if end < n else -1
+        for index, needle, folded in self.passes:
+            haystack = lowered if folded else window
+            _scan(haystack, [(index, needle)], out)
+
+
+def _scan(window: bytes, needles: List[Tuple[int, bytes]], out: Candidates) -> None:
+    """One ``find`` pass per needle, recording each line that holds it once."""
     find = window.find
     rfind = window.rfind
     for index, needle in needles:
@@ -54,6 +185,39 @@ def _scan(window: bytes, needles: List[tuple], out: Candidates) -> None:
             if end == -1:
                 break
             at = find(needle, end + 1)
+
+
+def _share_passes(
+    passes: List[Needle], sample: bytes
+) -> Tuple[List[Tuple[bytes, Tuple[Needle, ...]]], List[Needle]]:
+    """Greedily replace passes of literals by passes of substrings they share, while that saves time."""
+    scale = (1 << 20) / max(len(sample), 1)
+    counts: Dict[bytes, float] = {}
+    shared: List[Tuple[bytes, Tuple[Needle, ...]]] = []
+    remaining = list(passes)
+    while len(remaining) > 1:
+        covering: Dict[bytes, List[Needle]] = {}
+        for entry in remaining:
+            needle = entry[1]
+            if entry[2]:
+                continue  # a caseless literal keeps its own pass over the lowercased window
+            subs = {needle[i:i + size] for size in range(3, 9) for i in range(len(needle) - size + 1)}
+            for sub in subs:
+                covering.setdefault(sub, []).append(entry)
+        best = None
+        for sub, covered in covering.items():
+            if len(covered) < 2:
+                continue
+            if sub not in counts:
+                counts[sub] = (sample.count(sub) + 1) * scale
+            saving = (len(covered) - 1) * _PASS_COST_S_PER_MIB - counts[sub] * _ANCHOR_HIT_COST_S
+            if saving > 0 and (best is None or (saving, sub) > (best[0], best[1])):
+                best = (saving, sub, covered)
+        if best is None:
+            break
+        shared.append((best[1], tuple(best[2])))
+        remaining = [entry for entry in remaining if entry not in best[2]]
+    return shared, remaining
 
 
 def hyperscan_finder(plan: Plan) -> Finder:

@@ -5,8 +5,10 @@ and ANSI escapes from the whole window (``clean.strip_controls``), and asks a fi
 holding one of the rules' literals (``_engine_literals``): Hyperscan in one pass when it is installed,
 ``bytes.find`` otherwise. Only those lines are cleaned and matched with the rules' compiled patterns,
 each ``\\r`` segment on its own. Lines after the start of a multi-line block rule are fed to that block
-one by one until its ``end`` pattern matches or ``max_lines`` is reached. Both engines use the same
-literals, so they find the same matches.
+one by one until its ``end`` pattern matches; a block whose end does not come within ``max_lines``
+lines (start included) or before the end of the log matches nothing, and a new start of the same rule
+while a block is open restarts it: the same semantics as ``rules.loader.example_matches``, so a rule's
+examples predict the scan. Both engines use the same literals, so they find the same matches.
 
 Memory stays bounded whatever the input: a window is at most two reads plus the unfinished line, and a
 line longer than ``LINE_CAP`` bytes (a progress bar redrawn for hours without a ``\\n``) is matched on
@@ -21,7 +23,7 @@ from ..errors import InputError, UsageError
 from ..rules.model import Catalogue, Rule
 from ._engine_literals import Plan, build_plan
 from ._engine_prefilter import Candidates, Finder, hyperscan_available, hyperscan_finder, python_finder
-from .clean import clean_stripped, split_segments, strip_controls, visible_excerpt
+from .clean import clean_stripped, strip_controls, visible_excerpt
 from .match import Match
 from .sources import Source
 
@@ -49,10 +51,9 @@ def iter_matches(sources: Iterable[Source], catalogue: Catalogue, engine: str = 
     finder = make_finder(plan, engine)
     seq = 0
     for source in sources:
-        scanner = _SourceScan(source.display_path, rules, plan, finder, catalogue.match_timeout_s)
-        for match in scanner.run(source):
-            yield _with_seq(match, seq)
-            seq += 1
+        scanner = _SourceScan(source.display_path, rules, plan, finder, catalogue.match_timeout_s, seq)
+        yield from scanner.run(source)
+        seq = scanner.seq
 
 
 def resolve_engine(engine: str) -> str:
@@ -75,13 +76,6 @@ def make_finder(plan: Plan, engine: str) -> Finder:
             if engine == "hyperscan":
                 raise UsageError("--engine hyperscan: Hyperscan cannot run on this machine") from None
     return python_finder(plan)
-
-
-def _with_seq(match: Match, seq: int) -> Match:
-    return Match(
-        rule=match.rule, path=match.path, line=match.line, end_line=match.end_line, text=match.text,
-        excerpt=match.excerpt, seq=seq, groups=match.groups, rank=match.rank,
-    )
 
 
 def _windows(stream: IO[bytes], path: str) -> Iterator[bytes]:
@@ -140,7 +134,7 @@ def _reason(err: BaseException) -> str:
 class _Block:
     """A block rule's match in progress (internal, mutable while lines are fed to it)."""
 
-    __slots__ = ("index", "line", "text", "rank", "groups", "lines", "chars", "count", "last")
+    __slots__ = ("index", "line", "text", "rank", "groups", "lines", "chars", "count")
 
     def __init__(self, index: int, line: int, text: str, rank: Optional[int], groups: Dict[str, str]) -> None:
         self.index = index
@@ -151,11 +145,9 @@ class _Block:
         self.lines: List[str] = []
         self.chars = 0
         self.count = 0
-        self.last = line
 
-    def add(self, excerpt_line: str, line: int) -> None:
+    def add(self, excerpt_line: str) -> None:
         self.count += 1
-        self.last = line
         if len(self.lines) < EXCERPT_MAX_LINES and self.chars < EXCERPT_MAX_CHARS:
             self.lines.append(excerpt_line)
             self.chars += len(excerpt_line) + 1
@@ -165,17 +157,24 @@ class _SourceScan:
     """Matching state for one source: open blocks, matches held back until earlier blocks close."""
 
     def __init__(
-        self, path: str, rules: Sequence[Rule], plan: Plan, finder: Finder, timeout_s: float
+        self, path: str, rules: Sequence[Rule], plan: Plan, finder: Finder, timeout_s: float, seq: int
     ) -> None:
         self.path = path
         self.rules = rules
         self.finder = finder
         self.timeout_s = timeout_s
+        self.seq = seq
         self.literal_rules = [lit.rules for lit in plan.literals]
         self.always = plan.always
+        # Per rule, looked up once: (is_block, the pattern that finds it, user_defined).
+        self.first = [
+            (rule.is_block, rule.start_re if rule.is_block else rule.pattern_re, rule.user_defined)
+            for rule in rules
+        ]
         self.open: List[_Block] = []
         self.open_rules: set = set()
-        self.pending: List[Tuple[int, int, Match]] = []
+        # (line, rule index, end_line, text, excerpt, groups, rank) until every earlier block closed
+        self.pending: List[tuple] = []
         self.timeouts: Dict[int, int] = {}
 
     def run(self, source: Source) -> Iterator[Match]:
@@ -184,16 +183,17 @@ class _SourceScan:
             first_line = 1
             for window in _windows(stream, self.path):
                 buf = strip_controls(window)
-                self._window(buf, first_line, self.finder(buf))
-                first_line += buf.count(b"\n")
-                yield from self._flush()
+                first_line = self._window(buf, first_line, self.finder(buf))
+                if self.pending:
+                    yield from self._flush()
         finally:
             stream.close()
-        for block in list(self.open):
-            self._close(block, block.last)
+        self.open = []  # blocks still waiting for their end at EOF match nothing
+        self.open_rules.clear()
         yield from self._flush()
 
-    def _window(self, buf: bytes, line: int, cands: Candidates) -> None:
+    def _window(self, buf: bytes, line: int, cands: Candidates) -> int:
+        """Match the candidate lines of ``buf`` (its first line is ``line``); return the next number."""
         keys = sorted(cands)
         every = bool(self.always)
         count = buf.count
@@ -207,7 +207,7 @@ class _SourceScan:
                 ki += 1
             if not self.open and not every:
                 if ki >= nkeys:
-                    return
+                    break
                 target = keys[ki]
                 line += count(b"\n", pos, target)
                 pos = target
@@ -220,10 +220,11 @@ class _SourceScan:
             self._line(buf[pos:stop], line, lits)
             pos = stop
             line += 1
+        return line + count(b"\n", pos) if pos < n else line
 
     def _line(self, raw: bytes, line: int, lits: Optional[set]) -> None:
         text, rank = clean_stripped(raw)
-        segments = split_segments(text)
+        segments = text.split("\r") if "\r" in text else (text,)
         if self.open:
             excerpt_line = _excerpt_line(visible_excerpt(raw))
             for block in list(self.open):
@@ -239,39 +240,47 @@ class _SourceScan:
             for lit in lits:
                 chosen.update(self.literal_rules[lit])
             indices = sorted(chosen)
+        first = self.first
         for index in indices:
-            rule = self.rules[index]
-            if rule.is_block:
-                if index in self.open_rules:
-                    continue
-                found = self._search(index, rule.start_re, segments)
-                if found is not None:
-                    seg, m = found
-                    block = _Block(index, line, seg, rank, _groups(m))
-                    block.add(_excerpt_line(visible_excerpt(raw)), line)
-                    self.open.append(block)
-                    self.open_rules.add(index)
-                    if rule.max_lines <= 1:
-                        self._close(block, line)
+            is_block, compiled, user = first[index]
+            if user:
+                found = self._search_user(index, compiled, segments)
             else:
-                found = self._search(index, rule.pattern_re, segments)
-                if found is not None:
-                    seg, m = found
-                    match = Match(
-                        rule=rule, path=self.path, line=line, end_line=line, text=seg,
-                        excerpt=_single_excerpt(raw, seg, m.start()), seq=0, groups=_groups(m), rank=rank,
-                    )
-                    self.pending.append((line, index, match))
+                found = None
+                for seg in segments:
+                    m = compiled.search(seg)
+                    if m is not None:
+                        found = seg, m
+                        break
+            if found is None:
+                continue
+            seg, m = found
+            if is_block:
+                if index in self.open_rules:
+                    # The latest start wins: the earlier one has had no end so far.
+                    self._drop(index)
+                block = _Block(index, line, seg, rank, _groups(m))
+                block.add(_excerpt_line(visible_excerpt(raw)))
+                self.open.append(block)
+                self.open_rules.add(index)
+            else:
+                excerpt = _single_excerpt(raw, seg, m.start())
+                self.pending.append((line, index, line, seg, excerpt, _groups(m), rank))
 
     def _feed(self, block: _Block, segments: List[str], excerpt_line: str, line: int) -> None:
         rule = self.rules[block.index]
-        block.add(excerpt_line, line)
-        found = self._search(block.index, rule.end_re, segments)
+        block.add(excerpt_line)
+        found = self._search(block.index, rule.end_re, segments, rule.user_defined)
         if found is not None:
             block.groups.update(_groups(found[1]))
             self._close(block, line)
         elif block.count >= rule.max_lines:
-            self._close(block, line)
+            self._drop(block.index)
+
+    def _drop(self, index: int) -> None:
+        """Forget the open block of rule ``index``: no end within ``max_lines`` means no match."""
+        self.open = [block for block in self.open if block.index != index]
+        self.open_rules.discard(index)
 
     def _close(self, block: _Block, end_line: int) -> None:
         self.open.remove(block)
@@ -279,35 +288,47 @@ class _SourceScan:
         excerpt = "\n".join(block.lines)
         if block.count > len(block.lines):
             excerpt += f"\n[... {block.count - len(block.lines)} more lines not shown]"
-        match = Match(
-            rule=self.rules[block.index], path=self.path, line=block.line, end_line=max(end_line, block.line),
-            text=block.text, excerpt=excerpt, seq=0, groups=block.groups, rank=block.rank,
-        )
-        self.pending.append((block.line, block.index, match))
+        end_line = max(end_line, block.line)
+        pending = (block.line, block.index, end_line, block.text, excerpt, block.groups, block.rank)
+        self.pending.append(pending)
 
     def _flush(self) -> Iterator[Match]:
+        """Yield held matches that no open block can precede any more, in (line, rule) order."""
         if not self.pending:
             return
         limit = min(block.line for block in self.open) if self.open else None
-        ready = [p for p in self.pending if limit is None or p[0] < limit]
-        if not ready:
-            return
-        self.pending = [p for p in self.pending if not (limit is None or p[0] < limit)]
+        if limit is None:
+            ready, self.pending = self.pending, []
+        else:
+            ready = [p for p in self.pending if p[0] < limit]
+            if not ready:
+                return
+            self.pending = [p for p in self.pending if p[0] >= limit]
         ready.sort(key=lambda p: (p[0], p[1]))
-        for _line, _index, match in ready:
+        rules = self.rules
+        path = self.path
+        for line, index, end_line, text, excerpt, groups, rank in ready:
+            match = Match(
+                rule=rules[index], path=path, line=line, end_line=end_line, text=text, excerpt=excerpt,
+                seq=self.seq, groups=groups, rank=rank,
+            )
+            self.seq += 1
             yield match
 
-    def _search(self, index: int, compiled, segments: List[str]):
-        """First segment ``compiled`` matches, with its match object; user patterns under a timeout."""
+    def _search(self, index: int, compiled, segments: Sequence[str], user: bool):
+        """First segment ``compiled`` matches, with its match object (None when none does)."""
         if compiled is None:
             return None
-        rule = self.rules[index]
-        if not rule.user_defined:
-            for seg in segments:
-                m = compiled.search(seg)
-                if m is not None:
-                    return seg, m
-            return None
+        if user:
+            return self._search_user(index, compiled, segments)
+        for seg in segments:
+            m = compiled.search(seg)
+            if m is not None:
+                return seg, m
+        return None
+
+    def _search_user(self, index: int, compiled, segments: Sequence[str]):
+        """``_search`` for a user's pattern: under the catalogue's timeout, dropped after repeats."""
         if self.timeouts.get(index, 0) >= MAX_TIMEOUTS_PER_RULE:
             return None
         for seg in segments:
@@ -322,7 +343,10 @@ class _SourceScan:
 
 
 def _groups(m) -> Dict[str, str]:
-    return {name: value for name, value in m.groupdict().items() if value is not None}
+    found = m.groupdict()
+    if not found:
+        return found
+    return {name: value for name, value in found.items() if value is not None}
 
 
 def _excerpt_line(line: str) -> str:
