@@ -65,12 +65,30 @@ def test_rooms_import_only_through_their_doors():
     assert not wrong, "\n".join(sorted(wrong))
 
 
+def _exits_outside_main_guard(tree: ast.AST) -> Iterator[int]:
+    """Lines calling ``sys.exit`` outside an ``if __name__ == "__main__":`` entry point."""
+    guarded = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "__main__" in ast.dump(node.test):
+            guarded.update(id(child) for child in ast.walk(node))
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "exit"
+            and isinstance(node.func.value, ast.Name)
+            and node.func.value.id == "sys"
+            and id(node) not in guarded
+        ):
+            yield node.lineno
+
+
 def test_only_the_cli_ends_the_process():
     offenders = []
     for module in sorted(PACKAGE.rglob("*.py")):
         if module.name in ("cli.py", "__main__.py"):
             continue
-        text = module.read_text(encoding="utf-8")
-        if "sys.exit(" in text:
-            offenders.append(str(module.relative_to(PACKAGE.parent)))
+        tree = ast.parse(module.read_text(encoding="utf-8"))
+        name = module.relative_to(PACKAGE.parent)
+        offenders += [f"{name}:{line}" for line in _exits_outside_main_guard(tree)]
     assert not offenders
