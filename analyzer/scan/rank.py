@@ -1,7 +1,8 @@
 """Turn raw matches into findings that explain: one per event, repeats folded, root cause first.
 
 What ranking does, in order:
-1. Drops what the user ignores: logs whose path matches an ``ignore.paths`` glob, rules in
+1. Drops what the user ignores: logs whose path matches an ``ignore.paths`` glob (the guard's own
+   findings point at its diagnosis files, not at logs, so only their rule ids can ignore them), rules in
    ``ignore.rules``, and findings whose cleaned line (any line, for a block) holds an ``ignore.lines``
    regex. User regexes run with the catalogue's ``match_timeout_s``; one that runs out of time ignores
    nothing, so a bad pattern can cost a finding's silence but never hide a failure.
@@ -412,8 +413,6 @@ def _guard_findings(findings: Sequence[Finding], catalogue: Catalogue) -> List[F
     out = []
     for finding in findings:
         if finding.rule in catalogue.ignore_rules:
-            continue
-        if finding.path and not _path_kept(finding.path, catalogue):
             continue
         if finding.rule in overrides:
             finding = dataclasses.replace(finding, severity=overrides[finding.rule])

@@ -364,6 +364,13 @@ def test_ignored_paths_match_the_whole_reported_path_or_the_file_name():
     ]
 
 
+def test_ignored_paths_do_not_drop_the_guard_findings():
+    findings = scan(
+        {"x.log": "Fatal Python error: Aborted\n"}, configured("ignore: {paths: ['*']}\n"), guard=[HANG]
+    )
+    assert findings == [HANG]
+
+
 def test_ignored_lines_match_the_cleaned_line_optionally_per_rule():
     log = "2024-01-09T18:41:23.1234567Z Fatal Python error: Aborted\nCUDA error: unspecified launch failure\n"
     catalogue = configured("ignore: {lines: ['^Fatal Python error: Abort']}\n")
