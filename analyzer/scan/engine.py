@@ -17,6 +17,8 @@ its first and last ``LINE_CAP // 2`` bytes only; the middle is read, counted and
 
 from __future__ import annotations
 
+import zipfile
+import zlib
 from typing import IO, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 from ..errors import InputError, UsageError
@@ -36,7 +38,8 @@ EXCERPT_LINE_CHARS = 4096
 # A user pattern that keeps timing out is dropped for the rest of the source: each timeout costs
 # ``match_timeout_s`` and a log can hold millions of lines.
 MAX_TIMEOUTS_PER_RULE = 5
-_READ_ERRORS = (OSError, EOFError, ValueError, RuntimeError)
+# What a corrupt .gz or zip member raises mid-stream (gzip.BadGzipFile is an OSError).
+_READ_ERRORS = (OSError, EOFError, ValueError, RuntimeError, zipfile.BadZipFile, zlib.error)
 
 
 def iter_matches(sources: Iterable[Source], catalogue: Catalogue, engine: str = "auto") -> Iterator[Match]:

@@ -1,0 +1,74 @@
+"""Line cleaning: what is stripped before matching, and that nothing the log holds can break it."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from analyzer.scan.clean import clean_line, split_segments, strip_controls, visible_excerpt
+
+
+def test_github_timestamp_and_bom_are_stripped():
+    raw = b"\xef\xbb\xbf2024-01-09T18:41:23.1234567Z Fatal Python error: Aborted\n"
+    assert clean_line(raw) == ("Fatal Python error: Aborted", None)
+
+
+def test_timestamp_only_at_the_start_of_the_line():
+    raw = b"at 2024-01-09T18:41:23.1234567Z the run ended\n"
+    assert clean_line(raw)[0] == "at 2024-01-09T18:41:23.1234567Z the run ended"
+
+
+def test_ansi_csi_and_osc_sequences_are_stripped():
+    raw = (
+        b"2024-01-09T18:41:23.1234567Z \x1b[1m\x1b[31mFAILED\x1b[0m tests/test_x.py::test_a"
+        b" \x1b]8;;https://example.com\x07link\x1b]8;;\x07 \x1b]0;title\x1b\\done\x1b(B\r\n"
+    )
+    assert clean_line(raw) == ("FAILED tests/test_x.py::test_a link done", None)
+
+
+def test_rank_prefix_is_stripped_and_returned():
+    assert clean_line(b"[rank3]:Traceback (most recent call last):\n") == (
+        "Traceback (most recent call last):", 3,
+    )
+    raw = b"2024-01-09T18:41:23.1234567Z \x1b[0m[rank12]: RuntimeError: boom"
+    assert clean_line(raw) == ("RuntimeError: boom", 12)
+
+
+def test_rank_like_text_elsewhere_is_kept():
+    assert clean_line(b"peer [rank3]: hung\n") == ("peer [rank3]: hung", None)
+
+
+def test_nul_bytes_are_removed_even_inside_escapes():
+    assert clean_line(b"Segmen\x00tation fault\x1b\x00[31m!\n") == ("Segmentation fault!", None)
+
+
+def test_invalid_utf8_is_decoded_leniently():
+    text, rank = clean_line(b"bad \xff\xfe bytes \xe2\x82 end\n")
+    assert text == "bad \\xff\\xfe bytes \\xe2\\x82 end"
+    assert rank is None
+
+
+def test_carriage_returns_separate_segments_but_crlf_is_a_line_ending():
+    text, _ = clean_line(b" 10%|#  |\r 50%|#####|\rFatal Python error: Aborted\r\n")
+    assert text == " 10%|#  |\r 50%|#####|\rFatal Python error: Aborted"
+    assert split_segments(text) == [" 10%|#  |", " 50%|#####|", "Fatal Python error: Aborted"]
+    assert split_segments("plain") == ["plain"]
+
+
+def test_strip_controls_keeps_every_newline():
+    raw = b"a\x1b[31m\nb\x1b]0;x\nc\x00\n\x1b\n"
+    assert strip_controls(raw).count(b"\n") == raw.count(b"\n")
+
+
+def test_visible_excerpt_keeps_the_timestamp():
+    assert visible_excerpt(b"2024-01-09T18:41:23.1234567Z boom\r\n") == "2024-01-09T18:41:23.1234567Z boom"
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=300))
+def test_random_bytes_never_break_cleaning(raw):
+    text, rank = clean_line(raw)
+    assert isinstance(text, str)
+    assert rank is None or rank >= 0
+    assert "\x00" not in text and "\x1b[" not in text.replace("\\x1b", "")
+    assert strip_controls(raw).count(b"\n") == raw.count(b"\n")

@@ -1,0 +1,217 @@
+"""The matching engine: original line numbers, cleaning before matching, blocks, order, odd input."""
+
+from __future__ import annotations
+
+import pytest
+
+from analyzer.errors import UsageError
+from analyzer.rules.model import Catalogue
+from analyzer.scan import engine as engine_module
+from analyzer.scan.engine import iter_matches, resolve_engine
+from analyzer.scan.sources import iter_sources
+from tests.scan.test_engine_helpers import (
+    ANCHORED,
+    CATALOGUE,
+    ENGINES,
+    SEGV,
+    TRACEBACK,
+    block_rule,
+    ids_lines,
+    line_rule,
+    scan,
+    scan_bytes,
+    write,
+)
+
+TS = b"2024-01-09T18:41:23.1234567Z "
+ATEXIT = (
+    b"Exception ignored in atexit callback: <function _prepare_to_exit at 0x7f3a2c1d0e50>\n"
+    b"Traceback (most recent call last):\n"
+    b'  File "/opt/app/agent.py", line 12, in _prepare_to_exit\n'
+    b"RuntimeError: distributed checkpoint workers timed out\n"
+)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_cleaned_text_matched_original_line_numbers_and_excerpt(tmp_path, engine):
+    data = (
+        b"\xef\xbb\xbf" + TS + b"Run pytest\n"
+        + TS + b"\x1b[31mSegmentation\x1b[0m fault (core dumped)\n"
+        + TS + b"[rank2]:Fatal Python error: Bus error\n"
+    )
+    matches = scan_bytes(tmp_path, data, engine=engine)
+    assert ids_lines(matches) == [("segv", 2), ("anchored-fatal", 3)]
+    segv, fatal = matches
+    assert segv.text == "Segmentation fault (core dumped)"
+    assert segv.excerpt == "2024-01-09T18:41:23.1234567Z Segmentation fault (core dumped)"
+    assert (fatal.text, fatal.rank) == ("Fatal Python error: Bus error", 2)
+    assert dict(fatal.groups) == {"what": "Bus error"}
+    assert [m.seq for m in matches] == [0, 1]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_carriage_return_progress_bar_is_one_line_and_each_state_is_matched(tmp_path, engine):
+    bar = b"".join(b"\r%3d%%|%-10s|" % (p, b"#" * (p // 10)) for p in range(0, 100, 5))
+    data = b"start\n" + TS + bar + b"\rFatal Python error: Aborted\r\nafter\nSegmentation fault\n"
+    matches = scan_bytes(tmp_path, data, engine=engine)
+    # The anchored rule matches the segment after the last \r; the \r do not start lines.
+    assert ids_lines(matches) == [("anchored-fatal", 2), ("segv", 4)]
+    assert matches[0].excerpt == "Fatal Python error: Aborted"
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_crlf_invalid_utf8_and_nul_bytes(tmp_path, engine):
+    data = (
+        b"caf\xe9 \xff\xfe\r\n"
+        b"Segmen\x00tation fault\r\n"
+        b"\x00\x00\x00\r\n"
+        b"Fatal Python error: Segmentation fault \xff\r\n"
+    )
+    matches = scan_bytes(tmp_path, data, engine=engine)
+    # Two rules on one line come out in catalogue order.
+    assert ids_lines(matches) == [("segv", 2), ("segv", 4), ("anchored-fatal", 4)]
+    assert matches[2].excerpt == "Fatal Python error: Segmentation fault \\xff"
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_multi_megabyte_lines(tmp_path, engine):
+    long_ok = b"x" * (engine_module.LINE_CAP - 100)
+    giant = b"y" * (5 * engine_module.LINE_CAP)
+    data = (
+        b"first\n"
+        + long_ok[: len(long_ok) // 2] + b" Segmentation fault " + long_ok[len(long_ok) // 2:] + b"\n"
+        + giant + b" Segmentation fault\n"
+        + b"Fatal Python error: Aborted\n"
+    )
+    matches = scan_bytes(tmp_path, data, engine=engine)
+    # A line under LINE_CAP is matched whole; a giant one on its head and tail (here: the tail).
+    assert ids_lines(matches) == [("segv", 2), ("segv", 3), ("anchored-fatal", 4)]
+    assert all(len(m.excerpt) <= engine_module.EXCERPT_LINE_CHARS + 20 for m in matches)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_giant_progress_bar_without_newline_at_eof(tmp_path, engine):
+    unit = b"".join(b"\r%3d%%|%-20s| %d/100" % (p, b"#" * (p // 5), p) for p in range(100))
+    data = b"line one\n" + unit * (3 * engine_module.LINE_CAP // len(unit)) + b"\rSegmentation fault"
+    matches = scan_bytes(tmp_path, data, engine=engine)
+    assert [(m.rule.id, m.line, m.text) for m in matches] == [("segv", 2, "Segmentation fault")]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_block_rule_groups_excerpt_and_end_line(tmp_path, engine):
+    data = b"noise\n" + ATEXIT + b"Segmentation fault\n"
+    matches = scan_bytes(tmp_path, data, engine=engine)
+    assert ids_lines(matches) == [("atexit-traceback", 2), ("segv", 6)]
+    block = matches[0]
+    assert (block.line, block.end_line) == (2, 5)
+    assert dict(block.groups) == {
+        "callback": "<function _prepare_to_exit at 0x7f3a2c1d0e50>", "exc": "RuntimeError",
+    }
+    assert block.excerpt == ATEXIT.decode().rstrip("\n")
+    assert block.text.startswith("Exception ignored in atexit callback")
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_matches_inside_an_open_block_come_after_it_in_file_order(tmp_path, engine):
+    data = (
+        b"Segmentation fault\n"
+        + ATEXIT.replace(b"Traceback", b"Segmentation fault\nTraceback")
+        + b"Segmentation fault\n"
+    )
+    matches = scan_bytes(tmp_path, data, engine=engine)
+    assert ids_lines(matches) == [("segv", 1), ("atexit-traceback", 2), ("segv", 3), ("segv", 7)]
+    assert [m.seq for m in matches] == [0, 1, 2, 3]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_block_without_end_within_max_lines_or_before_eof_matches_nothing(tmp_path, engine):
+    start = ATEXIT.splitlines(keepends=True)[0]
+    too_long = start + b"  frame\n" * 25 + b"RuntimeError: late\n"  # max_lines is 20
+    at_eof = start + b"Traceback (most recent call last):\n  frame\n"
+    assert scan_bytes(tmp_path, too_long, engine=engine) == []
+    assert scan_bytes(tmp_path, at_eof, engine=engine) == []
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_new_start_restarts_an_open_block(tmp_path, engine):
+    start = ATEXIT.splitlines(keepends=True)[0]
+    data = start + b"  frame\n" * 15 + start + b"  frame\n" * 10 + b"ValueError: x\n"
+    matches = scan_bytes(tmp_path, data, engine=engine)
+    assert [(m.rule.id, m.line, m.end_line) for m in matches] == [("atexit-traceback", 17, 28)]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_marker_rules_produce_matches(tmp_path, engine):
+    data = b"tests/t.py::test_a PASSED\n========== 3 passed, 1 warning in 2.51s ==========\n"
+    matches = scan_bytes(tmp_path, data, engine=engine)
+    assert [(m.rule.id, m.rule.marker, m.line, dict(m.groups)) for m in matches] == [
+        ("pytest-verdict", "verdict-printed", 2, {"summary": "3 passed, 1 warning"}),
+    ]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_caseless_rule(tmp_path, engine):
+    data = b"job TIMED OUT AFTER 30 minutes\njob timed out after 5\ntimed_out=False\n"
+    matches = scan_bytes(tmp_path, data, engine=engine)
+    assert [(m.line, m.groups["n"]) for m in matches] == [(1, "30"), (2, "5")]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_seq_runs_on_across_sources(tmp_path, engine):
+    first = write(tmp_path, "a.log", b"Segmentation fault\nSegmentation fault\n")
+    second = write(tmp_path, "b.log", b"Segmentation fault\n")
+    matches = scan([first, second], engine=engine)
+    assert [(m.path, m.line, m.seq) for m in matches] == [(first, 1, 0), (first, 2, 1), (second, 1, 2)]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_catastrophic_user_pattern_times_out_and_the_scan_goes_on(tmp_path, engine):
+    # ``regex`` defuses the textbook (a+)+$ on its own; (a|aa)+$ still backtracks exponentially.
+    nested = line_rule("nested", r"(a+)+$", user_defined=True)
+    evil = line_rule("evil", r"(a|aa)+$", user_defined=True)
+    catalogue = Catalogue(rules=(nested, evil, SEGV), match_timeout_s=0.05)
+    data = (b"a" * 40 + b"!\n") * 8 + b"Segmentation fault\n" + b"aaaa\n"
+    matches = scan_bytes(tmp_path, data, catalogue=catalogue, engine=engine)
+    # Every "aaa...!" line makes "evil" time out (no match); after MAX_TIMEOUTS_PER_RULE it is dropped
+    # for the rest of the log, so its genuine "aaaa" match is lost too; the scan finished.
+    assert ids_lines(matches) == [("segv", 9), ("nested", 10)]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_user_pattern_that_matches_fast_still_matches(tmp_path, engine):
+    rule = line_rule("mine", r"DEADLOCK in (?P<where>\w+)", user_defined=True)
+    catalogue = Catalogue(rules=(rule,), match_timeout_s=0.5)
+    matches = scan_bytes(tmp_path, b"ok\nDEADLOCK in allreduce\n", catalogue=catalogue, engine=engine)
+    assert [(m.line, dict(m.groups)) for m in matches] == [(2, {"where": "allreduce"})]
+
+
+def test_rule_without_any_literal_is_checked_on_every_line(tmp_path):
+    anything = line_rule("digits-only", r"^\d+$")
+    catalogue = Catalogue(rules=(anything,))
+    for engine in ENGINES:
+        matches = scan_bytes(tmp_path, b"a\n12\nb\n345\n", catalogue=catalogue, engine=engine)
+        assert ids_lines(matches) == [("digits-only", 2), ("digits-only", 4)]
+
+
+def test_unknown_engine_is_a_usage_error(tmp_path):
+    path = write(tmp_path, "a.log", b"x\n")
+    with pytest.raises(UsageError, match="--engine turbo"):
+        list(iter_matches(iter_sources([path]), CATALOGUE, "turbo"))
+
+
+def test_auto_prefers_hyperscan_when_importable():
+    expected = "hyperscan" if "hyperscan" in ENGINES else "python"
+    assert resolve_engine("auto") == expected
+    assert resolve_engine("python") == "python"
+
+
+def test_empty_file_has_no_matches(tmp_path):
+    assert scan_bytes(tmp_path, b"") == []
+
+
+def test_block_rule_has_its_own_literal_from_the_start_pattern():
+    from analyzer.scan._engine_literals import rule_requirement
+
+    assert rule_requirement(TRACEBACK).alternatives == ("Exception ignored in atexit callback",)
+    assert rule_requirement(ANCHORED).alternatives == ("Fatal Python error: ",)
+    assert rule_requirement(block_rule("b", r"(?:foo|bar)x", r"y")).alternatives == ("foo", "bar")
