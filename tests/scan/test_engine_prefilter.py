@@ -1,0 +1,114 @@
+"""The candidate finders against a naive reference: every line holding a literal, and nothing else.
+
+The pure-Python finder picks, per literal, a pivot byte, a shared substring pass or a plain pass,
+depending on measured byte frequencies; each strategy is forced here in turn (through its cost
+constants) so all of them are checked on the same text, exact and caseless literals alike.
+"""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from analyzer.rules.loader import load_catalogue
+from analyzer.scan import _engine_prefilter as prefilter
+from analyzer.scan._engine_literals import Literal, Plan, build_plan, pattern_requirement
+from analyzer.scan.clean import strip_controls
+from tests.scan.test_engine_equivalence import synthetic_log
+from tests.scan.test_engine_helpers import ENGINES
+
+
+def reference(plan: Plan, window: bytes):
+    out = {}
+    start = 0
+    for line in window.split(b"\n"):
+        lowered = line.lower()
+        for index, lit in enumerate(plan.literals):
+            if lit.needle in (lowered if lit.caseless else line):
+                out.setdefault(start, set()).add(index)
+        start += len(line) + 1
+    return out
+
+
+def big_window() -> bytes:
+    text = b"".join(synthetic_log(seed) for seed in range(10, 14))
+    rng = random.Random(5)
+    # Upper-case variants exercise caseless literals; a line without "\n" at the end, an edge.
+    variants = [b"EXITCODE: -9\n", b"Exit Code  -15\n", b"eXiT_cOdE=-6\n", b"exit code 0\n"]
+    extra = b"".join(rng.choice(variants) for _ in range(300))
+    # Literals at the very start of the window and of consecutive lines: the edges of every loop.
+    first = b"Watchdog caught collective operation timeout: WorkNCCL(x)\n"
+    edges = b" passed in 1s\n error in 2s\n passed in 3s\nno tests ran in 0.1s\njjjfoo\njjjbar\n" * 20
+    return strip_controls(first + text + extra + edges + b"Segmentation fault without newline")
+
+
+PLAN = build_plan(load_catalogue().rules)
+CASELESS_PLAN = Plan(
+    literals=PLAN.literals + (
+        Literal(b"kelvin", True, (0,)), Literal(b"q", True, (0,)), Literal(b"z", False, (0,)),
+        Literal(b"jjjfoo", False, (1,)), Literal(b"jjjbar", False, (1,)),
+    ),
+    always=(),
+)
+
+
+@pytest.mark.parametrize("strategy", ["measured", "pivots", "shared", "passes"])
+@pytest.mark.parametrize("plan", [PLAN, CASELESS_PLAN], ids=["catalogue", "extra"])
+def test_python_finder_equals_the_reference(monkeypatch, strategy, plan):
+    window = big_window()
+    if strategy == "pivots":
+        monkeypatch.setattr(prefilter, "_HIT_COST_S", 0.0)
+    elif strategy == "shared":
+        monkeypatch.setattr(prefilter, "_HIT_COST_S", 1.0)
+        monkeypatch.setattr(prefilter, "_ANCHOR_HIT_COST_S", 0.0)
+    elif strategy == "passes":
+        monkeypatch.setattr(prefilter, "_HIT_COST_S", 1.0)
+        monkeypatch.setattr(prefilter, "_ANCHOR_HIT_COST_S", 1.0)
+    expected = reference(plan, window)
+    assert len(expected) > 100
+    find = prefilter.python_finder(plan)
+    assert find(window) == expected
+    # a second window reuses the plan made on the first
+    assert find(window[: len(window) // 3]) == reference(plan, window[: len(window) // 3])
+
+
+def test_each_strategy_is_really_used(monkeypatch):
+    finder = prefilter._PivotFinder([(i, lit.needle, lit.caseless) for i, lit in enumerate(PLAN.literals)])
+    monkeypatch.setattr(prefilter, "_HIT_COST_S", 0.0)
+    finder._plan(big_window())
+    assert finder.pivots and not finder.shared
+    monkeypatch.setattr(prefilter, "_HIT_COST_S", 1.0)
+    monkeypatch.setattr(prefilter, "_ANCHOR_HIT_COST_S", 0.0)
+    finder._plan(big_window())
+    assert finder.shared and not finder.pivots
+
+
+@pytest.mark.skipif("hyperscan" not in ENGINES, reason="hyperscan is not installed for this Python")
+@pytest.mark.parametrize("plan", [PLAN, CASELESS_PLAN], ids=["catalogue", "extra"])
+def test_hyperscan_finder_equals_the_reference(plan):
+    window = big_window()
+    assert prefilter.hyperscan_finder(plan)(window) == reference(plan, window)
+
+
+@pytest.mark.parametrize(
+    "pattern, ignore_case, expected",
+    [
+        (r"Segmentation fault", False, ("Segmentation fault",)),
+        (r"^Fatal Python error: (?P<what>\w+)", False, ("Fatal Python error: ",)),
+        (r"(?:Bus error|Segmentation fault) \(core dumped\)", False, (" (core dumped)",)),
+        (r"(?:Bus error|Aborted)", False, ("Bus error", "Aborted")),
+        (r"exit[ _]?code", True, ("exit",)),
+        (r"(?i)watchdog caught", False, ("watchdog caught",)),
+        (r"\d+ passed", False, (" passed",)),
+        (r"(?:ab)?c", False, ("c",)),
+        (r"x*", False, None),
+        (r"\p{Lu}+ failed", False, None),  # syntax only the regex module knows
+        (r"(?:é|ü)rror", True, ("rror",)),  # a caseless non-ASCII literal is never used
+    ],
+)
+def test_literal_extraction(pattern, ignore_case, expected):
+    req = pattern_requirement(pattern, ignore_case)
+    assert (req.alternatives if req else None) == expected
+    if req is not None and ("(?i)" in pattern or ignore_case):
+        assert req.caseless
