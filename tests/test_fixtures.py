@@ -137,3 +137,30 @@ def test_scanning_the_corpus_at_once_adds_nothing_to_scanning_each_log(catalogue
     for path in LOGS:
         alone |= {(f.path, f.rule, f.line, f.severity) for f in scan_paths([str(path)], catalogue)}
     assert together <= alone
+
+
+def _regenerate_module():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("fixtures_regenerate", str(FIXTURES / "regenerate.py"))
+    module = importlib.util.module_from_spec(spec)
+    assert spec.loader is not None
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        del sys.modules[spec.name]
+    return module
+
+
+def test_headers_agree_with_the_specs_in_regenerate_py():
+    # The expectations are decided in regenerate.py (a rule and the line a person chose); a header
+    # edited by hand, or a log whose spec went missing, shows up here.
+    regen = _regenerate_module()
+    specs = {fx.path: fx for fx in regen.FIXTURES}
+    assert set(specs) == set(LOGS), "every log under fixtures/ needs a spec in regenerate.py, and back"
+    for path in LOGS:
+        text = path.read_text(encoding="utf-8")
+        header, body = regen.split_fixture(text)
+        status = regen.parse_header(header)["exit_status"]
+        assert regen.render(specs[path], body, status) == text, "%s: header differs from its spec" % path.name
