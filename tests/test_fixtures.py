@@ -116,8 +116,7 @@ def test_healthy_logs_raise_no_error(path: Path, catalogue):
 
 def test_every_finding_rule_has_a_real_fixture(catalogue):
     # Rules whose wording no fixture carries yet; each is still proven by its examples.
-    example_only = {"pytorch-ci-timed-out", "workers-timed-out", "github-job-max-time",
-                    "mp-process-repr-signal"}
+    example_only = {"pytorch-ci-timed-out", "workers-timed-out", "github-job-max-time"}
     covered = set()
     for path in LOGS:
         covered |= {rule for rule, _line in read_header(path)["expect"]}  # type: ignore[union-attr]
