@@ -161,6 +161,7 @@ def write_log(path: str, size: int, seed: int = 7) -> int:
     """Write ``size`` bytes (about) of noise with PLANTED events spread through it; return planted count."""
     rng = random.Random(seed)
     blocks = [_noise_block(rng, 4 << 20) for _ in range(3)]
+    every = max(1, size // (4 << 20) // 8)  # about eight planted events whatever the size
     planted = 0
     written = 0
     with open(path, "wb") as f:
@@ -169,7 +170,7 @@ def write_log(path: str, size: int, seed: int = 7) -> int:
             block = blocks[i % len(blocks)]
             f.write(block)
             written += len(block)
-            if i % 40 == 20:
+            if i % every == every // 2:
                 event = PLANTED[planted % len(PLANTED)]
                 data = "".join(_ts(rng, i) + line + "\n" for line in event.splitlines()).encode()
                 f.write(data)
