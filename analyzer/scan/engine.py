@@ -71,6 +71,7 @@ def resolve_engine(engine: str) -> str:
 
 
 def make_finder(plan: Plan, engine: str) -> Finder:
+    """The candidate-line finder for ``engine``; ``"auto"`` falls back to Python if Hyperscan fails."""
     resolved = resolve_engine(engine)
     if resolved == "hyperscan":
         try:
