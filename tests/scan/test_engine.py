@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from analyzer.errors import UsageError
@@ -215,3 +217,35 @@ def test_block_rule_has_its_own_literal_from_the_start_pattern():
     assert rule_requirement(TRACEBACK).alternatives == ("Exception ignored in atexit callback",)
     assert rule_requirement(ANCHORED).alternatives == ("Fatal Python error: ",)
     assert rule_requirement(block_rule("b", r"(?:foo|bar)x", r"y")).alternatives == ("foo", "bar")
+
+
+def test_peak_memory_stays_bounded_on_a_huge_single_line(tmp_path):
+    """A 160 MiB line of progress bar, scanned in a real subprocess: its peak RSS stays under 100 MiB."""
+    import subprocess
+    import sys
+
+    path = str(tmp_path / "bar.log")
+    unit = b"".join(b"\r%3d%%|%-20s|" % (p, b"#" * (p // 5)) for p in range(100))
+    with open(path, "wb") as f:
+        for _ in range((160 << 20) // (len(unit) * 64)):
+            f.write(unit * 64)
+        f.write(b"\rSegmentation fault\nnext\n")
+    code = (
+        "import sys\n"
+        "from analyzer.scan.engine import iter_matches\n"
+        "from analyzer.scan.sources import iter_sources\n"
+        "from tests.scan.test_engine_helpers import CATALOGUE\n"
+        "matches = iter_matches(iter_sources([sys.argv[1]]), CATALOGUE, sys.argv[2])\n"
+        "found = [(m.rule.id, m.line) for m in matches]\n"
+        "hwm = [l for l in open('/proc/self/status') if l.startswith('VmHWM:')][0].split()[1]\n"
+        "print(found, int(hwm) // 1024)\n"
+    )
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    for engine in ENGINES:
+        proc = subprocess.run(
+            [sys.executable, "-c", code, path, engine], capture_output=True, cwd=root, timeout=300
+        )
+        assert proc.returncode == 0, proc.stderr.decode()
+        found, peak_mib = proc.stdout.decode().rsplit(" ", 1)
+        assert found == "[('segv', 1)]"
+        assert int(peak_mib) < 100

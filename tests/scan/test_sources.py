@@ -159,3 +159,15 @@ def test_zip_member_with_a_bad_crc_is_an_input_error(tmp_path):
         f.write(bytes(data))
     with pytest.raises(InputError, match="1_job.txt: cannot read"):
         scan([path])
+
+
+def test_directory_dispatches_gz_and_zip_inside_it(tmp_path):
+    os.makedirs(os.path.join(str(tmp_path), "logs"))
+    with gzip.open(os.path.join(str(tmp_path), "logs", "a.log.gz"), "wb") as f:
+        f.write(b"Segmentation fault\n")
+    with zipfile.ZipFile(os.path.join(str(tmp_path), "logs", "b.zip"), "w") as archive:
+        archive.writestr("1_job.txt", "ok\nSegmentation fault\n")
+    root = os.path.join(str(tmp_path), "logs")
+    assert [(m.path, m.line) for m in scan([root])] == [
+        (os.path.join(root, "a.log.gz"), 1), (os.path.join(root, "b.zip") + "!1_job.txt", 2),
+    ]
