@@ -72,3 +72,26 @@ def test_random_bytes_never_break_cleaning(raw):
     assert rank is None or rank >= 0
     assert "\x00" not in text and "\x1b[" not in text.replace("\\x1b", "")
     assert strip_controls(raw).count(b"\n") == raw.count(b"\n")
+
+
+ESCAPY = st.lists(
+    st.sampled_from([b"\x1b[31m", b"\x1b[0m", b"\x1b]0;t\x07", b"\x1b", b"\x1b[", b"\n", b"\x00", b"ab"]),
+    max_size=200,
+).map(b"".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(ESCAPY)
+def test_line_by_line_stripping_equals_one_substitution(raw):
+    from analyzer.scan import clean
+
+    whole = clean._ANSI.sub(b"", raw.replace(b"\x00", b""))
+    assert strip_controls(raw) == whole
+
+
+def test_many_coloured_lines_are_stripped_in_one_go_with_the_same_result():
+    from analyzer.scan import clean
+
+    raw = b"".join(b"%d \x1b[3%dmline\x1b[0m\x00 end\n" % (i, i % 8) for i in range(500))
+    assert strip_controls(raw) == clean._ANSI.sub(b"", raw.replace(b"\x00", b""))
+    assert strip_controls(raw).count(b"\x1b") == 0
