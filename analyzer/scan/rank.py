@@ -285,7 +285,11 @@ def _path_kept(path: str, catalogue: Catalogue) -> bool:
 
 
 def _fold_repeats(matches: Sequence[Match]) -> List[_Event]:
-    """One event per (rule, cleaned text, groups); counts the repeats in the first one's log."""
+    """One event per (log, rule, cleaned text, groups), counting its repeats.
+
+    Repeats fold only within one log: the same failure in two jobs' logs is two failures (a GitHub
+    job log and its step logs are not both read, see ``analyzer.scan.sources``).
+    """
     first: Dict[tuple, int] = {}
     events: List[_Event] = []
     for match in matches:
@@ -294,14 +298,14 @@ def _fold_repeats(matches: Sequence[Match]) -> List[_Event]:
         if index is None:
             first[key] = len(events)
             events.append(_Event(match))
-        elif events[index].match.path == match.path:
+        else:
             events[index] = dataclasses.replace(events[index], repeats=events[index].repeats + 1)
     return events
 
 
 def _repeat_key(match: Match) -> tuple:
     groups = tuple(sorted((k, _ADDRESS.sub("0x?", v)) for k, v in match.groups.items() if v is not None))
-    return (match.rule.id, _ADDRESS.sub("0x?", match.text.strip()), groups)
+    return (match.path, match.rule.id, _ADDRESS.sub("0x?", match.text.strip()), groups)
 
 
 def _drop_ignored_lines(events: List[_Event], catalogue: Catalogue) -> List[_Event]:
@@ -368,10 +372,11 @@ def _attached_traceback(match: Match, context: _Context) -> Optional[Tuple[str, 
     wanted = _identity(match, use_rank_prefix=False)
     if wanted is None:
         return None
+    # Only the failure's own log: rank 1 of one job says nothing about rank 1 of another.
     candidates = [
         m
         for m in context.tracebacks.get(wanted, ())
-        if not (m.path == match.path and match.line <= m.line <= match.end_line)
+        if m.path == match.path and not match.line <= m.line <= match.end_line
     ]
     if not candidates:
         return None

@@ -251,11 +251,25 @@ def test_a_block_is_one_finding_whose_excerpt_is_the_whole_block():
     assert finding.excerpt == log.rstrip("\n")
 
 
-def test_the_same_event_in_a_job_log_and_its_step_log_is_reported_once():
+def test_the_same_event_in_two_jobs_logs_is_two_findings():
+    # A job log and its own step logs are never both read (analyzer.scan.sources skips the job file),
+    # so two logs with the same failure are two jobs that failed, each worth its own finding.
     line = "2024-01-09T18:41:23.1234567Z Fatal Python error: Segmentation fault\n"
-    findings = scan({"logs.zip!1_test.txt": "setup\n" + line, "logs.zip!test/2_Run tests.txt": line})
-    assert summary(findings) == [("fatal-python-error", "error", 2)]
-    assert findings[0].path == "logs.zip!1_test.txt" and "seen" not in findings[0].message
+    findings = scan({"logs.zip!1_test (3.9).txt": "setup\n" + line, "logs.zip!2_test (3.12).txt": line})
+    assert summary(findings) == [("fatal-python-error", "error", 2), ("fatal-python-error", "error", 1)]
+    assert [f.path for f in findings] == ["logs.zip!1_test (3.9).txt", "logs.zip!2_test (3.12).txt"]
+
+
+def test_a_rank_traceback_is_attached_only_from_the_failures_own_log():
+    other_job = (
+        "[rank1]: Traceback (most recent call last):\n"
+        '[rank1]:   File "/w/train.py", line 13, in main\n'
+        "[rank1]: RuntimeError: loss is NaN at step 3\n"
+    )
+    without_traceback = "".join(x for x in TORCHRUN.splitlines(True) if not x.startswith("[rank1]:"))
+    findings = scan({"a.log": other_job, "b.log": without_traceback})
+    root = next(f for f in findings if f.rule == "torchrun-root-cause")
+    assert root.path == "b.log" and "loss is NaN" not in root.message and "loss is NaN" not in root.excerpt
 
 
 def test_the_same_error_from_every_rank_is_one_finding_with_a_count():
