@@ -8,12 +8,14 @@ a composite action, and no more:
   functions ``success() failure() always() cancelled()``) in ``if:``, ``env:``, ``with:`` and outputs;
 * gives each ``run:`` step fresh ``GITHUB_OUTPUT`` and ``GITHUB_STEP_SUMMARY`` files and the
   ``GITHUB_*``/``RUNNER_*`` variables, writes the script to a file and runs it with the shell's template
-  (``bash --noprofile --norc -eo pipefail {0}``), stdout and stderr in one stream as the runner reads them;
+  (``bash --noprofile --norc -eo pipefail {0}``), reading stdout and stderr line by line as the runner does;
 * feeds every output line to a workflow-command parser that follows the runner's
   ``ActionCommand.TryParseV2``/``TryParse`` and ``ActionCommandManager`` (``::cmd props::data`` after
   leading whitespace, legacy ``##[cmd props]data`` anywhere in a line, case-insensitive names, and
   ``::stop-commands::TOKEN`` until ``::TOKEN::``), and applies ``set-output`` as the runner still does;
-* checks ``uses:`` steps (their pin and evaluated ``with:``) without running them.
+* checks ``uses:`` steps (their pin and evaluated ``with:``) without running them;
+* on request cancels a step the runner's way: SIGINT to the step's process only, SIGTERM 7.5 s later,
+  SIGKILL 2.5 s after that; later steps then see ``cancelled()``.
 
 It refuses an expression inside a ``run:`` script, which the action must never contain.
 """
@@ -24,6 +26,8 @@ import os
 import re
 import signal
 import subprocess
+import threading
+import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,6 +40,12 @@ ACTION_FILE = REPO_ROOT / "action.yml"
 
 # GitHub refuses a step summary larger than this (the runner drops it and adds an error).
 STEP_SUMMARY_LIMIT_BYTES = 1024 * 1024
+
+# How the runner cancels a step (ProcessInvoker): SIGINT to the step's process only (not its group),
+# SIGTERM 7.5 s later, then a kill 2.5 s after that.
+CANCEL_SIGINT_WAIT_S = 7.5
+CANCEL_SIGTERM_WAIT_S = 2.5
+PIPE_HELD_WAIT_S = 5.0
 
 SHELL_TEMPLATES = {
     "bash": ["bash", "--noprofile", "--norc", "-eo", "pipefail", "{0}"],
@@ -86,17 +96,21 @@ class StepResult:
     name: str
     ran: bool
     exit_code: Optional[int] = None
+    cancelled: bool = False
     output: str = ""
     outputs: Mapping[str, str] = field(default_factory=dict)
     summary: str = ""
     commands: Tuple[WorkflowCommand, ...] = ()
     uses: str = ""
+    cancel_signals: Tuple[int, ...] = ()
     with_inputs: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def outcome(self) -> str:
         if not self.ran:
             return "skipped"
+        if self.cancelled:
+            return "cancelled"
         return "success" if not self.exit_code else "failure"
 
 
@@ -110,7 +124,11 @@ class ActionRun:
 
     @property
     def conclusion(self) -> str:
-        return "failure" if any(s.outcome == "failure" for s in self.steps) else "success"
+        outcomes = {s.outcome for s in self.steps}
+        for worst in ("cancelled", "failure"):
+            if worst in outcomes:
+                return worst
+        return "success"
 
     @property
     def summary(self) -> str:
@@ -456,8 +474,13 @@ def run_action(
     action_file: Optional[Path] = None,
     env: Optional[Mapping[str, str]] = None,
     step_timeout_s: float = 300.0,
+    cancel: Optional[Tuple[str, float]] = None,
 ) -> ActionRun:
-    """Run the composite action with ``inputs`` as a workflow's ``with:`` would give them."""
+    """Run the composite action with ``inputs`` as a workflow's ``with:`` would give them.
+
+    ``cancel=(step_id, seconds)`` cancels the run that many seconds into that step, as the runner does
+    when a user cancels the workflow or a ``timeout-minutes`` expires.
+    """
     action = yaml.safe_load((action_file or action_path / "action.yml").read_text(encoding="utf-8"))
     if action.get("runs", {}).get("using") != "composite":
         raise HarnessError("action.yml: runs.using must be composite")
@@ -486,7 +509,7 @@ def run_action(
 
     steps_ctx: Dict[str, Dict[str, Any]] = {}
     results: List[StepResult] = []
-    failed = False
+    failed = cancelled = False
     for index, step in enumerate(action["runs"].get("steps") or []):
         step_id = str(step.get("id") or f"__run_{index}")
         contexts = {
@@ -497,7 +520,7 @@ def run_action(
             "runner": {"temp": str(runner_temp), "os": "Linux", "arch": "X64"},
             "steps": steps_ctx,
         }
-        status = {"success": not failed, "failure": failed, "always": True, "cancelled": False}
+        status = _status(failed, cancelled)
         name = substitute(step.get("name", step_id), contexts, status)
         if not condition(step.get("if"), contexts, status):
             results.append(StepResult(step_id, name, ran=False))
@@ -506,22 +529,62 @@ def run_action(
         if "uses" in step:
             result = _check_uses(step, step_id, name, contexts, status)
         else:
+            cancel_after = cancel[1] if cancel and cancel[0] == step_id else None
             result = _run_step(step, step_id, name, contexts, status, job_env, scratch, workspace,
-                               step_timeout_s)
+                               step_timeout_s, cancel_after)
         results.append(result)
         steps_ctx[step_id] = {"outputs": dict(result.outputs), "outcome": result.outcome,
                               "conclusion": result.outcome}
         failed = failed or result.outcome == "failure"
+        cancelled = cancelled or result.cancelled
         job_env.update(parse_output_file(github_env_file))
 
     contexts = {"inputs": resolved_inputs, "env": dict(job_env), "steps": steps_ctx,
                 "github": {"action_path": str(action_path)}, "runner": {"temp": str(runner_temp)}}
-    status = {"success": not failed, "failure": failed, "always": True, "cancelled": False}
+    status = _status(failed, cancelled)
     outputs = {
         name: substitute((spec or {}).get("value", ""), contexts, status)
         for name, spec in (action.get("outputs") or {}).items()
     }
     return ActionRun(tuple(results), outputs, runner_temp)
+
+
+def _status(failed: bool, cancelled: bool) -> Dict[str, bool]:
+    return {"success": not failed and not cancelled, "failure": failed and not cancelled, "always": True,
+            "cancelled": cancelled}
+
+
+def _cancel_like_the_runner(proc: subprocess.Popen, after_s: float, done: threading.Event,
+                            sent: List[int]) -> None:
+    if done.wait(after_s):
+        return
+    for signum, wait_s in ((signal.SIGINT, CANCEL_SIGINT_WAIT_S), (signal.SIGTERM, CANCEL_SIGTERM_WAIT_S),
+                           (signal.SIGKILL, 0.0)):
+        if proc.poll() is not None:
+            break
+        try:
+            os.kill(proc.pid, signum)  # the step's process only, as the runner does
+        except ProcessLookupError:
+            break
+        sent.append(signum)
+        if done.wait(wait_s):
+            return
+    # The step's process is gone, yet something it started still holds the output pipe: end the step's
+    # process group so the harness does not wait for EOF forever (the runner's step would not end either).
+    if not done.wait(PIPE_HELD_WAIT_S):
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def _read_lines(pipe: Any, arrived: List[bytes], lock: threading.Lock) -> None:
+    with pipe:
+        for line in iter(pipe.readline, b""):
+            if not line.endswith(b"\n"):
+                line += b"\n"  # a last line without newline is still one line to the runner
+            with lock:
+                arrived.append(line)
 
 
 def _check_uses(step: Mapping[str, Any], step_id: str, name: str, contexts: Mapping[str, Any],
@@ -535,7 +598,7 @@ def _check_uses(step: Mapping[str, Any], step_id: str, name: str, contexts: Mapp
 
 def _run_step(step: Mapping[str, Any], step_id: str, name: str, contexts: Mapping[str, Any],
               status: Mapping[str, bool], job_env: Mapping[str, str], scratch: Path, workspace: Path,
-              timeout_s: float) -> StepResult:
+              timeout_s: float, cancel_after_s: Optional[float] = None) -> StepResult:
     script = str(step.get("run", ""))
     if "${{" in script:
         raise HarnessError(f"step {step_id}: expression inside a run: script (inputs must go through env:)")
@@ -564,15 +627,39 @@ def _run_step(step: Mapping[str, Any], step_id: str, name: str, contexts: Mappin
     cwd = substitute(step.get("working-directory", ""), contexts, status) or str(workspace)
     argv = [part.replace("{0}", str(script_file)) for part in template]
 
-    proc = subprocess.Popen(argv, cwd=cwd, env=step_env, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, start_new_session=True)
+    # stdout and stderr are separate pipes, each read line by line, as the runner's ProcessInvoker reads
+    # them; lines of both streams go to one command parser in the order they arrive.
+    proc = subprocess.Popen(argv, cwd=cwd, env=step_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            start_new_session=True)
+    arrived: List[bytes] = []
+    lock = threading.Lock()
+    readers = [threading.Thread(target=_read_lines, args=(pipe, arrived, lock), daemon=True)
+               for pipe in (proc.stdout, proc.stderr)]
+    for reader in readers:
+        reader.start()
+    done = threading.Event()
+    sent: List[int] = []
+    canceller = None
+    if cancel_after_s is not None:
+        canceller = threading.Thread(target=_cancel_like_the_runner, args=(proc, cancel_after_s, done, sent))
+        canceller.start()
+    deadline = time.monotonic() + timeout_s
     try:
-        raw, _ = proc.communicate(timeout=timeout_s)
+        proc.wait(timeout=timeout_s)
+        for reader in readers:
+            reader.join(max(0.0, deadline - time.monotonic()))
+        if any(reader.is_alive() for reader in readers):
+            raise subprocess.TimeoutExpired(argv, timeout_s)
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
-        proc.communicate()
+        proc.wait()
         raise HarnessError(f"step {step_id} ran past the harness limit of {timeout_s:.0f}s") from None
-    text = raw.decode("utf-8", errors="backslashreplace")
+    finally:
+        done.set()
+        if canceller is not None:
+            canceller.join()
+    with lock:
+        text = b"".join(arrived).decode("utf-8", errors="backslashreplace")
 
     commands = parse_commands(text)
     outputs: Dict[str, str] = {}
@@ -583,5 +670,6 @@ def _run_step(step: Mapping[str, Any], step_id: str, name: str, contexts: Mappin
     summary_bytes = summary_file.read_bytes()
     if len(summary_bytes) > STEP_SUMMARY_LIMIT_BYTES:
         raise HarnessError(f"step {step_id}: summary of {len(summary_bytes)} bytes; GitHub drops it")
-    return StepResult(step_id, name, ran=True, exit_code=proc.returncode, output=text, outputs=outputs,
-                      summary=summary_bytes.decode("utf-8"), commands=commands)
+    return StepResult(step_id, name, ran=True, exit_code=proc.returncode, cancelled=bool(sent),
+                      output=text, outputs=outputs, summary=summary_bytes.decode("utf-8"),
+                      commands=commands, cancel_signals=tuple(sent))

@@ -9,10 +9,14 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import tempfile
+import uuid
 from pathlib import Path
 
+import psutil
 import pytest
 
 from .harness import REPO_ROOT, STEP_SUMMARY_LIMIT_BYTES, ActionRun, run_action
@@ -43,11 +47,11 @@ def runner_temp(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def act(action_path, runner_temp):
-    def run(**inputs: str) -> ActionRun:
+    def run(cancel=None, **inputs: str) -> ActionRun:
         # The runner's python is on PATH for the command; keep bytecode out of the examples directory.
         env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
         env["PATH"] = f"{Path(sys.executable).parent}:{env.get('PATH', '')}"
-        return run_action(inputs, runner_temp=runner_temp, action_path=action_path, env=env)
+        return run_action(inputs, runner_temp=runner_temp, action_path=action_path, env=env, cancel=cancel)
 
     return run
 
@@ -180,6 +184,27 @@ def test_allow_workflow_commands_lets_them_through(act):
     assert result.outputs["verdict"] == "pass"
     passed_through = [c.data for c in result.commands if c.name == "error"]
     assert "injected error annotation" in passed_through, result.output
+
+
+def test_cancelled_job_gets_its_diagnosis_in_the_runners_window_and_nothing_survives(act):
+    marker = f"ghg-cancel-{uuid.uuid4().hex}"
+    result = act(run=f"python -m pytest -v examples/hang --basetemp={tempfile.gettempdir()}/{marker}",
+                 cancel=("guard", 4.0), **{"upload-logs": "cancelled-logs"})
+    processes = psutil.process_iter(["cmdline"])
+    survivors = [p for p in processes if marker in " ".join(p.info["cmdline"] or ())]
+    for process in survivors:  # only when the test fails; never leave them running
+        process.kill()
+    assert survivors == []
+    guard = result.step("guard")
+    # exec made the guard the step's process, so the runner's first SIGINT reached it and sufficed.
+    assert guard.cancel_signals == (signal.SIGINT,), guard.output[-3000:]
+    assert result.conclusion == "cancelled"
+    assert result.outputs["verdict"] == "fail"
+    report = report_of(result)
+    assert report["command"]["timeout_reason"] == "cancelled"
+    assert "wait_for_peers" in result.summary
+    [upload] = [s for s in result.steps if s.uses]
+    assert upload.ran and upload.with_inputs["path"] == result.outputs["log-dir"]
 
 
 # --- inputs -----------------------------------------------------------------------------------------

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import signal
+
 import pytest
 
+from . import harness
 from .harness import (
     HarnessError,
     condition,
@@ -158,3 +161,58 @@ def test_toy_action_runs_like_the_runner(tmp_path):
     assert result.summary == "# hi there\n"
     assert [(a.name, a.data) for a in result.annotations] == [("warning", "hi there")]
     assert result.step("always").outputs == {"seen": "hi there"}
+
+
+ACTION_TWO_STREAMS = """
+name: streams
+description: streams
+runs:
+  using: composite
+  steps:
+    - id: s
+      shell: bash
+      run: |
+        printf '::error::from stdout'
+        echo '::warning::from stderr' >&2
+        sleep 0.2
+        echo ' continued'
+"""
+
+
+def test_stdout_and_stderr_are_separate_line_streams(tmp_path):
+    """A partial stdout line is not cut by a stderr line: the runner reads each pipe on its own."""
+    (tmp_path / "action.yml").write_text(ACTION_TWO_STREAMS)
+    result = run_action({}, runner_temp=tmp_path / "t", action_path=tmp_path)
+    assert sorted((a.name, a.data) for a in result.annotations) == [
+        ("error", "from stdout continued"), ("warning", "from stderr")]
+
+
+ACTION_STUBBORN = """
+name: stubborn
+description: stubborn
+runs:
+  using: composite
+  steps:
+    - id: s
+      shell: bash
+      run: |
+        python3 -c 'import time; time.sleep(0.3); print("ready", flush=True); time.sleep(60)'
+    - id: after
+      if: ${{ cancelled() }}
+      shell: bash
+      run: echo "ran=yes" >> "$GITHUB_OUTPUT"
+"""
+
+
+def test_cancel_signals_only_the_step_process_like_the_runner(tmp_path, monkeypatch):
+    monkeypatch.setattr(harness, "CANCEL_SIGINT_WAIT_S", 0.5)
+    monkeypatch.setattr(harness, "CANCEL_SIGTERM_WAIT_S", 0.5)
+    monkeypatch.setattr(harness, "PIPE_HELD_WAIT_S", 0.5)
+    (tmp_path / "action.yml").write_text(ACTION_STUBBORN)
+    result = run_action({}, runner_temp=tmp_path / "t", action_path=tmp_path, cancel=("s", 1.0))
+    step = result.step("s")
+    # bash waiting for a foreground child defers SIGINT, and the child never gets it (only the step's
+    # process is signalled): it takes the SIGTERM. This is why the action execs the guard.
+    assert step.cancel_signals == (signal.SIGINT, signal.SIGTERM) and step.outcome == "cancelled"
+    assert "ready" in step.output
+    assert result.step("after").outputs == {"ran": "yes"} and result.conclusion == "cancelled"
