@@ -279,3 +279,11 @@ def test_self_test_checker_rejects_a_wrong_expectation(clean_run):
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 1
     assert "::error title=self-test::verdict 'pass', expected 'fail'" in proc.stdout
+
+
+def test_missing_interpreter_fails_setup_with_one_clear_annotation(act):
+    result = act(run="echo hi", python="no-such-python3.99", **{"upload-logs": "logs"})
+    assert [s.outcome for s in result.steps] == ["failure", "skipped", "skipped"]
+    [error] = result.annotations
+    assert error.name == "error" and "no-such-python3.99" in error.data and "python input" in error.data
+    assert result.outputs["verdict"] == ""
