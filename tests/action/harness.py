@@ -256,10 +256,29 @@ def _truthy(value: Any) -> bool:
     return value not in (None, False, "", 0)
 
 
+def _number(value: Any) -> float:
+    """GitHub's coercion to a number, used when the two sides of ``==`` differ in type."""
+    if value is None:
+        return 0.0
+    if isinstance(value, bool):
+        return 1.0 if value else 0.0
+    if isinstance(value, (int, float)):
+        return float(value)
+    text = str(value).strip()
+    if text == "":
+        return 0.0
+    try:
+        return float(text)
+    except ValueError:
+        return float("nan")
+
+
 def _equal(a: Any, b: Any) -> bool:
     if isinstance(a, str) and isinstance(b, str):
         return a.casefold() == b.casefold()  # GitHub compares strings ignoring case
-    return a == b
+    if type(a) is type(b):
+        return a == b
+    return _number(a) == _number(b)  # null == '' and 0 == '' are true; NaN equals nothing
 
 
 class _Evaluator:

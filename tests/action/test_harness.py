@@ -73,6 +73,13 @@ def test_expressions_or_and_not_comparison():
     assert evaluate("steps.missing.outputs.x", CONTEXTS, OK) is None
 
 
+def test_loose_equality_coerces_like_github():
+    assert evaluate("steps.missing.outputs.x == ''", CONTEXTS, OK) is True  # null == ''
+    assert evaluate("steps.missing.outputs.x != ''", CONTEXTS, OK) is False
+    assert evaluate("inputs.flag == false", CONTEXTS, OK) is False  # 'false' is NaN as a number
+    assert evaluate("'0' == 0", CONTEXTS, OK) is True
+
+
 def test_substitute_renders_values_as_the_runner_does():
     assert substitute("a ${{ inputs.name }} ${{ steps.nope.outputs.x }} b", CONTEXTS, OK) == "a logs  b"
     assert substitute("${{ inputs.name == 'logs' }}", CONTEXTS, OK) == "true"
