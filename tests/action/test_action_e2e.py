@@ -164,8 +164,11 @@ def test_hang_times_out_and_the_stack_names_the_function(hang_run):
 
 def test_flood_keeps_annotations_and_summary_within_githubs_limits(flood_run):
     assert_outputs_consistent(flood_run, "fail", 1)
-    for severity in ("error", "warning"):
+    for severity in ("error", "warning", "notice"):
         assert len(annotations(flood_run, severity)) <= ANNOTATION_CAP
+    report = report_of(flood_run)
+    assert len(report["findings"]) > ANNOTATION_CAP, "the flood must overflow the annotation cap"
+    assert any("more findings" in a.data for a in annotations(flood_run, "notice")), "say what was left out"
     guard_output = flood_run.step("guard").output
     assert "step 199998 |" in guard_output, "the command's output must be passed through whole"
 
