@@ -290,3 +290,17 @@ def test_missing_interpreter_fails_setup_with_one_clear_annotation(act):
     [error] = result.annotations
     assert error.name == "error" and "no-such-python3.99" in error.data and "python input" in error.data
     assert result.outputs["verdict"] == ""
+
+
+def test_failed_install_is_reported_and_never_reused(action_path, tmp_path):
+    broken = tmp_path / "broken-action"
+    shutil.copytree(action_path, broken)
+    (broken / "pyproject.toml").write_text("this is [not toml\n")
+    runner_temp = tmp_path / "runner_temp"
+    result = run_action({"run": "echo hi"}, runner_temp=runner_temp, action_path=broken)
+    setup = result.step("setup")
+    assert setup.outcome == "failure" and result.step("guard").outcome == "skipped"
+    errors = [a.data for a in result.annotations if a.name == "error"]
+    assert any("pip could not install" in e for e in errors), setup.output[-2000:]
+    assert [c.name for c in setup.commands if c.name in ("group", "endgroup")] == ["group", "endgroup"]
+    assert not list(runner_temp.glob("gpu-hang-guard/venv-*/.gpu-hang-guard-ready"))
