@@ -46,6 +46,7 @@ STEP_SUMMARY_LIMIT_BYTES = 1024 * 1024
 CANCEL_SIGINT_WAIT_S = 7.5
 CANCEL_SIGTERM_WAIT_S = 2.5
 PIPE_HELD_WAIT_S = 5.0
+RUNNER_STREAM_WAIT_S = 5.0  # after the step's process exits, for the pipes to close
 
 SHELL_TEMPLATES = {
     "bash": ["bash", "--noprofile", "--norc", "-eo", "pipefail", "{0}"],
@@ -665,8 +666,17 @@ def _run_step(step: Mapping[str, Any], step_id: str, name: str, contexts: Mappin
     deadline = time.monotonic() + timeout_s
     try:
         proc.wait(timeout=timeout_s)
+        # Like ProcessInvoker: when the step's process has exited but something still holds its output
+        # pipes, wait 5 s, then kill what is left, and take whatever was printed.
         for reader in readers:
-            reader.join(max(0.0, deadline - time.monotonic()))
+            reader.join(max(0.0, min(RUNNER_STREAM_WAIT_S, deadline - time.monotonic())))
+        if any(reader.is_alive() for reader in readers):
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            for reader in readers:
+                reader.join(max(0.0, deadline - time.monotonic()))
         if any(reader.is_alive() for reader in readers):
             raise subprocess.TimeoutExpired(argv, timeout_s)
     except subprocess.TimeoutExpired:
