@@ -388,7 +388,12 @@ def supervise(options: GuardOptions) -> Supervision:
     try:
         os.makedirs(options.log_dir, exist_ok=True)
         for name in (STDOUT_LOG, STDERR_LOG):
-            open(os.path.join(options.log_dir, name), "wb").close()
+            path = os.path.join(options.log_dir, name)
+            # A new file rather than a truncated one: ext4 flushes a truncated-and-rewritten file on
+            # close (auto_da_alloc), which costs seconds after a flood of hundreds of MB.
+            if os.path.lexists(path):
+                os.unlink(path)
+            open(path, "xb").close()
     except OSError as err:
         problem = err.strerror or err
         raise UsageError(f"--log-dir: cannot write logs in {options.log_dir!r}: {problem}") from err

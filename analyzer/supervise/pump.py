@@ -42,7 +42,7 @@ class StreamPump:
         self._activity = activity
         self._stop_when_dry = False
         self._stop_now = False
-        self._log = open(log_path, "wb", buffering=0)  # noqa: SIM115 - closed by the thread
+        self._log = open(log_path, "ab", buffering=0)  # noqa: SIM115 - closed by the thread
         self._thread = threading.Thread(target=self._run, name=f"guard-pump-{name}", daemon=True)
 
     def start(self) -> None:
