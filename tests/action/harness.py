@@ -550,7 +550,7 @@ def run_action(
             result = _check_uses(step, step_id, name, contexts, status)
         else:
             cancel_after = cancel[1] if cancel and cancel[0] == step_id else None
-            result = _run_step(step, step_id, name, contexts, status, job_env, scratch, workspace,
+            result = run_script_step(step, step_id, name, contexts, status, job_env, scratch, workspace,
                                step_timeout_s, cancel_after)
         results.append(result)
         steps_ctx[step_id] = {"outputs": dict(result.outputs), "outcome": result.outcome,
@@ -616,7 +616,7 @@ def _check_uses(step: Mapping[str, Any], step_id: str, name: str, contexts: Mapp
     return StepResult(step_id, name, ran=True, exit_code=0, uses=uses, with_inputs=with_inputs)
 
 
-def _run_step(step: Mapping[str, Any], step_id: str, name: str, contexts: Mapping[str, Any],
+def run_script_step(step: Mapping[str, Any], step_id: str, name: str, contexts: Mapping[str, Any],
               status: Mapping[str, bool], job_env: Mapping[str, str], scratch: Path, workspace: Path,
               timeout_s: float, cancel_after_s: Optional[float] = None) -> StepResult:
     script = str(step.get("run", ""))
