@@ -9,8 +9,10 @@ package directory instead. Outside CI a missing actionlint skips that one test; 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -85,3 +87,59 @@ def test_workflows_pass_only_declared_inputs_to_the_action():
                     assert given <= declared, f"{path.name}: unknown inputs {given - declared}"
                     assert required <= given, f"{path.name}: missing inputs {required - given}"
     assert uses_of_action >= 3
+
+
+UNTRUSTED_EXPRESSION = re.compile(r"\$\{\{[^}]*\b(github\.event|github\.head_ref|inputs\.)")
+
+
+def _documented_snippets():
+    """YAML blocks of the README (and of the draft the README's action section comes from) that use
+    the action."""
+    sources = [REPO_ROOT / "docs" / "action-readme-draft.md", REPO_ROOT / "README.md"]
+    for source in sources:
+        if not source.is_file():
+            continue
+        text = source.read_text(encoding="utf-8")
+        for block in re.findall(r"```yaml\n(.*?)```", text, flags=re.S):
+            if "gpu-hang-guard@" in block:
+                yield source.name, block
+
+
+def _steps_using_the_action(node):
+    if isinstance(node, dict):
+        if str(node.get("uses", "")).split("@")[0].endswith("/gpu-hang-guard"):
+            yield node
+        for value in node.values():
+            yield from _steps_using_the_action(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _steps_using_the_action(value)
+
+
+def test_documented_snippets_use_the_action_as_declared():
+    action = yaml.safe_load(ACTION_FILE.read_text(encoding="utf-8"))
+    declared = set(action["inputs"])
+    snippets = list(_documented_snippets())
+    assert snippets, "the README draft shows how to use the action"
+    for source, block in snippets:
+        # Indented fragments (a step list) are valid YAML once dedented.
+        data = yaml.safe_load(textwrap.dedent(block))
+        steps = list(_steps_using_the_action(data))
+        assert steps, f"{source}: no step uses the action in:\n{block}"
+        for step in steps:
+            given = set(step.get("with") or {})
+            assert given <= declared and "run" in given, f"{source}: inputs {given - declared}"
+            # run is executed as a script: nothing an outsider can write may be expanded into it.
+            untrusted = UNTRUSTED_EXPRESSION.findall(step["with"]["run"])
+            assert not untrusted, f"{source}: pass {untrusted} to run through env:"
+
+
+def test_documented_workflow_snippet_passes_actionlint(tmp_path):
+    [(source, block)] = [(s, b) for s, b in _documented_snippets() if b.startswith("jobs:")][:1]
+    workflow = tmp_path / "snippet.yml"
+    workflow.write_text("on: push\n" + block)
+    for command in _actionlint_commands()[:1]:
+        proc = subprocess.run(command[:-1] + [str(workflow)], capture_output=True, text=True, timeout=120)
+        # A self-hosted runner's own labels (gpu) are unknown to actionlint without a config file.
+        problems = [line for line in proc.stdout.splitlines() if "[runner-label]" not in line]
+        assert proc.returncode in (0, 1) and problems == [], f"{source}:\n{proc.stdout}{proc.stderr}"
