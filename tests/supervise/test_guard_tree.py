@@ -141,3 +141,41 @@ def test_ending_a_tree_that_is_already_gone_is_silent():
     child.wait()
     ending = escalate.end_tree([proc], 1.0, os.getpgrp())
     assert ending.survivors == ()
+
+
+@pytest.fixture
+def stalled_fuse(tmp_path):
+    """A mounted FUSE file system that never answers; released (aborted, detached) whatever happened."""
+    if os.geteuid() != 0 or not os.path.exists("/dev/fuse"):
+        pytest.fail("this test needs root and /dev/fuse")
+    from .fuse_stall import StalledFuse
+
+    mountpoint = tmp_path / "stalled"
+    mountpoint.mkdir()
+    fs = StalledFuse(str(mountpoint))
+    try:
+        yield fs
+    finally:
+        fs.release()
+
+
+def test_command_blocked_on_a_dead_fuse_server_is_unkillable_and_the_guard_returns(guard, stalled_fuse):
+    touch = f"print('touching', flush=True)\nimport os\nos.stat({stalled_fuse.mountpoint!r} + '/x')\n"
+    grace = 0.5
+    result, took = guard((sys.executable, "-c", touch), timeout_s=1.0, kill_grace_s=grace)
+    command = result.command
+    assert Path(result.stdout_path).read_bytes() == b"touching\n"
+    # The command itself never ended: no exit status, and the guard did not wait for one.
+    assert command.exit_code is None and command.signal is None and command.timed_out
+    [pid] = command.unkillable_pids
+    assert [f.kind for f in result.findings] == [Kind.HANG, Kind.UNKILLABLE_PROCESS]
+    unkillable = result.findings[1].message
+    assert unkillable.startswith(f"pid {pid} survived SIGKILL (state D, wchan request_wait_answer)")
+    assert "request_wait_answer" in (Path(command.log_dir) / "processes.txt").read_text()
+    assert alive(pid)
+    assert took < 1.0 + grace + 2 * KILL_WAIT_S + SLACK_S
+    stalled_fuse.release()
+    deadline = time.monotonic() + 10
+    while alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not alive(pid)
