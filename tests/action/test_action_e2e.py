@@ -258,3 +258,11 @@ def test_failed_install_is_reported_and_never_reused(action_path, tmp_path):
     assert any("pip could not install" in e for e in errors), setup.output[-2000:]
     assert [c.name for c in setup.commands if c.name in ("group", "endgroup")] == ["group", "endgroup"]
     assert not list(runner_temp.glob("gpu-hang-guard/venv-*/.gpu-hang-guard-ready"))
+
+
+def test_input_values_in_the_actions_own_messages_are_escaped(act):
+    odd = "no-such-python%0A\n::warning::forged"
+    result = act(run="echo hi", python=odd)
+    [error] = result.annotations
+    assert error.name == "error"
+    assert error.data == f"python input: interpreter '{odd}' was not found on PATH"
