@@ -57,6 +57,13 @@ _WAITING_ON_CHILDREN = frozenset(
     {"wait", "_wait", "_try_wait", "poll", "join", "_wait_for_tstate_lock", "communicate", "_invoke_run",
      "_monitor_workers", "wait_procs"}
 )
+# Innermost frames of a rank that waits for its peers: when one rank hangs elsewhere, the others
+# sit in a collective; the rank that never arrived is the root cause, so it is named first.
+_WAITING_ON_PEERS = frozenset(
+    {"all_reduce", "all_gather", "all_gather_into_tensor", "reduce_scatter", "reduce_scatter_tensor",
+     "broadcast", "barrier", "monitored_barrier", "all_to_all", "all_to_all_single", "gather", "scatter",
+     "reduce", "recv", "send", "irecv", "isend"}
+)
 
 
 @dataclass(frozen=True)
@@ -456,20 +463,28 @@ def supervise(options: GuardOptions) -> Supervision:
     )
 
 
-def _only_waits(dump: snapshot.StackDump) -> bool:
+def _innermost(dump: snapshot.StackDump) -> str:
     # py-spy names methods with their class on 3.11+ ("Popen.poll"), so compare the last part.
-    return dump.main_thread_frames()[0].function.rsplit(".", 1)[-1] in _WAITING_ON_CHILDREN
+    return dump.main_thread_frames()[0].function.rsplit(".", 1)[-1]
+
+
+def _only_waits(dump: snapshot.StackDump) -> bool:
+    return _innermost(dump) in _WAITING_ON_CHILDREN
 
 
 def _where_it_hung(
     root_pid: int, infos: Sequence[ProcessInfo], dumps: Sequence[snapshot.StackDump]
 ) -> Tuple[Optional[snapshot.StackDump], str]:
-    """The dump to quote and where its main thread is: the command's own, unless it only waits for a child."""
+    """The dump to quote and where its main thread is: the command's own, unless it only waits for a child.
+
+    Then the first descendant that is neither waiting for children nor for its peers in a collective.
+    """
     with_frames = [dump for dump in dumps if dump.main_thread_frames()]
     root = next((dump for dump in with_frames if dump.pid == root_pid), None)
     chosen = root
     if root is None or _only_waits(root):
         busy = [d for d in with_frames if d.pid != root_pid and not _only_waits(d)]
+        busy.sort(key=lambda d: _innermost(d) in _WAITING_ON_PEERS)  # stable: tree order otherwise
         chosen = busy[0] if busy else (root or (with_frames[0] if with_frames else None))
     if chosen is not None:
         where = chosen.main_thread_frames()[0].describe()

@@ -189,3 +189,15 @@ def test_non_python_command_is_described_by_the_kernel(guard):
     assert re.fullmatch(r"hung in `sleep 30` \(pid \d+, state S, wchan \S+\) for 0\.5s", message), message
     stacks = (Path(result.command.log_dir) / "stacks.txt").read_text()
     assert stacks == "No Python process was found in the tree.\n"
+
+
+def test_the_rank_that_never_arrived_is_named_before_ranks_waiting_in_a_collective(guard):
+    result, took = guard(program("mp_ranks.py"), timeout_s=1.0, kill_grace_s=2.0)
+    out = Path(result.stdout_path).read_bytes()
+    rank0, rank1 = (int(pid) for pid in re.findall(rb"rank\d pid=(\d+)", out))
+    message = result.findings[0].message
+    expected = f"hung in `rank_one_never_arrives` (mp_ranks.py:17) (pid {rank1}) for 1s; also "
+    assert message.startswith(expected), message
+    assert f"pid {rank0} in `all_reduce` (mp_ranks.py:12)" in message
+    assert not alive(rank0) and not alive(rank1)
+    assert took < 1.0 + SLACK_S
