@@ -415,11 +415,13 @@ def supervise(options: GuardOptions) -> Supervision:
     cancel = _Cancel(wake_write)
     restore = _install_handlers(cancel.handle)
     reason: Optional[str] = None
+    fenced = False
     try:
         for stream in (sys.stdout, sys.stderr):
             _flush(stream)
         if stop_commands:
             _write_console(1, workflow.stop_line(stop_token))
+            fenced = True
         run.started, run.started_wall = time.monotonic(), time.time()
         run.proc = spawn.start(options.argv, spawn.child_environment(os.environ, run.token))
         try:
@@ -442,15 +444,15 @@ def supervise(options: GuardOptions) -> Supervision:
             run.close_pumps(CANCEL_PIPE_DRAIN_S if quick else PIPE_DRAIN_S)
         except BaseException:
             # Never leave the tree behind, even when the guard itself fails.
-            run.end(run.tree(), 0.0)
+            run.end(run.living_tree(), 0.0)
             for pump in run.pumps:
                 pump.stop(now=True)
             raise
-        if stop_commands:
+    finally:
+        if fenced:
             if run.pumps and run.pumps[0].bytes and run.pumps[0].last_byte != b"\n":
                 _write_console(1, b"\n")  # the runner only sees a command at the start of a line
             _write_console(1, workflow.resume_line(stop_token))
-    finally:
         restore()
         os.close(wake_read)
         os.close(wake_write)

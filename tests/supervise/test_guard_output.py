@@ -152,3 +152,29 @@ def test_bad_options_are_usage_errors(tmp_path):
     blocker.write_text("")
     with pytest.raises(UsageError, match="--log-dir"):
         supervise(GuardOptions(argv=("true",), log_dir=str(blocker / "logs")))
+
+
+def test_resume_line_is_printed_even_when_the_command_cannot_start(tmp_path):
+    options = {"argv": ["no-such-command-ghg"], "log_dir": str(tmp_path / "logs")}
+    proc = subprocess.run(
+        [sys.executable, str(DRIVER), json.dumps(options), str(tmp_path / "result.json")],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env(GITHUB_ACTIONS="true"), timeout=60,
+    )
+    assert proc.returncode != 0 and b"cannot start 'no-such-command-ghg'" in proc.stderr
+    head, _, rest = proc.stdout.partition(b"\n")
+    assert head.startswith(b"::stop-commands::ghg-")
+    assert rest == b"::" + head[len(b"::stop-commands::"):] + b"::\n"
+
+
+def test_a_failing_guard_still_ends_the_tree(tmp_path, monkeypatch):
+    # The one injected fault in this suite: the watch loop breaks after a real tree has started.
+    from analyzer.supervise import guard as guard_module
+
+    def broken_watch(self, cancel, wake_fd):
+        time.sleep(0.5)  # let the command start its background child
+        raise RuntimeError("guard bug")
+
+    monkeypatch.setattr(guard_module._Run, "watch", broken_watch)
+    with pytest.raises(RuntimeError, match="guard bug"):
+        supervise(GuardOptions(argv=program("background_child.py"), log_dir=str(tmp_path), echo=False))
+    # no_process_left_behind (autouse) fails this test if the command or its child survived.
