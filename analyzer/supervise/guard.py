@@ -49,6 +49,7 @@ CANCEL_DUMP_TIMEOUT_S = 1.5
 CANCEL_KILL_GRACE_S = 3.0
 PIPE_DRAIN_S = 2.0
 CANCEL_PIPE_DRAIN_S = 0.5
+_STREAM_SETTLE_S = 0.05
 _MAX_EXCERPT = 4000
 _MAX_OTHERS_NAMED = 3
 # Innermost frames of a process that is only waiting for its children (torchrun's agent, a
@@ -450,8 +451,7 @@ def supervise(options: GuardOptions) -> Supervision:
             raise
     finally:
         if fenced:
-            if run.pumps and run.pumps[0].bytes and run.pumps[0].last_byte != b"\n":
-                _write_console(1, b"\n")  # the runner only sees a command at the start of a line
+            _end_partial_lines(run.pumps)
             _write_console(1, workflow.resume_line(stop_token))
         restore()
         os.close(wake_read)
@@ -533,6 +533,22 @@ def _flush(stream: object) -> None:
         stream.flush()  # type: ignore[attr-defined]
     except (AttributeError, OSError, ValueError):
         pass
+
+
+def _end_partial_lines(pumps: Sequence[StreamPump]) -> None:
+    """End a stream's unfinished last line before the resume line, on the stream that left it open.
+
+    The runner sees a command only at the start of a line, and a step often merges stderr into
+    stdout (``2>&1``): a partial last line on either stream would swallow the resume token. When
+    the streams stay separate, a short pause lets the runner take the finished stderr line first.
+    """
+    ended_stderr = False
+    for pump, fd in zip(pumps, (1, 2)):
+        if pump.bytes and pump.last_byte != b"\n":
+            _write_console(fd, b"\n")
+            ended_stderr = ended_stderr or fd == 2
+    if ended_stderr:
+        time.sleep(_STREAM_SETTLE_S)
 
 
 def _write_console(fd: int, data: bytes) -> None:

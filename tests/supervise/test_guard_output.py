@@ -178,3 +178,23 @@ def test_a_failing_guard_still_ends_the_tree(tmp_path, monkeypatch):
     with pytest.raises(RuntimeError, match="guard bug"):
         supervise(GuardOptions(argv=program("background_child.py"), log_dir=str(tmp_path), echo=False))
     # no_process_left_behind (autouse) fails this test if the command or its child survived.
+
+
+@pytest.mark.parametrize("merged", [True, False], ids=["stderr-merged-into-stdout", "separate-streams"])
+def test_a_partial_last_stderr_line_cannot_swallow_the_resume_token(tmp_path, merged):
+    script = "import os\nos.write(1, b'out line\\n')\nos.write(2, b'::error::injected partial stderr line')\n"
+    options = {"argv": [sys.executable, "-c", script], "log_dir": str(tmp_path / "logs")}
+    proc = subprocess.run(
+        [sys.executable, str(DRIVER), json.dumps(options), str(tmp_path / "result.json")],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT if merged else subprocess.PIPE,
+        env=_env(GITHUB_ACTIONS="true"), timeout=60,
+    )
+    lines = proc.stdout.split(b"\n")
+    token = lines[0][len(b"::stop-commands::"):]
+    assert lines[-2:] == [b"::" + token + b"::", b""]  # the resume line stands on a line of its own
+    if merged:
+        assert b"::error::injected partial stderr line\n" in proc.stdout
+    else:
+        assert proc.stderr == b"::error::injected partial stderr line\n"
+    saved = Path(json.loads((tmp_path / "result.json").read_text())["stderr_path"]).read_bytes()
+    assert saved == b"::error::injected partial stderr line"  # the log keeps the bytes as written
