@@ -158,12 +158,6 @@ def test_a_partial_last_stderr_line_is_not_a_command(act):
     assert [c for c in result.commands if "injected" in c.data] == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="guard bug: before its resume token the guard ends a partial line only when stdout's pump "
-    "ended mid-line; the action sends stderr into the same stream (2>&1), so a partial last stderr line "
-    "swallows the token and the guard's own annotations are never processed",
-)
 def test_a_partial_last_stderr_line_does_not_hide_the_guards_annotations(act):
     result = act(run="python -m pytest -q examples/atexit_exit0\nprintf 'no newline' >&2")
     assert result.outputs["verdict"] == "fail"
