@@ -317,16 +317,14 @@ class _Run:
     def collect_leftovers(self) -> None:
         exited = time.monotonic()
         deadline = exited + self.options.leak_grace_s
-        while True:
-            procs = self.living_tree()
-            pipes_closed = all(pump.eof.is_set() or pump.finished for pump in self.pumps)
+        # A process holding the pipes is in the tree, so an empty tree also means the pipes will close.
+        procs = self.living_tree()
+        while procs:
             remaining = deadline - time.monotonic()
-            if (not procs and pipes_closed) or remaining <= 0:
+            if remaining <= 0:
                 break
-            if procs:
-                escalate.wait_gone(procs, min(0.1, remaining))
-            else:
-                time.sleep(min(0.02, remaining))
+            escalate.wait_gone(procs, min(0.1, remaining))
+            procs = self.living_tree()
         if not procs:
             return
         now = time.time()

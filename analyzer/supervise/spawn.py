@@ -10,7 +10,7 @@ instead of to init; and every process inherits an environment token, readable fr
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
+import fcntl
 import os
 import subprocess
 import sys
@@ -24,6 +24,9 @@ TOKEN_ENV = "GPU_HANG_GUARD_TOKEN"
 # prctl(2) option numbers, from <linux/prctl.h>.
 _PR_SET_CHILD_SUBREAPER = 36
 _PR_GET_CHILD_SUBREAPER = 37
+
+PIPE_BYTES = 1 << 20  # the default pipe-max-size, so unprivileged users get it too
+_F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)  # fcntl(2); Python names it from 3.10
 
 # Defaults for the command's environment; a value the user set wins.
 _CHILD_DEFAULTS = {"PYTHONFAULTHANDLER": "1", "PYTHONUNBUFFERED": "1"}
@@ -51,7 +54,7 @@ def become_subreaper() -> bool:
     if not sys.platform.startswith("linux"):
         return False
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        libc = ctypes.CDLL(None, use_errno=True)  # the running interpreter already links libc
     except OSError:
         return False
     current = ctypes.c_int(0)
@@ -65,7 +68,7 @@ def start(argv: Sequence[str], env: Mapping[str, str], cwd: Optional[str] = None
     if not argv:
         raise UsageError("run: no command given after --")
     try:
-        return subprocess.Popen(
+        proc = subprocess.Popen(
             list(argv),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -76,6 +79,17 @@ def start(argv: Sequence[str], env: Mapping[str, str], cwd: Optional[str] = None
         )
     except OSError as err:
         raise UsageError(f"run: cannot start {argv[0]!r}: {err.strerror or err}") from err
+    for stream in (proc.stdout, proc.stderr):
+        _enlarge_pipe(stream.fileno())
+    return proc
+
+
+def _enlarge_pipe(fd: int) -> None:
+    """Give the pipe ``PIPE_BYTES`` of buffer (best effort): a flooding command stalls less on us."""
+    try:
+        fcntl.fcntl(fd, _F_SETPIPE_SZ, PIPE_BYTES)
+    except OSError:
+        pass  # above /proc/sys/fs/pipe-max-size for an unprivileged user, or not Linux
 
 
 def own_process_group() -> int:

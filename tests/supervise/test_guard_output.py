@@ -198,3 +198,17 @@ def test_a_partial_last_stderr_line_cannot_swallow_the_resume_token(tmp_path, me
         assert proc.stderr == b"::error::injected partial stderr line\n"
     saved = Path(json.loads((tmp_path / "result.json").read_text())["stderr_path"]).read_bytes()
     assert saved == b"::error::injected partial stderr line"  # the log keeps the bytes as written
+
+
+def test_command_pipes_get_a_larger_buffer():
+    import fcntl
+
+    from analyzer.supervise import spawn
+
+    proc = spawn.start((sys.executable, "-c", "pass"), os.environ)
+    try:
+        get_size = getattr(fcntl, "F_GETPIPE_SZ", 1032)
+        sizes = [fcntl.fcntl(stream.fileno(), get_size) for stream in (proc.stdout, proc.stderr)]
+        assert sizes == [spawn.PIPE_BYTES] * 2
+    finally:
+        proc.communicate(timeout=30)
