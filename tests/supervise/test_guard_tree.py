@@ -179,3 +179,12 @@ def test_command_blocked_on_a_dead_fuse_server_is_unkillable_and_the_guard_retur
     while alive(pid) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not alive(pid)
+
+
+def test_orphan_without_the_token_is_found_because_the_guard_is_a_subreaper(guard):
+    result, took = guard(program("env_cleared_orphan.py"), leak_grace_s=0.3)
+    orphan = int(re.search(rb"orphan pid=(\d+)", Path(result.stdout_path).read_bytes()).group(1))
+    assert result.command.leftover_pids == (orphan,)
+    assert [f.kind for f in result.findings] == [Kind.LEAKED_PROCESS]
+    assert not alive(orphan)
+    assert took < 0.3 + SLACK_S
