@@ -42,6 +42,8 @@ RULE_UNKILLABLE = "guard-unkillable-process"
 RULE_LEAKED = "guard-leaked-process"
 
 DUMP_TIMEOUT_S = 3.0
+NATIVE_DUMP_TIMEOUT_S = 2.0
+_PAUSABLE_STATES = ("R", "S")  # py-spy --native attaches with ptrace: not to stopped or D-state ones
 GPU_TIMEOUT_S = 3.0
 # The runner's cancel sends SIGINT, SIGTERM 7.5 s later and SIGKILL 2.5 s after that: everything from
 # the first signal to our return must fit in about 7 s.
@@ -243,8 +245,12 @@ class _Run:
         dumps = snapshot.dump_stacks(
             python_pids, CANCEL_DUMP_TIMEOUT_S if cancelled else DUMP_TIMEOUT_S, self.helper_pids
         )
+        native: List[snapshot.StackDump] = []
+        if not cancelled:
+            pausable = [i.pid for i in infos if i.pid in python_pids and i.state in _PAUSABLE_STATES]
+            native = snapshot.dump_stacks(pausable, NATIVE_DUMP_TIMEOUT_S, self.helper_pids, native=True)
         gpu_thread.join(CANCEL_DUMP_TIMEOUT_S if cancelled else GPU_TIMEOUT_S + 0.5)
-        self._write_evidence(infos, dumps, gpu_box[0])
+        self._write_evidence(infos, dumps, native, gpu_box[0])
         self.findings.append(self._hang_finding(reason, cancel_signum, hit - self.started, infos, dumps))
         grace = self.options.kill_grace_s
         if cancelled:
@@ -256,12 +262,13 @@ class _Run:
         self,
         infos: Sequence[ProcessInfo],
         dumps: Sequence[snapshot.StackDump],
+        native: Sequence[snapshot.StackDump],
         gpu: Optional[snapshot.GpuSnapshot],
     ) -> None:
         cmdlines = {info.pid: info.cmdline for info in infos}
         blocks = []
-        for dump in dumps:
-            head = f"=== pid {dump.pid}: {cmdlines.get(dump.pid, '?')}"
+        for dump, label in [(d, "") for d in dumps] + [(d, " (native frames)") for d in native]:
+            head = f"=== pid {dump.pid}{label}: {cmdlines.get(dump.pid, '?')}"
             body = dump.text.rstrip() if dump.text.strip() else ""
             if dump.error:
                 body = (body + "\n" if body else "") + f"(py-spy: {dump.error})"

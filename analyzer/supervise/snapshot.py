@@ -2,8 +2,9 @@
 
 Both tools run as helper processes with their own short timeouts, all at once, so a hung target (or
 a hung driver) cannot stall the guard. ``py-spy dump --nonblocking`` reads the target's memory
-without stopping it, which also works for stopped and D-state processes; py-spy refuses ``--native``
-together with ``--nonblocking``, so native frames are not collected.
+without stopping it, which also works for stopped and D-state processes. py-spy refuses ``--native``
+together with ``--nonblocking``, so native frames come from a second, pausing dump of the processes
+that can be paused (not on cancel, where time is short).
 """
 
 from __future__ import annotations
@@ -112,11 +113,17 @@ class _Helper:
 
 
 def dump_stacks(
-    pids: Sequence[int], timeout_s: float, helper_pids: Optional[List[int]] = None
+    pids: Sequence[int],
+    timeout_s: float,
+    helper_pids: Optional[List[int]] = None,
+    native: bool = False,
 ) -> List[StackDump]:
     """``py-spy dump --nonblocking`` of every pid at once, all within ``timeout_s`` seconds.
 
-    ``helper_pids`` receives the helpers' pids so the tree walk can leave them out.
+    With ``native``, ``py-spy dump --native`` instead: C/C++ frames too (where a GPU or NCCL wait
+    shows), but py-spy pauses each process while it reads, so only for processes about to be
+    killed and not stopped or in D state. ``helper_pids`` receives the helpers' pids so the tree
+    walk can leave them out.
     """
     tool = find_tool(PY_SPY_NAME)
     if tool is None:
@@ -124,7 +131,8 @@ def dump_stacks(
     deadline = time.monotonic() + timeout_s
     helpers: Dict[int, _Helper] = {}
     for pid in pids:
-        helpers[pid] = _Helper([tool, "dump", "--nonblocking", "--pid", str(pid)])
+        mode = "--native" if native else "--nonblocking"
+        helpers[pid] = _Helper([tool, "dump", mode, "--pid", str(pid)])
         if helper_pids is not None and helpers[pid].proc is not None:
             helper_pids.append(helpers[pid].proc.pid)
     dumps = []

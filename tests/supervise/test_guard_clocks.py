@@ -38,7 +38,10 @@ def test_hang_in_main_is_named_and_killed_by_sigterm(guard, tmp_path):
     assert Path(result.stdout_path).read_bytes() == b"collected 1 item\n"
     assert Path(result.stderr_path).read_bytes() == b""
     logs = Path(command.log_dir)
-    assert "wait_for_a_peer_that_never_answers" in (logs / "stacks.txt").read_text()
+    stacks = (logs / "stacks.txt").read_text()
+    assert "wait_for_a_peer_that_never_answers" in stacks
+    native = stacks.split(" (native frames): ", 1)[1]  # the pausing dump, with C frames
+    assert "time_sleep" in native and "wait_for_a_peer_that_never_answers (hang_main.py:8)" in native
     assert "hang_main.py" in (logs / "processes.txt").read_text()
     assert [d.title for d in result.diagnostics][:2] == [
         "Python stacks before any signal (py-spy dump)",
@@ -73,6 +76,8 @@ def test_stopped_process_is_continued_then_terminated(guard):
     assert (result.command.exit_code, result.command.signal) == (143, "SIGTERM")
     table = (Path(result.command.log_dir) / "processes.txt").read_text()
     assert re.search(r"^\d+\s+\d+\s+T\s", table, re.M), table
+    # py-spy --native would attach with ptrace: never to a stopped process.
+    assert "(native frames)" not in (Path(result.command.log_dir) / "stacks.txt").read_text()
     assert took < 1.0 + 5.0
 
 

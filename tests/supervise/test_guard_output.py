@@ -182,7 +182,11 @@ def test_a_failing_guard_still_ends_the_tree(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("merged", [True, False], ids=["stderr-merged-into-stdout", "separate-streams"])
 def test_a_partial_last_stderr_line_cannot_swallow_the_resume_token(tmp_path, merged):
-    script = "import os\nos.write(1, b'out line\\n')\nos.write(2, b'::error::injected partial stderr line')\n"
+    # The pause keeps the two streams' order fixed: the guard keeps order within a stream, not across.
+    script = (
+        "import os, time\nos.write(1, b'out line\\n')\ntime.sleep(0.3)\n"
+        "os.write(2, b'::error::injected partial stderr line')\n"
+    )
     options = {"argv": [sys.executable, "-c", script], "log_dir": str(tmp_path / "logs")}
     proc = subprocess.run(
         [sys.executable, str(DRIVER), json.dumps(options), str(tmp_path / "result.json")],
