@@ -109,8 +109,9 @@ def deadline_to_exit(kill_grace: float, workdir: str):
         )
     )
     after_deadline = time.monotonic() - start - timeout
-    stacks = (Path(result.command.log_dir) / "stacks.txt").read_text().count("=== pid ")
-    return after_deadline, stacks, result
+    text = (Path(result.command.log_dir) / "stacks.txt").read_text()
+    native = text.count(" (native frames): ")
+    return after_deadline, f"{text.count('=== pid ') - native} Python + {native} native stack dumps", result
 
 
 def _median(values):
@@ -146,7 +147,7 @@ def main() -> int:
         extra, stacks, result = deadline_to_exit(args.kill_grace, workdir)
         beyond = extra - args.kill_grace
         print(f"deadline -> return, 3 processes ignoring SIGTERM, kill grace {args.kill_grace:g} s: "
-              f"{extra:.2f} s = grace + {beyond:.2f} s, {stacks} stacks dumped, "
+              f"{extra:.2f} s = grace + {beyond:.2f} s, {stacks}, "
               f"exit {result.command.exit_code}  (goal grace + < 1 s) {'OK' if beyond < 1 else 'MISSED'}")
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
