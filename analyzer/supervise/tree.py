@@ -110,6 +110,19 @@ def _stat_fields(pid: int) -> Optional[List[str]]:
     return text.rsplit(")", 1)[1].split()
 
 
+def _age_s(fields: Optional[List[str]]) -> Optional[float]:
+    """Seconds since the process started, from its start time in clock ticks after boot.
+
+    More precise than ``psutil.create_time()``, whose boot time is rounded to whole seconds.
+    """
+    try:
+        started = int(fields[19]) / os.sysconf("SC_CLK_TCK")  # field 22 of /proc/PID/stat
+        uptime = float(_read("/proc/uptime", 100).split()[0])
+    except (TypeError, IndexError, ValueError, OSError):
+        return None
+    return max(0.0, uptime - started)
+
+
 def describe(proc: psutil.Process, now: Optional[float] = None) -> ProcessInfo:
     """Pid, parent, state letter, command line, kernel wait channel and stack of one process."""
     pid = proc.pid
@@ -120,10 +133,12 @@ def describe(proc: psutil.Process, now: Optional[float] = None) -> ProcessInfo:
         cmdline = " ".join(proc.cmdline()).translate(_PRINTABLE) or f"[{proc.name()}]"
     except psutil.Error:
         cmdline = "?"
-    try:
-        age = (now or time.time()) - proc.create_time()
-    except psutil.Error:
-        age = 0.0
+    age = _age_s(fields)
+    if age is None:
+        try:
+            age = (now or time.time()) - proc.create_time()
+        except psutil.Error:
+            age = 0.0
     wchan = _read(f"/proc/{pid}/wchan", 200)
     return ProcessInfo(
         pid=pid,

@@ -42,7 +42,9 @@ def test_hang_in_main_is_named_and_killed_by_sigterm(guard, tmp_path):
     assert "wait_for_a_peer_that_never_answers" in stacks
     native = stacks.split(" (native frames): ", 1)[1]  # the pausing dump, with C frames
     assert "time_sleep" in native and "wait_for_a_peer_that_never_answers (hang_main.py:8)" in native
-    assert "hang_main.py" in (logs / "processes.txt").read_text()
+    row = re.search(r"^(\d+)\s+(\d+)\s+(\S)\s+([\d.]+)\s+(\S+)\s+(.*hang_main\.py)$",
+                    (logs / "processes.txt").read_text(), re.M)
+    assert row and row.group(3) == "S" and 0.9 <= float(row.group(4)) < 1.0 + SLACK_S, row
     assert [d.title for d in result.diagnostics][:2] == [
         "Python stacks before any signal (py-spy dump)",
         "Processes of the guarded tree before any signal",
