@@ -27,6 +27,7 @@ GPU_QUERY = (
 )
 APPS_QUERY = ("--query-compute-apps=pid,gpu_uuid,used_memory", "--format=csv,noheader,nounits")
 
+_HELPER_TERM_WAIT_S = 0.3
 _THREAD = re.compile(r'^Thread (?P<tid>0x[0-9a-fA-F]+|\d+) \((?P<status>[^)]*)\)(?:: "(?P<name>.*)")?\s*$')
 _FRAME = re.compile(r"^\s+(?P<func>.+?) \((?P<file>[^()]*?):(?P<line>\d+)\)\s*$")
 
@@ -62,6 +63,27 @@ def find_tool(name: str) -> Optional[str]:
     if os.access(beside, os.X_OK):
         return beside
     return shutil.which(name)
+
+
+def privilege_prefix(euid: int, ptrace_scope: Optional[int], sudo: Optional[str]) -> List[str]:
+    """What to put before ``py-spy`` so it may read the tree's memory.
+
+    Yama's ``ptrace_scope`` 1 (Ubuntu's default, GitHub's hosted runners included) lets a process
+    trace only its own descendants, and py-spy is the tree's sibling, not its parent: unless the
+    guard is root, py-spy runs through ``sudo -n`` when sudo exists (passwordless on hosted runners;
+    otherwise it fails at once and the dump says why).
+    """
+    if euid == 0 or not ptrace_scope or sudo is None:
+        return []
+    return [sudo, "-n"]
+
+
+def _ptrace_scope() -> Optional[int]:
+    try:
+        with open("/proc/sys/kernel/yama/ptrace_scope", encoding="ascii") as handle:
+            return int(handle.read().strip())
+    except (OSError, ValueError):
+        return None  # no Yama: ordinary same-user ptrace rules
 
 
 def _main_thread_frames(text: str, pid: int) -> Tuple[Frame, ...]:
@@ -103,8 +125,13 @@ class _Helper:
             try:
                 status = self.proc.wait(max(0.0, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+                # SIGTERM first: sudo passes it on to py-spy, while a SIGKILL would orphan py-spy.
+                self.proc.terminate()
+                try:
+                    self.proc.wait(_HELPER_TERM_WAIT_S)
+                except subprocess.TimeoutExpired:
+                    self.proc.kill()
+                    self.proc.wait()
                 self.error = "timed out"
         self.out.seek(0)
         text = self.out.read().decode("utf-8", "backslashreplace")
@@ -129,10 +156,11 @@ def dump_stacks(
     if tool is None:
         return [StackDump(pid, "", "py-spy is not installed") for pid in pids]
     deadline = time.monotonic() + timeout_s
+    prefix = privilege_prefix(os.geteuid(), _ptrace_scope(), shutil.which("sudo")) if pids else []
     helpers: Dict[int, _Helper] = {}
     for pid in pids:
         mode = "--native" if native else "--nonblocking"
-        helpers[pid] = _Helper([tool, "dump", mode, "--pid", str(pid)])
+        helpers[pid] = _Helper([*prefix, tool, "dump", mode, "--pid", str(pid)])
         if helper_pids is not None and helpers[pid].proc is not None:
             helper_pids.append(helpers[pid].proc.pid)
     dumps = []

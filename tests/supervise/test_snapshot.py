@@ -121,3 +121,18 @@ def test_snapshot_helpers_are_bounded_by_their_timeout(tmp_path, monkeypatch):
     [dump] = snapshot.dump_stacks([os.getpid()], 0.5)
     assert time.monotonic() - start < 5
     assert dump.error == "timed out"
+
+
+@pytest.mark.parametrize(
+    "euid, scope, sudo, prefix",
+    [
+        (0, 1, "/usr/bin/sudo", []),  # root may trace anything Yama allows
+        (1000, None, "/usr/bin/sudo", []),  # no Yama: same-user ptrace works
+        (1000, 0, "/usr/bin/sudo", []),
+        (1000, 1, "/usr/bin/sudo", ["/usr/bin/sudo", "-n"]),  # hosted runners: sibling ptrace refused
+        (1000, 1, None, []),  # no sudo: py-spy tries, and the dump records why it failed
+    ],
+)
+def test_py_spy_goes_through_sudo_only_where_yama_forbids_sibling_ptrace(euid, scope, sudo, prefix):
+    # Pure decision; this machine has no Yama (and runs as root), so a runner's setting is spelled out.
+    assert snapshot.privilege_prefix(euid, scope, sudo) == prefix
