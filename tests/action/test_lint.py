@@ -93,12 +93,8 @@ UNTRUSTED_EXPRESSION = re.compile(r"\$\{\{[^}]*\b(github\.event|github\.head_ref
 
 
 def _documented_snippets():
-    """YAML blocks of the README (and of the draft the README's action section comes from) that use
-    the action."""
-    sources = [REPO_ROOT / "docs" / "action-readme-draft.md", REPO_ROOT / "README.md"]
-    for source in sources:
-        if not source.is_file():
-            continue
+    """YAML blocks of the README that use the action."""
+    for source in [REPO_ROOT / "README.md"]:
         text = source.read_text(encoding="utf-8")
         for block in re.findall(r"```yaml\n(.*?)```", text, flags=re.S):
             if "gpu-hang-guard@" in block:
@@ -120,7 +116,7 @@ def test_documented_snippets_use_the_action_as_declared():
     action = yaml.safe_load(ACTION_FILE.read_text(encoding="utf-8"))
     declared = set(action["inputs"])
     snippets = list(_documented_snippets())
-    assert snippets, "the README draft shows how to use the action"
+    assert snippets, "the README shows how to use the action"
     for source, block in snippets:
         # Indented fragments (a step list) are valid YAML once dedented.
         data = yaml.safe_load(textwrap.dedent(block))
