@@ -190,6 +190,14 @@ def _main_run(argv: Sequence[str]) -> int:
     return status
 
 
+def _asks_for_github_format(argv: Sequence[str]) -> bool:
+    """Whether the guard's own options (before any ``--``) ask for ``--format github``."""
+    options = list(argv[: list(argv).index("--")] if "--" in argv else argv)
+    return "--format=github" in options or any(
+        a == "--format" and b == "github" for a, b in zip(options, options[1:])
+    )
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Run the CLI and return the process exit status (see ``analyzer.verdict`` for the table)."""
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -201,6 +209,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return _main_scan(argv)
     except AnalyzerError as err:
         print(f"{PROG}: error: {err}", file=sys.stderr)
+        if _asks_for_github_format(argv):
+            # In a workflow the job page shows annotations, not stderr: say why it stopped there too.
+            from .report.github import workflow_command
+
+            print(workflow_command("error", {"title": "gpu-hang-guard"}, str(err)), flush=True)
         return USAGE_EXIT_STATUS
     except KeyboardInterrupt:
         return INTERRUPTED_EXIT_STATUS

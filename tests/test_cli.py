@@ -160,3 +160,12 @@ def test_run_times_out_with_124_and_names_where_it_hung(tmp_path: Path):
     assert data["command"]["timed_out"] is True and data["command"]["timeout_reason"] == "wall"
     hang = [f for f in data["findings"] if f["kind"] == "hang"]
     assert hang and "wait_for_peer" in hang[0]["message"]
+
+
+def test_a_usage_error_in_github_format_is_also_an_annotation():
+    code, out, err = run_cli("run", "--format", "github", "--timeout", "10 minutes", "--", "true")
+    assert code == 2 and "Traceback" not in err and err.count("\n") == 1
+    assert out == (
+        "::error title=gpu-hang-guard::--timeout: '10 minutes' is not a duration; "
+        "write it as 90, 30s, 10m or 1h\n"
+    )
