@@ -301,7 +301,7 @@ class _Run:
             by = signal_name(cancel_signum) if cancel_signum else "a signal"
             message = f"cancelled ({by}) after {human_duration(elapsed)} while in {where}"
         others = [
-            f"pid {dump.pid} in {dump.main_thread_frames()[0].describe()}"
+            f"pid {dump.pid} in {snapshot.Frame.where(dump.main_thread_frames())}"
             for dump in dumps
             if dump is not chosen and dump.main_thread_frames()
         ]
@@ -494,7 +494,7 @@ def _where_it_hung(
         busy.sort(key=lambda d: _innermost(d) in _WAITING_ON_PEERS)  # stable: tree order otherwise
         chosen = busy[0] if busy else (root or (with_frames[0] if with_frames else None))
     if chosen is not None:
-        where = chosen.main_thread_frames()[0].describe()
+        where = snapshot.Frame.where(chosen.main_thread_frames())
         return chosen, (where if chosen.pid == root_pid else f"{where} (pid {chosen.pid})")
     info = next((i for i in infos if i.pid == root_pid), infos[0] if infos else None)
     if info is None:

@@ -28,20 +28,45 @@ GPU_QUERY = (
 APPS_QUERY = ("--query-compute-apps=pid,gpu_uuid,used_memory", "--format=csv,noheader,nounits")
 
 _HELPER_TERM_WAIT_S = 0.3
+# Where the interpreter's own modules and installed packages live, whatever the prefix or venv.
+_LIBRARY_PATH_PARTS = ("/lib/python3", "/site-packages/", "/dist-packages/", "/lib64/python3")
 _THREAD = re.compile(r'^Thread (?P<tid>0x[0-9a-fA-F]+|\d+) \((?P<status>[^)]*)\)(?:: "(?P<name>.*)")?\s*$')
 _FRAME = re.compile(r"^\s+(?P<func>.+?) \((?P<file>[^()]*?):(?P<line>\d+)\)\s*$")
 
 
 @dataclass(frozen=True)
 class Frame:
-    """One Python frame as py-spy names it: function, short file name, line."""
+    """One Python frame as py-spy names it (``--full-filenames``): function, file path, line."""
 
     function: str
     file: str
     line: int
 
     def describe(self) -> str:
-        return f"`{self.function}` ({self.file}:{self.line})"
+        return f"`{self.function}` ({os.path.basename(self.file)}:{self.line})"
+
+    @property
+    def in_library(self) -> bool:
+        """Whether the frame is the interpreter's or an installed package's rather than the user's own.
+
+        A hang is nearly always *inside* such a frame (``Condition.wait``, ``socket.recv``); the frame
+        worth naming first is the user's code that called it.
+        """
+        path = self.file.replace("\\", "/")
+        return path.startswith("<") or any(part in path for part in _LIBRARY_PATH_PARTS)
+
+    @staticmethod
+    def where(frames: Sequence["Frame"]) -> str:
+        """``frames`` (innermost first) as a place: the user's innermost frame, then the library call.
+
+        ``"`wait_for_peers` (test_dist.py:12), waiting in `Condition.wait` (threading.py:327)"``.
+        """
+        if not frames:
+            return "an unknown place"
+        own = next((frame for frame in frames if not frame.in_library), None)
+        if own is None or own is frames[0]:
+            return frames[0].describe()
+        return f"{own.describe()}, waiting in {frames[0].describe()}"
 
 
 @dataclass(frozen=True)
@@ -160,7 +185,7 @@ def dump_stacks(
     helpers: Dict[int, _Helper] = {}
     for pid in pids:
         mode = "--native" if native else "--nonblocking"
-        helpers[pid] = _Helper([*prefix, tool, "dump", mode, "--pid", str(pid)])
+        helpers[pid] = _Helper([*prefix, tool, "dump", mode, "--full-filenames", "--pid", str(pid)])
         if helper_pids is not None and helpers[pid].proc is not None:
             helper_pids.append(helpers[pid].proc.pid)
     dumps = []

@@ -27,13 +27,40 @@ def test_py_spy_names_the_main_threads_innermost_frame_of_a_real_process():
         [dump] = snapshot.dump_stacks([proc.pid], 10.0)
         assert dump.error == ""
         frames = dump.main_thread_frames()
-        assert (frames[0].function, frames[0].file, frames[0].line) == (
+        assert (frames[0].function, os.path.basename(frames[0].file), frames[0].line) == (
             "main_thread_waits_forever", "threads_hang.py", 14)
+        assert os.path.isabs(frames[0].file)  # --full-filenames: a path the user can open
         assert frames[0].describe() == "`main_thread_waits_forever` (threads_hang.py:14)"
         assert "background_spin" in dump.text  # the other thread is in the dump, not in the name
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_a_hang_inside_the_standard_library_is_named_by_the_users_own_frame_first():
+    proc = subprocess.Popen(program("event_wait.py"), stdout=subprocess.PIPE)
+    try:
+        assert proc.stdout.readline() == b"waiting\n"
+        [dump] = snapshot.dump_stacks([proc.pid], 10.0)
+        frames = dump.main_thread_frames()
+        assert frames[0].in_library and not frames[-1].in_library
+        where = snapshot.Frame.where(frames)
+        assert re.fullmatch(
+            r"`wait_for_peers` \(event_wait\.py:8\), waiting in `(Condition\.)?wait` \(threading\.py:\d+\)",
+            where,
+        ), where
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_frame_where_without_library_frames_names_the_innermost():
+    own = snapshot.Frame("train_step", "/w/train.py", 3)
+    caller = snapshot.Frame("<module>", "/w/train.py", 9)
+    assert snapshot.Frame.where([own, caller]) == "`train_step` (train.py:3)"
+    library = snapshot.Frame("recv", "/usr/lib/python3.11/socket.py", 1)
+    assert snapshot.Frame.where([library]) == "`recv` (socket.py:1)"
+    assert snapshot.Frame.where([]) == "an unknown place"
 
 
 def test_py_spy_on_a_process_that_is_gone_reports_why():
