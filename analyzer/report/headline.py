@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Optional, Sequence
 
 from ..exits import describe_exit
-from ..model import CommandResult, Finding, Report, Severity, Verdict
+from ..model import CommandResult, Finding, Kind, Report, Severity, Verdict
 
 PASSED = "Passed"
 FAILED = "Failed"
@@ -67,7 +67,7 @@ def command_outcome(command: CommandResult, failed: bool) -> str:
     """How the guarded command ended, in words: ``"exit 143 (SIGTERM) after 4.2s"``."""
     took = format_duration(command.duration_s)
     survivors = len(command.unkillable_pids)
-    stopped = f"{plural(survivors, 'process')} survived even SIGKILL" if survivors else "the guard killed it"
+    stopped = how_it_was_stopped(command)
     if command.timed_out:
         if command.timeout_reason == "idle":
             text = f"went silent past the idle timeout after {took}; {stopped}"
@@ -84,9 +84,19 @@ def command_outcome(command: CommandResult, failed: bool) -> str:
             text = f"{describe_exit(command.exit_code)} after {took}"
         if survivors:
             text += f"; {plural(survivors, 'process')} survived even SIGKILL"
-    if command.leftover_pids and not survivors:
+    return _with_leftovers(text, command)
+
+
+def _with_leftovers(text: str, command: CommandResult) -> str:
+    if command.leftover_pids and not command.unkillable_pids:
         text += f"; {plural(len(command.leftover_pids), 'leftover process')} ended by the guard"
     return text
+
+
+def how_it_was_stopped(command: CommandResult) -> str:
+    """``"the guard killed it"``, or how many processes survived even SIGKILL."""
+    survivors = len(command.unkillable_pids)
+    return f"{plural(survivors, 'process')} survived even SIGKILL" if survivors else "the guard killed it"
 
 
 def headline(report: Report) -> str:
@@ -107,7 +117,11 @@ def headline(report: Report) -> str:
     if cause is not None:
         parts.append(" ".join(cause.message.split()) or cause.rule)
     if report.command is not None:
-        parts.append(command_outcome(report.command, failed=True))
+        if cause is not None and cause.kind is Kind.HANG and report.command.timed_out:
+            # The hang finding already says where and for how long; only the ending is news.
+            parts.append(_with_leftovers(how_it_was_stopped(report.command), report.command))
+        else:
+            parts.append(command_outcome(report.command, failed=True))
     if not parts:
         parts.append(f"exit status {report.exit_status}")
     line = f"{FAILED}: " + "; ".join(parts)

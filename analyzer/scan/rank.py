@@ -63,7 +63,7 @@ MAX_QUOTE_CHARS = 120
 MAX_IGNORE_TIMEOUTS = 3
 
 HANG_AFTER_VERDICT = (
-    "; after the test run printed its verdict ({verdict}): a hang at interpreter exit "
+    " after the test run printed its verdict ({verdict}): a hang at interpreter exit "
     "(atexit handlers, non-daemon threads or child processes), not a test timeout"
 )
 HANG_IN_TEST = "; while test {test} was running (started at {where}; it never reported an outcome)"

@@ -92,8 +92,8 @@ def guard_hang() -> Report:
                 path="",
                 line=0,
                 message=(
-                    "hung in `_prepare_to_exit` (tests/conftest.py:44) after the test run printed its "
-                    "verdict (812 passed)"
+                    "hung in `_prepare_to_exit` (tests/conftest.py:44) for 10m after the test run printed "
+                    "its verdict (812 passed)"
                 ),
                 excerpt='Thread 12675 (idle): "MainThread"\n    _prepare_to_exit (tests/conftest.py:44)',
             ),

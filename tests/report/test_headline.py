@@ -55,11 +55,11 @@ def test_guard_exit_0_with_an_error_finding():
     )
 
 
-def test_guard_hang_says_where_and_that_the_guard_killed_it():
+def test_guard_hang_says_where_and_that_the_guard_killed_it_once():
+    # The hang finding already says where and for how long, so the outcome adds only how it ended.
     assert headline(guard_hang()) == (
-        "Failed: hung in `_prepare_to_exit` (tests/conftest.py:44) after the test run printed its verdict "
-        "(812 passed); timed out after 10m; the guard killed it; 1 leftover process ended by the guard "
-        "(+1 more finding)"
+        "Failed: hung in `_prepare_to_exit` (tests/conftest.py:44) for 10m after the test run printed its "
+        "verdict (812 passed); the guard killed it; 1 leftover process ended by the guard (+1 more finding)"
     )
 
 
