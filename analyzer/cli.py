@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 from typing import Callable, Dict, Optional, Sequence, Tuple
 
@@ -154,6 +155,16 @@ def _main_scan(argv: Sequence[str]) -> int:
     return status
 
 
+def _hold_off_runner_signals() -> None:
+    """Ignore SIGINT and SIGTERM from here on: the tree is down, only the report is left to write.
+
+    On cancel GitHub's runner sends SIGINT, then SIGTERM 7.5 s later; dying at the second signal would
+    lose the very report that says where the job hung (actions/runner#3341).
+    """
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, signal.SIG_IGN)
+
+
 def _main_run(argv: Sequence[str]) -> int:
     options_argv, command = _split_run_argv(argv)
     args = _run_parser().parse_args(options_argv)
@@ -171,6 +182,7 @@ def _main_run(argv: Sequence[str]) -> int:
         allow_workflow_commands=args.allow_workflow_commands,
     )
     supervision = supervise(options)
+    _hold_off_runner_signals()
     findings = scan_paths(
         [supervision.stdout_path, supervision.stderr_path],
         catalogue,

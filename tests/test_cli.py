@@ -169,3 +169,20 @@ def test_a_usage_error_in_github_format_is_also_an_annotation():
         "::error title=gpu-hang-guard::--timeout: '10 minutes' is not a duration; "
         "write it as 90, 30s, 10m or 1h\n"
     )
+
+
+def test_after_the_command_ends_the_runners_signals_cannot_stop_the_report(tmp_path: Path):
+    import signal
+
+    from analyzer.cli import main
+
+    previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        status = main(["run", "--log-dir", str(tmp_path), "--", sys.executable, "-c", "print('ok')"])
+        assert status == 0
+        # The runner's SIGTERM comes 7.5 s after its SIGINT; by then only the report is left to write.
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+        assert signal.getsignal(signal.SIGTERM) is signal.SIG_IGN
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
