@@ -63,7 +63,7 @@ MAX_QUOTE_CHARS = 120
 MAX_IGNORE_TIMEOUTS = 3
 
 HANG_AFTER_VERDICT = (
-    " after the test run printed its verdict ({verdict}): a hang at interpreter exit "
+    "after the test run printed its verdict ({verdict}): a hang at interpreter exit "
     "(atexit handlers, non-daemon threads or child processes), not a test timeout"
 )
 HANG_IN_TEST = "; while test {test} was running (started at {where}; it never reported an outcome)"
@@ -262,7 +262,7 @@ def _finding(event: _Event, context: _Context, demote: bool) -> Finding:
     if rule.kind is Kind.TIMEOUT:
         verdict = context.verdict_before(match)
         if verdict is not None:
-            message += HANG_AFTER_VERDICT.format(verdict=_verdict_text(verdict))
+            message += "; " + HANG_AFTER_VERDICT.format(verdict=_verdict_text(verdict))
     return Finding(
         kind=rule.kind if rule.kind is not None else Kind.CRASH,
         rule=rule.id,
@@ -429,7 +429,8 @@ def _enrich_guard(finding: Finding, context: _Context) -> Finding:
     if finding.kind is not Kind.HANG:
         return finding
     if context.last_verdict is not None:
-        note = HANG_AFTER_VERDICT.format(verdict=_verdict_text(context.last_verdict))
+        # "hung in f (x.py:3) for 10m after the test run printed its verdict": one sentence.
+        note = " " + HANG_AFTER_VERDICT.format(verdict=_verdict_text(context.last_verdict))
     else:
         unfinished = context.unfinished
         if unfinished is None:

@@ -298,7 +298,7 @@ def test_repeats_differing_only_in_an_address_fold_but_different_events_do_not()
 def test_a_guard_hang_after_the_verdict_is_a_hang_at_interpreter_exit():
     (finding,) = scan({"stdout.log": PYTEST_GREEN}, guard=[HANG])
     assert finding.message == (
-        "hung in wait (threading.py:320) for 10m; after the test run printed its verdict "
+        "hung in wait (threading.py:320) for 10m after the test run printed its verdict "
         "(2 passed in 0.01s): a hang at interpreter exit (atexit handlers, non-daemon threads or "
         "child processes), not a test timeout"
     )

@@ -117,7 +117,9 @@ def test_process_in_a_frozen_cgroup_is_reported_unkillable_not_waited_on(guard, 
     unkillable = result.findings[1]
     assert unkillable.severity == Severity.ERROR
     assert unkillable.message.startswith(f"pid {frozen} survived SIGKILL (state D, wchan ")
-    assert "refrigerator" in unkillable.message
+    # The wait channel is where the task was frozen: __refrigerator when the freezer woke it, or the
+    # sleep it was in (Linux 6.1+ freezes a sleeping task in place), so only its presence is certain.
+    assert re.search(r"wchan \w+\)", unkillable.message), unkillable.message
     assert unkillable.message.endswith("the host may need recycling")
     assert f"pid {frozen} in `" in result.findings[0].message  # its stack was dumped before any signal
     assert alive(frozen)  # really unkillable: still there, and the guard returned anyway
