@@ -1,6 +1,6 @@
 """torchrun worker (gloo, CPU): rank 1 never reaches the all_reduce that rank 0 waits in.
 
-Not part of the suite (torch is not a test dependency). Run by hand where torch is installed:
+Run by tests/supervise/test_guard_torchrun.py where torch is installed (.ci/run installs it), or by hand:
     python -m analyzer run --timeout 30s -- torchrun --nproc-per-node 2 tests/bin/torch_hung_rank.py
 """
 
