@@ -32,6 +32,7 @@ RULE_KEYS = (
     "pattern",
     "start",
     "end",
+    "capture",
     "max_lines",
     "ignore_case",
     "literals",
@@ -168,6 +169,9 @@ def parse_rule(
     if pattern is None and (start is None or end is None):
         missing = "end" if end is None else "start"
         raise ConfigError(source, f"{where}.{missing}", "missing; a block rule needs both start and end")
+    capture = _optional_str(data, "capture", source, where)
+    if capture is not None and start is None:
+        raise ConfigError(source, f"{where}.capture", "only a block rule (start and end) has capture")
     if "max_lines" in data and start is None:
         raise ConfigError(source, f"{where}.max_lines", "only a block rule (start and end) has max_lines")
     max_lines = data.get("max_lines", 200)
@@ -180,7 +184,7 @@ def parse_rule(
 
     compiled = {
         name: _compile(text, ignore_case, source, f"{where}.{name}", rule_id)
-        for name, text in (("pattern", pattern), ("start", start), ("end", end))
+        for name, text in (("pattern", pattern), ("start", start), ("end", end), ("capture", capture))
         if text is not None
     }
     for name in ("pattern", "start"):
@@ -217,6 +221,7 @@ def parse_rule(
         pattern=pattern,
         start=start,
         end=end,
+        capture=capture,
         max_lines=max_lines,
         ignore_case=ignore_case,
         literals=literals,
@@ -229,6 +234,7 @@ def parse_rule(
         pattern_re=compiled.get("pattern"),
         start_re=compiled.get("start"),
         end_re=compiled.get("end"),
+        capture_re=compiled.get("capture"),
     )
 
 

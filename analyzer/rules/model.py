@@ -2,7 +2,9 @@
 
 A rule either matches one line (``pattern``) or a block of lines (``start`` ... ``end``, at most
 ``max_lines``), always against the *cleaned* line (no timestamp, ANSI escapes or ``[rankN]:`` prefix).
-Named groups of ``pattern``/``start``/``end`` fill the ``{name}`` fields of ``message``.
+Named groups of ``pattern``/``start``/``end`` fill the ``{name}`` fields of ``message``; a block rule's
+optional ``capture`` is searched in the lines after ``start``, and the first line it matches fills its
+groups (Python 3.6-3.9 name the atexit callback only in the traceback's first frame).
 
 Keys that steer ranking (see ``analyzer/scan/rank.py``):
 - ``marker``: the rule records context (the test runner printed its verdict, a test started, a parent
@@ -38,6 +40,7 @@ class Rule:
     pattern: Optional[str] = None
     start: Optional[str] = None
     end: Optional[str] = None
+    capture: Optional[str] = None
     max_lines: int = 200
     ignore_case: bool = False
     literals: Tuple[str, ...] = ()
@@ -50,6 +53,7 @@ class Rule:
     pattern_re: Any = field(default=None, compare=False, repr=False)
     start_re: Any = field(default=None, compare=False, repr=False)
     end_re: Any = field(default=None, compare=False, repr=False)
+    capture_re: Any = field(default=None, compare=False, repr=False)
 
     @property
     def is_block(self) -> bool:

@@ -274,6 +274,11 @@ class _SourceScan:
     def _feed(self, block: _Block, segments: List[str], excerpt_line: str, line: int) -> None:
         rule = self.rules[block.index]
         block.add(excerpt_line)
+        if rule.capture_re is not None and not rule.capture_re.groupindex.keys() <= block.groups.keys():
+            captured = self._search(block.index, rule.capture_re, segments, rule.user_defined)
+            if captured is not None:
+                for name, value in _groups(captured[1]).items():
+                    block.groups.setdefault(name, value)  # the first inner line that says it wins
         found = self._search(block.index, rule.end_re, segments, rule.user_defined)
         if found is not None:
             block.groups.update(_groups(found[1]))

@@ -135,6 +135,11 @@ CASES = [
     ),
     ("", ("    pattern: 'CRASH (?P<what>\\w+)'\n", ""), "rules[0].pattern: missing; give pattern, or start"),
     ("    max_lines: 10\n", None, "rules[0].max_lines: only a block rule (start and end) has max_lines"),
+    (
+        "    capture: 'in (?P<where>\\w+)'\n",
+        None,
+        "rules[0].capture: only a block rule (start and end) has capture",
+    ),
     ("    ignore_case: yes please\n", None, "rules[0].ignore_case: must be true or false, not 'yes please'"),
     ("    literals: CRASH\n", None, "rules[0].literals: must be a list of strings"),
     ("    literals: ['']\n", None, "rules[0].literals[0]: must be a non-empty string, not ''"),

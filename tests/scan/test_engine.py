@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 
 import pytest
+import regex
 
 from analyzer.errors import UsageError
 from analyzer.rules.model import Catalogue
@@ -111,6 +112,25 @@ def test_block_rule_groups_excerpt_and_end_line(tmp_path, engine):
     }
     assert block.excerpt == ATEXIT.decode().rstrip("\n")
     assert block.text.startswith("Exception ignored in atexit callback")
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_blocks_capture_fills_groups_from_its_first_inner_line_that_matches(tmp_path, engine):
+    # CPython 3.6-3.9 name the atexit callback only in the traceback's first frame.
+    rule = block_rule(
+        "old-atexit", r"^Error in atexit\._run_exitfuncs:$", r"^(?P<exc>\w+): ",
+        capture=r'^\s+File "[^"]*", line \d+, in (?P<callback>\S+)$',
+        capture_re=regex.compile(r'^\s+File "[^"]*", line \d+, in (?P<callback>\S+)$'),
+    )
+    data = (
+        b"Error in atexit._run_exitfuncs:\n"
+        b"Traceback (most recent call last):\n"
+        b'  File "/w/train.py", line 5, in _prepare_to_exit\n'
+        b'  File "/w/dist.py", line 9, in destroy\n'
+        b"RuntimeError: boom\n"
+    )
+    (match,) = scan_bytes(tmp_path, data, catalogue=Catalogue(rules=(rule,)), engine=engine)
+    assert dict(match.groups) == {"callback": "_prepare_to_exit", "exc": "RuntimeError"}
 
 
 @pytest.mark.parametrize("engine", ENGINES)
