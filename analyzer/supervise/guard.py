@@ -455,8 +455,10 @@ def supervise(options: GuardOptions) -> Supervision:
                 pump.stop(now=True)
             raise
     finally:
-        if fenced:
+        if options.echo:
+            # The report follows on the console; it must not start in the middle of the command's line.
             _end_partial_lines(run.pumps)
+        if fenced:
             _write_console(1, workflow.resume_line(stop_token))
         restore()
         os.close(wake_read)
@@ -541,11 +543,12 @@ def _flush(stream: object) -> None:
 
 
 def _end_partial_lines(pumps: Sequence[StreamPump]) -> None:
-    """End a stream's unfinished last line before the resume line, on the stream that left it open.
+    """End a stream's unfinished last line on the console, on the stream that left it open.
 
-    The runner sees a command only at the start of a line, and a step often merges stderr into
-    stdout (``2>&1``): a partial last line on either stream would swallow the resume token. When
-    the streams stay separate, a short pause lets the runner take the finished stderr line first.
+    The guard's report (and, under GitHub, its resume line) comes next. The runner sees a command
+    only at the start of a line, and a step often merges stderr into stdout (``2>&1``): a partial
+    last line on either stream would swallow the resume token. When the streams stay separate, a
+    short pause lets the runner take the finished stderr line first. The saved logs stay as written.
     """
     ended_stderr = False
     for pump, fd in zip(pumps, (1, 2)):

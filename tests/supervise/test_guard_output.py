@@ -104,6 +104,15 @@ def test_resume_line_starts_on_its_own_line_after_a_partial_line(tmp_path):
     assert proc.stderr == Path(result["stderr_path"]).read_bytes()
 
 
+def test_outside_github_a_partial_last_line_is_ended_on_the_console_only(tmp_path):
+    # The report comes next on the console; the saved log keeps exactly the bytes the command wrote.
+    options = {"argv": list(program("binary_output.py")), "log_dir": str(tmp_path / "logs")}
+    proc, result = _drive(tmp_path, options, _env())
+    saved = Path(result["stdout_path"]).read_bytes()
+    assert not saved.endswith(b"\n")
+    assert proc.stdout == saved + b"\n"
+
+
 @pytest.mark.parametrize(
     "env, allow",
     [({"GITHUB_ACTIONS": "true"}, True), ({}, False)],
