@@ -9,7 +9,12 @@ import sys
 import time
 
 cgroup = sys.argv[1]
-child = subprocess.Popen([sys.executable, "-c", "import time\nwhile True: time.sleep(0.05)"])
+child = subprocess.Popen(
+    [sys.executable, "-c", "import time\nprint('ready', flush=True)\nwhile True: time.sleep(0.05)"],
+    stdout=subprocess.PIPE,
+)
+# Freeze it only once its interpreter runs: frozen mid-start-up, py-spy would find no Python stack.
+child.stdout.readline()
 with open(os.path.join(cgroup, "cgroup.procs"), "w") as procs:
     procs.write(str(child.pid))
 with open(os.path.join(cgroup, "freezer.state"), "w") as state:
