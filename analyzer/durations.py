@@ -1,4 +1,4 @@
-"""Parse the durations users write on command lines and in action inputs: ``90``, ``30s``, ``10m``, ``1h``."""
+"""Durations as people write and read them: ``90``, ``30s``, ``10m``, ``1h``, ``1h 2m``."""
 
 from __future__ import annotations
 
@@ -18,3 +18,18 @@ def parse_duration(text: str, option: str = "duration") -> float:
             f"{option}: {text!r} is not a duration; write it as 90, 30s, 10m or 1h"
         )
     return float(match.group(1)) * _SECONDS_PER_UNIT[match.group(2)]
+
+
+def format_duration(seconds: float) -> str:
+    """Seconds as people say them: ``4.2s``, ``1s``, ``42s``, ``10m``, ``10m 3s``, ``1h 2m``."""
+    seconds = max(0.0, float(seconds))
+    if seconds < 10:
+        return f"{seconds:.1f}".rstrip("0").rstrip(".") + "s"
+    whole = int(round(seconds))
+    hours, rest = divmod(whole, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours}h {minutes}m" if minutes else f"{hours}h"
+    if minutes:
+        return f"{minutes}m {secs}s" if secs else f"{minutes}m"
+    return f"{secs}s"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from analyzer.durations import parse_duration
+from analyzer.durations import format_duration, parse_duration
 from analyzer.errors import UsageError
 from analyzer.exits import describe_exit, shell_status, signal_of_status
 from analyzer.model import CommandResult, Finding, Kind, Severity, Verdict
@@ -41,6 +41,29 @@ def test_signal_of_status_and_shell_status_agree():
 )
 def test_parse_duration(text, seconds):
     assert parse_duration(text) == seconds
+
+
+@pytest.mark.parametrize(
+    "seconds, text",
+    [
+        (0, "0s"),
+        (-1, "0s"),
+        (0.7, "0.7s"),
+        (1.0, "1s"),
+        (4.213, "4.2s"),
+        (9.96, "10s"),
+        (42.4, "42s"),
+        (59.6, "1m"),
+        (90, "1m 30s"),
+        (600.41, "10m"),
+        (603, "10m 3s"),
+        (3600, "1h"),
+        (3700, "1h 1m"),
+        (3725, "1h 2m"),
+    ],
+)
+def test_format_duration_reads_the_same_in_the_guard_and_the_reports(seconds, text):
+    assert format_duration(seconds) == text
 
 
 @pytest.mark.parametrize("text", ["", "ten", "10x", "-5", "1h30m", "m"])

@@ -9,26 +9,12 @@ from __future__ import annotations
 
 from typing import Optional, Sequence
 
+from ..durations import format_duration
 from ..exits import describe_exit
 from ..model import CommandResult, Finding, Kind, Report, Severity, Verdict
 
 PASSED = "Passed"
 FAILED = "Failed"
-
-
-def format_duration(seconds: float) -> str:
-    """Seconds as people say them: ``4.2s``, ``42s``, ``10m``, ``10m 3s``, ``1h 2m``."""
-    seconds = max(0.0, float(seconds))
-    if seconds < 10:
-        return f"{seconds:.1f}s"
-    whole = int(round(seconds))
-    if whole < 60:
-        return f"{whole}s"
-    hours, rest = divmod(whole, 3600)
-    minutes, secs = divmod(rest, 60)
-    if hours:
-        return f"{hours}h {minutes}m" if minutes else f"{hours}h"
-    return f"{minutes}m {secs}s" if secs else f"{minutes}m"
 
 
 def plural(count: int, noun: str) -> str:

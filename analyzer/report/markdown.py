@@ -19,7 +19,8 @@ from typing import List, Optional, Tuple
 from ..exits import describe_exit
 from ..model import CommandResult, Finding, Report, Verdict
 from ._escape import code_fence, html_text, markdown_inline, markdown_text
-from .headline import FAILED, PASSED, format_duration, headline, location, plural, root_cause
+from ..durations import format_duration
+from .headline import FAILED, PASSED, headline, location, plural, root_cause
 
 DEFAULT_BUDGET_BYTES = 1_000_000
 EXCERPT_MAX_BYTES = 64 * 1024

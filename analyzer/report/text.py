@@ -8,7 +8,8 @@ from typing import List
 from ..exits import describe_exit
 from ..model import CommandResult, Finding, Report
 from ._escape import clean_text, one_line
-from .headline import format_duration, headline, location
+from ..durations import format_duration
+from .headline import headline, location
 
 EXCERPT_MAX_LINES = 20
 EXCERPTS_SHOWN = 10  # the best-ranked findings show their excerpt; the rest one line each

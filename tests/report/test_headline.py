@@ -5,29 +5,9 @@ from __future__ import annotations
 import pytest
 
 from analyzer.model import CommandResult, Finding, Kind, Report, Severity, Verdict
-from analyzer.report.headline import format_duration, headline, root_cause
+from analyzer.report.headline import headline, root_cause
 
 from .reports import flood, guard_hang, guard_pass, scan_atexit
-
-
-@pytest.mark.parametrize(
-    "seconds, text",
-    [
-        (0, "0.0s"),
-        (4.213, "4.2s"),
-        (9.96, "10.0s"),
-        (42.4, "42s"),
-        (59.6, "1m"),
-        (600.41, "10m"),
-        (603, "10m 3s"),
-        (3600, "1h"),
-        (3720, "1h 2m"),
-        (3725, "1h 2m"),
-        (-1, "0.0s"),
-    ],
-)
-def test_format_duration(seconds, text):
-    assert format_duration(seconds) == text
 
 
 def _atexit_finding() -> Finding:
