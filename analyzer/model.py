@@ -13,6 +13,22 @@ from typing import Any, Dict, Optional, Tuple
 REPORT_VERSION = 1
 
 
+# The rule ids of the findings the guard makes itself (no log line matches them); a user's config
+# re-grades or ignores them like any catalogue rule.
+GUARD_TIMEOUT_RULE = "guard-timeout"
+GUARD_IDLE_TIMEOUT_RULE = "guard-idle-timeout"
+GUARD_CANCELLED_RULE = "guard-cancelled"
+GUARD_UNKILLABLE_RULE = "guard-unkillable-process"
+GUARD_LEAKED_RULE = "guard-leaked-process"
+GUARD_RULE_IDS = (
+    GUARD_TIMEOUT_RULE,
+    GUARD_IDLE_TIMEOUT_RULE,
+    GUARD_CANCELLED_RULE,
+    GUARD_UNKILLABLE_RULE,
+    GUARD_LEAKED_RULE,
+)
+
+
 class Kind(str, enum.Enum):
     """What kind of lie a finding uncovers; the values are part of the JSON contract."""
 

@@ -18,7 +18,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Set, 
 import regex
 
 from ..errors import ConfigError
-from ..model import Kind, Severity
+from ..model import GUARD_RULE_IDS, Kind, Severity
 from .config import UserConfig, compile_user_pattern, load_config, read_yaml, regex_problem, key_part, show
 from .model import Catalogue, Rule
 
@@ -42,15 +42,6 @@ RULE_KEYS = (
     "root_cause",
 )
 EXAMPLE_KEYS = ("match", "no_match")
-# The ids of the findings the guard makes itself (analyzer/supervise/guard.py; the rules room may not
-# import it, a test keeps the two lists equal): users may re-grade or ignore them like any rule.
-GUARD_RULE_IDS = (
-    "guard-timeout",
-    "guard-idle-timeout",
-    "guard-cancelled",
-    "guard-unkillable-process",
-    "guard-leaked-process",
-)
 KINDS = tuple(k.value for k in Kind)
 SEVERITIES = tuple(s.value for s in Severity)
 # A message may also name ``{<group>_exit}``: the group's number described as an exit, e.g.

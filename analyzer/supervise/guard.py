@@ -27,7 +27,20 @@ import psutil
 
 from ..errors import UsageError
 from ..exits import shell_status, signal_name
-from ..model import CommandResult, Diagnostic, Finding, Kind, ProcessInfo, Severity
+from ..durations import format_duration
+from ..model import (
+    GUARD_CANCELLED_RULE,
+    GUARD_IDLE_TIMEOUT_RULE,
+    GUARD_LEAKED_RULE,
+    GUARD_TIMEOUT_RULE,
+    GUARD_UNKILLABLE_RULE,
+    CommandResult,
+    Diagnostic,
+    Finding,
+    Kind,
+    ProcessInfo,
+    Severity,
+)
 from . import escalate, snapshot, spawn, tree, workflow
 from .pump import Activity, StreamPump
 
@@ -37,9 +50,11 @@ STACKS_FILE = "stacks.txt"
 PROCESSES_FILE = "processes.txt"
 GPU_FILE = "gpu.txt"
 
-RULE_FOR_REASON = {"wall": "guard-timeout", "idle": "guard-idle-timeout", "cancelled": "guard-cancelled"}
-RULE_UNKILLABLE = "guard-unkillable-process"
-RULE_LEAKED = "guard-leaked-process"
+RULE_FOR_REASON = {
+    "wall": GUARD_TIMEOUT_RULE,
+    "idle": GUARD_IDLE_TIMEOUT_RULE,
+    "cancelled": GUARD_CANCELLED_RULE,
+}
 
 DUMP_TIMEOUT_S = 3.0
 NATIVE_DUMP_TIMEOUT_S = 2.0
@@ -121,20 +136,6 @@ def _validate(options: GuardOptions) -> None:
             raise UsageError(f"{name}: {value!r} must not be negative")
 
 
-def human_duration(seconds: float) -> str:
-    """``600 -> "10m"``, ``90 -> "1m 30s"``, ``1.5 -> "1.5s"``, ``3700 -> "1h 1m"``."""
-    if seconds < 10:
-        return f"{seconds:.1f}".rstrip("0").rstrip(".") + "s"
-    whole = int(round(seconds))
-    hours, rest = divmod(whole, 3600)
-    minutes, secs = divmod(rest, 60)
-    if hours:
-        return f"{hours}h {minutes}m" if minutes else f"{hours}h"
-    if minutes:
-        return f"{minutes}m {secs}s" if secs else f"{minutes}m"
-    return f"{secs}s"
-
-
 class _Run:
     """The state of one guarded run; ``supervise`` drives it step by step."""
 
@@ -186,7 +187,7 @@ class _Run:
             self.findings.append(
                 Finding(
                     kind=Kind.UNKILLABLE_PROCESS,
-                    rule=RULE_UNKILLABLE,
+                    rule=GUARD_UNKILLABLE_RULE,
                     severity=Severity.ERROR,
                     path=os.path.join(self.log_dir, PROCESSES_FILE),
                     line=0,
@@ -294,12 +295,12 @@ class _Run:
     ) -> Finding:
         chosen, where = _where_it_hung(self.proc.pid, infos, dumps)
         if reason == "wall":
-            message = f"hung in {where} for {human_duration(self.options.timeout_s or elapsed)}"
+            message = f"hung in {where} for {format_duration(self.options.timeout_s or elapsed)}"
         elif reason == "idle":
-            message = f"hung in {where}: no output for {human_duration(self.options.idle_timeout_s or 0)}"
+            message = f"hung in {where}: no output for {format_duration(self.options.idle_timeout_s or 0)}"
         else:
             by = signal_name(cancel_signum) if cancel_signum else "a signal"
-            message = f"cancelled ({by}) after {human_duration(elapsed)} while in {where}"
+            message = f"cancelled ({by}) after {format_duration(elapsed)} while in {where}"
         others = [
             f"pid {dump.pid} in {snapshot.Frame.where(dump.main_thread_frames())}"
             for dump in dumps
@@ -347,12 +348,12 @@ class _Run:
             self.findings.append(
                 Finding(
                     kind=Kind.LEAKED_PROCESS,
-                    rule=RULE_LEAKED,
+                    rule=GUARD_LEAKED_RULE,
                     severity=Severity.WARNING,
                     path=os.path.join(self.log_dir, PROCESSES_FILE),
                     line=0,
                     message=(
-                        f"pid {info.pid} `{info.cmdline}` was still running {human_duration(ran_on)} "
+                        f"pid {info.pid} `{info.cmdline}` was still running {format_duration(ran_on)} "
                         f"after the command exited; the guard ended it"
                     ),
                 )

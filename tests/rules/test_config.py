@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from analyzer.errors import ConfigError
-from analyzer.model import Kind, Severity
+from analyzer.model import GUARD_RULE_IDS, Kind, Severity
 from analyzer.rules.config import DEFAULT_MATCH_TIMEOUT_S, load_config
-from analyzer.rules.loader import GUARD_RULE_IDS, apply_config, load_catalogue, load_rules_file
+from analyzer.rules.loader import apply_config, load_catalogue, load_rules_file
 
 from .test_loader import GOOD
 
@@ -79,11 +79,12 @@ def test_the_readme_configuration_example_loads_against_the_real_catalogue(tmp_p
     apply_config(load_catalogue().rules, load_config(write(tmp_path, example)))
 
 
-def test_guard_rule_ids_are_the_supervisor_ones():
-    from analyzer.supervise import guard
-
-    ids = {*guard.RULE_FOR_REASON.values(), guard.RULE_UNKILLABLE, guard.RULE_LEAKED}
-    assert set(GUARD_RULE_IDS) == ids
+@pytest.mark.parametrize("rule_id", GUARD_RULE_IDS)
+def test_every_guard_finding_can_be_regraded_and_ignored(rule_id, tmp_path):
+    config = write(tmp_path, f"severity: {{{rule_id}: notice}}\nignore: {{rules: [{rule_id}]}}\n")
+    result = apply_config(load_catalogue().rules, load_config(config))
+    assert dict(result.severity_overrides)[rule_id] is Severity.NOTICE
+    assert rule_id in result.ignore_rules
 
 
 def test_severity_override_and_ignored_rules(builtin, tmp_path):

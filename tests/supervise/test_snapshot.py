@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 
 from analyzer.supervise import snapshot, workflow
-from analyzer.supervise.guard import human_duration
 
 from .conftest import program
 
@@ -118,14 +117,6 @@ def test_no_nvidia_smi_no_gpu_file(guard, monkeypatch, tmp_path):
     result, _ = guard(program("hang_main.py"), timeout_s=0.5, kill_grace_s=1.0)
     assert not (Path(result.command.log_dir) / "gpu.txt").exists()
     assert result.command.timed_out
-
-
-@pytest.mark.parametrize(
-    "seconds, text",
-    [(0.7, "0.7s"), (1.0, "1s"), (45, "45s"), (90, "1m 30s"), (600, "10m"), (3600, "1h"), (3700, "1h 1m")],
-)
-def test_human_duration(seconds, text):
-    assert human_duration(seconds) == text
 
 
 def test_stop_commands_lines_and_when_they_apply():
