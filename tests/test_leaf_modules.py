@@ -7,6 +7,7 @@ import pytest
 from analyzer.durations import format_duration, parse_duration
 from analyzer.errors import UsageError
 from analyzer.exits import describe_exit, shell_status, signal_of_status
+from analyzer.markup import backtick_fence
 from analyzer.model import CommandResult, Finding, Kind, Severity, Verdict
 from analyzer.verdict import decide
 
@@ -98,3 +99,11 @@ def _command(exit_code, timed_out=False) -> CommandResult:
 )
 def test_the_exit_table(findings, command, fail_on, expected):
     assert decide(findings, command, fail_on) == expected
+
+
+@pytest.mark.parametrize(
+    "text, minimum, fence",
+    [("plain", 3, "```"), ("a ```` b", 3, "`````"), ("no ticks", 1, "`"), ("x `y` z", 1, "``")],
+)
+def test_backtick_fence_outlasts_every_run_inside(text, minimum, fence):
+    assert backtick_fence(text, minimum) == fence

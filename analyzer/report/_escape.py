@@ -11,10 +11,11 @@ import html
 import re
 from typing import List
 
+from ..markup import backtick_fence
+
 # CSI (colour, cursor), OSC (titles, hyperlinks; ended by BEL or ST) and two-byte escapes.
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]")
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
-_BACKTICK_RUN = re.compile(r"`+")
 _CODE_SPAN = re.compile(r"(`+)(.+?)\1", re.DOTALL)
 
 # Characters that mean something to Markdown (or to GitHub: @mentions) written as character
@@ -88,12 +89,10 @@ def code_fence(text: str) -> str:
     text can end the block early, and ``</details>`` or ``<script>`` inside it stay literal text.
     """
     body = clean_text(text).rstrip("\n")
-    longest = max((len(run) for run in _BACKTICK_RUN.findall(body)), default=0)
-    fence = "`" * max(3, longest + 1)
+    fence = backtick_fence(body)
     return f"{fence}text\n{body}\n{fence}"
 
 
 def code_fence_overhead(text: str) -> int:
     """Bytes ``code_fence`` adds around ``text`` (upper bound, for budget arithmetic)."""
-    longest = max((len(run) for run in _BACKTICK_RUN.findall(text)), default=0)
-    return 2 * max(3, longest + 1) + len("text\n\n")
+    return 2 * len(backtick_fence(text)) + len("text\n\n")

@@ -16,6 +16,7 @@ from typing import List, Optional, Sequence
 import regex
 
 from ..errors import AnalyzerError
+from ..markup import backtick_fence
 from .loader import load_catalogue
 from .model import Rule
 
@@ -31,7 +32,6 @@ each *cleaned* log line (no GitHub timestamp, ANSI escapes or `[rankN]:` prefix)
 the `{{fields}}` of the message. Re-grade or ignore any rule by its id with `--config`
 (see the README's Configuration section).
 """
-_BACKTICKS = regex.compile(r"`+")
 _CODE_SPAN = regex.compile(r"(`+)(.+?)\1", regex.DOTALL)
 # What would turn prose into emphasis: any *, and an _ that is not inside a word (snake_case is safe).
 _EMPHASIS = regex.compile(r"\*|(?<!\w)_|_(?!\w)")
@@ -110,16 +110,14 @@ def _section(rule: Rule) -> List[str]:
 
 def _fenced(title: str, text: str, info: str) -> List[str]:
     """A titled code block whose fence is longer than any backtick run inside (CommonMark 4.5)."""
-    longest = max((len(run) for run in _BACKTICKS.findall(text)), default=0)
-    fence = "`" * max(3, longest + 1)
+    fence = backtick_fence(text)
     return [f"{title}:", "", f"{fence}{info}", text, fence, ""]
 
 
 def _code(text: str) -> str:
     """An inline code span that survives backticks inside (CommonMark 6.1)."""
-    longest = max((len(run) for run in _BACKTICKS.findall(text)), default=0)
-    ticks = "`" * (longest + 1)
-    pad = " " if text.startswith("`") or text.endswith("`") or longest else ""
+    ticks = backtick_fence(text, minimum=1)
+    pad = " " if text.startswith("`") or text.endswith("`") or len(ticks) > 1 else ""
     return f"{ticks}{pad}{text}{pad}{ticks}"
 
 
