@@ -137,7 +137,7 @@ def _emit(report: Report, args: argparse.Namespace) -> None:
         _write_file(args.summary, summary, "--summary", append=True)
     if args.github_output:
         report_path = os.path.abspath(args.json) if args.json else ""
-        outputs = github.render_outputs(report, report_path, report.log_dir or "")
+        outputs = github.render_outputs(report, report_path)
         _write_file(args.github_output, outputs, "--github-output", append=True)
     sys.stdout.write(_renderers()[args.format](report))
     sys.stdout.flush()
@@ -196,7 +196,6 @@ def _main_run(argv: Sequence[str]) -> int:
         findings=tuple(findings),
         command=supervision.command,
         diagnostics=supervision.diagnostics,
-        log_dir=os.path.abspath(args.log_dir),
     )
     _emit(report, args)
     return status

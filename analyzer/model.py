@@ -160,7 +160,11 @@ class Report:
     findings: Tuple[Finding, ...] = ()
     command: Optional[CommandResult] = None
     diagnostics: Tuple[Diagnostic, ...] = field(default_factory=tuple)
-    log_dir: Optional[str] = None
+
+    @property
+    def log_dir(self) -> Optional[str]:
+        """Where the guarded run's logs are; ``None`` for a scan."""
+        return self.command.log_dir if self.command else None
 
     def to_dict(self) -> Dict[str, Any]:
         return {

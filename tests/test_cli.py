@@ -186,3 +186,14 @@ def test_after_the_command_ends_the_runners_signals_cannot_stop_the_report(tmp_p
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
+
+
+def test_outputs_name_the_log_dir_absolutely_even_when_given_relative(tmp_path: Path):
+    outputs = tmp_path / "outputs.txt"
+    code, out, err = run_cli(
+        "run", "--log-dir", "logs", "--github-output", str(outputs), "--", sys.executable, "-c", "pass",
+        cwd=tmp_path,
+    )
+    assert (code, err) == (0, "")
+    assert f"log-dir={tmp_path / 'logs'}\n" in outputs.read_text()
+    assert (tmp_path / "logs" / "stdout.log").exists()

@@ -119,19 +119,17 @@ def _output_line(name: str, value: str, delimiter: Optional[str] = None) -> str:
     return f"{name}<<{delimiter}\n{value}\n{delimiter}\n"
 
 
-def render_outputs(report: Report, report_path: Optional[str], log_dir: Optional[str]) -> str:
+def render_outputs(report: Report, report_path: Optional[str]) -> str:
     """Lines to append to ``$GITHUB_OUTPUT``: verdict, exit-code, report, log-dir, findings (a count).
 
     A value holding a line break is written as ``name<<DELIMITER`` ... ``DELIMITER`` with a random
     delimiter; other values as ``name=value``.
     """
-    if not log_dir:
-        log_dir = report.log_dir or (report.command.log_dir if report.command else None) or ""
     values = {
         "verdict": report.verdict.value,
         "exit-code": str(report.exit_status),
         "report": report_path or "",
-        "log-dir": log_dir,
+        "log-dir": report.log_dir or "",
         "findings": str(len(report.findings)),
     }
     return "".join(_output_line(name, values[name]) for name in OUTPUT_NAMES)

@@ -183,7 +183,7 @@ def render_markdown(
     All log-derived text is escaped: excerpts are fenced with a fence longer than any backtick run
     inside them, and text in HTML or table context is HTML-escaped.
     """
-    log_dir = report.log_dir or (report.command.log_dir if report.command else None)
+    log_dir = report.log_dir
     # A passing report has no root cause to lead with; its findings are only listed.
     cause = root_cause(report) if report.verdict is Verdict.FAIL else None
     cause_index = report.findings.index(cause) if cause is not None else -1

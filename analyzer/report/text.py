@@ -72,7 +72,6 @@ def render_text(report: Report) -> str:
     if report.command is not None:
         out.append("")
         out.extend(_command(report.command))
-    log_dir = report.log_dir or (report.command.log_dir if report.command else None)
-    if log_dir:
-        out.append(f"Logs: {one_line(log_dir)}")
+    if report.log_dir:
+        out.append(f"Logs: {one_line(report.log_dir)}")
     return "\n".join(out) + "\n"

@@ -386,7 +386,7 @@ class _Run:
             duration_s=(self.ended or time.monotonic()) - self.started,
             leftover_pids=tuple(self.leftover_pids),
             unkillable_pids=tuple(sorted(self.unkillable)),
-            log_dir=self.log_dir,
+            log_dir=os.path.abspath(self.log_dir),
         )
 
 

@@ -123,7 +123,6 @@ def guard_hang() -> Report:
             Diagnostic("Process table", PROCESS_TABLE),
             Diagnostic("GPU snapshot (nvidia-smi)", GPU_SNAPSHOT),
         ),
-        log_dir="/home/runner/work/_temp/gpu-hang-guard/logs",
     )
 
 
@@ -133,7 +132,6 @@ def guard_pass() -> Report:
         verdict=Verdict.PASS,
         exit_status=0,
         command=CommandResult(argv=("pytest", "tests/"), exit_code=0, duration_s=4.213, log_dir="guard-logs"),
-        log_dir="guard-logs",
     )
 
 

@@ -205,18 +205,18 @@ def test_outputs_plain():
         verdict=Verdict.FAIL,
         exit_status=124,
         findings=(_finding(Severity.ERROR),),
-        command=CommandResult(argv=("pytest",), exit_code=143, timed_out=True),
-        log_dir="/tmp/logs",
+        command=CommandResult(argv=("pytest",), exit_code=143, timed_out=True, log_dir="/tmp/logs"),
     )
-    text = render_outputs(report, "/tmp/report.json", None)
+    text = render_outputs(report, "/tmp/report.json")
     assert text == ("verdict=fail\nexit-code=124\nreport=/tmp/report.json\nlog-dir=/tmp/logs\nfindings=1\n")
 
 
 def test_outputs_multiline_value_uses_a_random_delimiter():
-    report = Report(verdict=Verdict.PASS, exit_status=0)
     sneaky = "/tmp/a\nverdict=pass\nEOF"
-    first = render_outputs(report, "", sneaky)
-    second = render_outputs(report, "", sneaky)
+    command = CommandResult(argv=("pytest",), exit_code=0, log_dir=sneaky)
+    report = Report(verdict=Verdict.PASS, exit_status=0, command=command)
+    first = render_outputs(report, "")
+    second = render_outputs(report, "")
     assert parse_outputs(first) == {
         "verdict": "pass",
         "exit-code": "0",

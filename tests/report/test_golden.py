@@ -27,7 +27,7 @@ RENDERERS = {
     "github": lambda r: (
         render_annotations(r)
         + "# --- $GITHUB_OUTPUT ---\n"
-        + render_outputs(r, "gpu-hang-guard-report.json", None)
+        + render_outputs(r, "gpu-hang-guard-report.json")
     ),
 }
 

@@ -54,8 +54,9 @@ def _hostile_report() -> Report:
         exit_status=1,
         findings=findings,
         diagnostics=(Diagnostic("Stack </summary><script>", HOSTILE),),
-        command=CommandResult(argv=("sh", "-c", "echo '</details>' | cat"), exit_code=139, duration_s=1.0),
-        log_dir="/tmp/<logs>",
+        command=CommandResult(
+            argv=("sh", "-c", "echo '</details>' | cat"), exit_code=139, duration_s=1.0, log_dir="/tmp/<logs>"
+        ),
     )
 
 
@@ -119,7 +120,7 @@ def test_budget_with_5000_findings_of_10_kb_excerpts():
         exit_status=1,
         findings=findings,
         diagnostics=(Diagnostic("Stack dumps", "frame\n" * 50_000),),
-        log_dir="/tmp/logs",
+        command=CommandResult(argv=("pytest",), exit_code=1, log_dir="/tmp/logs"),
     )
     md = render_markdown(report, report_path="/tmp/report.json")
     assert _size(md) <= DEFAULT_BUDGET_BYTES < GITHUB_SUMMARY_LIMIT
@@ -175,7 +176,7 @@ def test_never_over_budget_and_always_well_formed(messages, excerpt, budget):
         exit_status=1,
         findings=findings,
         diagnostics=(Diagnostic("d", excerpt * 50),),
-        log_dir="logs",
+        command=CommandResult(argv=("pytest",), exit_code=1, log_dir="logs"),
     )
     md = render_markdown(report, budget_bytes=budget)
     assert _size(md) <= budget
