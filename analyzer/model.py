@@ -40,6 +40,11 @@ class Kind(str, enum.Enum):
     HANG = "hang"
     UNKILLABLE_PROCESS = "unkillable-process"
     LEAKED_PROCESS = "leaked-process"
+    # A test the runner reported as failed or errored; it ranks after the findings that explain it.
+    TEST_FAILURE = "test-failure"
+    # Part of the input could not be scanned as asked (an unreadable file, a device skipped, a user
+    # rule disabled for exhausting its time budget, findings dropped past the per-rule cap).
+    SCAN_INCOMPLETE = "scan-incomplete"
 
 
 class Severity(str, enum.Enum):
@@ -66,6 +71,16 @@ class Verdict(str, enum.Enum):
     FAIL = "fail"
 
 
+class TimeoutReason(str, enum.Enum):
+    """Why the guard ended the command before it exited by itself; values are part of the contract."""
+
+    WALL = "wall"
+    IDLE = "idle"
+    CANCELLED = "cancelled"
+    # A live finding of a kind named in --abort-on appeared and the command did not end by itself.
+    ABORTED = "aborted"
+
+
 @dataclass(frozen=True)
 class Finding:
     """One event in a log (or seen by the guard) that says the run lied.
@@ -82,9 +97,14 @@ class Finding:
     line: int
     message: str
     excerpt: str = ""
+    # The test id the event happened in (pytest node id, unittest "test_m (pkg.mod.Class)"), or None
+    # when the log shows no test running at that line.
+    test: Optional[str] = None
+    # Index into Report.jobs for reports of many jobs (gh, merge); None for a single log or run.
+    job: Optional[int] = None
 
     def to_dict(self) -> Dict[str, Any]:
-        return {
+        data: Dict[str, Any] = {
             "kind": self.kind.value,
             "rule": self.rule,
             "severity": self.severity.value,
@@ -92,7 +112,11 @@ class Finding:
             "line": self.line,
             "message": self.message,
             "excerpt": self.excerpt,
+            "test": self.test,
         }
+        if self.job is not None:
+            data["job"] = self.job
+        return data
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ FINDING_KEYS = {
     "line": int,
     "message": str,
     "excerpt": str,
+    "test": (str, type(None)),
 }
 COMMAND_KEYS = {
     "argv": list,
