@@ -176,14 +176,100 @@ class CommandResult:
 
 
 @dataclass(frozen=True)
+class JobFacts:
+    """Who ran a guarded command: the GitHub Actions job, from the runner's environment.
+
+    ``job_id`` is the numeric id of the REST API, ``None`` when the runner does not say it; ``name``
+    is ``--job-name`` (a matrix job labels itself) else ``$GITHUB_JOB``. ``merge`` tells jobs apart by
+    ``job_id``, else by ``(run_id, attempt, name)``.
+    """
+
+    run_id: Optional[int] = None
+    attempt: Optional[int] = None
+    job_id: Optional[int] = None
+    name: str = ""
+    runner: Optional[str] = None
+    head_sha: Optional[str] = None
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {
+            "run_id": self.run_id,
+            "attempt": self.attempt,
+            "job_id": self.job_id,
+            "name": self.name,
+            "runner": self.runner,
+            "head_sha": self.head_sha,
+        }
+
+
+@dataclass(frozen=True)
+class JobResult:
+    """One job of a report of many jobs (``gh``, ``merge``): its facts, GitHub's word and ours.
+
+    ``conclusion`` is GitHub's (``None`` for a merged report); ``verdict`` is ours, ``None`` when the
+    log is gone; ``findings`` counts the report's findings whose ``job`` is this job's index.
+    ``log`` is ``"scanned"`` or ``"gone"`` (expired: 404 or 410 from the logs endpoint).
+    """
+
+    facts: JobFacts
+    conclusion: Optional[str] = None
+    verdict: Optional[Verdict] = None
+    findings: int = 0
+    log: str = "scanned"
+
+    def to_dict(self) -> Dict[str, Any]:
+        data = self.facts.to_dict()
+        data.update(
+            {
+                "conclusion": self.conclusion,
+                "verdict": self.verdict.value if self.verdict else None,
+                "findings": self.findings,
+                "log": self.log,
+            }
+        )
+        return data
+
+
+@dataclass(frozen=True)
+class TriageEntry:
+    """One failing signature across the jobs: flaky, broken, new or known (see ``analyzer.gh.triage``)."""
+
+    signature: str
+    kind: str
+    test: Optional[str]
+    status: str  # "flaky" | "broken" | "new" | "known"
+    failed_jobs: Tuple[int, ...] = ()
+    passed_jobs: Tuple[int, ...] = ()
+    runners: Tuple[str, ...] = ()
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {
+            "signature": self.signature,
+            "kind": self.kind,
+            "test": self.test,
+            "status": self.status,
+            "failed_jobs": list(self.failed_jobs),
+            "passed_jobs": list(self.passed_jobs),
+            "runners": list(self.runners),
+        }
+
+
+@dataclass(frozen=True)
 class Report:
-    """Everything a renderer needs: the verdict, ranked findings, and (for the guard) the command."""
+    """Everything a renderer needs: the verdict, ranked findings, and (for the guard) the command.
+
+    ``job`` is who ran a guarded command (under GitHub Actions); ``jobs`` and ``triage`` are set only
+    for a report of many jobs (``gh``, ``merge``), where each finding's ``job`` indexes ``jobs``.
+    """
 
     verdict: Verdict
     exit_status: int
     findings: Tuple[Finding, ...] = ()
     command: Optional[CommandResult] = None
     diagnostics: Tuple[Diagnostic, ...] = field(default_factory=tuple)
+    job: Optional[JobFacts] = None
+    jobs: Optional[Tuple[JobResult, ...]] = None
+    triage: Optional[Tuple[TriageEntry, ...]] = None
 
     @property
     def log_dir(self) -> Optional[str]:
@@ -191,10 +277,17 @@ class Report:
         return self.command.log_dir if self.command else None
 
     def to_dict(self) -> Dict[str, Any]:
-        return {
+        data: Dict[str, Any] = {
             "version": REPORT_VERSION,
             "verdict": self.verdict.value,
             "findings": [f.to_dict() for f in self.findings],
             "command": self.command.to_dict() if self.command else None,
             "diagnostics": [d.to_dict() for d in self.diagnostics],
         }
+        # Keys beyond the single-log contract appear only where they mean something.
+        if self.job is not None:
+            data["job"] = self.job.to_dict()
+        if self.jobs is not None:
+            data["jobs"] = [j.to_dict() for j in self.jobs]
+            data["triage"] = [t.to_dict() for t in (self.triage or ())]
+        return data
