@@ -1,0 +1,70 @@
+"""Hide credentials in text the guard shows or saves about the command: argv, stacks, reports.
+
+A test command line often carries a secret (``--token=...``, ``HF_TOKEN=... torchrun ...``, a
+``curl -H 'Authorization: Bearer ...'`` in a fixture) and the guard copies command lines into
+``processes.txt``, ``stacks.txt``, ``report.json`` and the job summary, all of which outlive the job.
+``redact`` replaces the secret part with ``[REDACTED]`` and keeps the name that says what it was.
+
+It is a leaf: it imports nothing of the package, so the supervisor and every renderer can use it.
+``stdout.log`` and ``stderr.log`` are never redacted: they stay byte-exact (the README says so).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Tuple
+
+REDACTED = "[REDACTED]"
+
+# A value: a quoted string, or a run of non-space characters. A following ``--option`` is no value
+# (``--password --stdin``: the password comes from elsewhere).
+_VALUE = r"""(?:'[^'\n]*'|"[^"\n]*"|(?!--)[^\s'"]+)"""
+
+# Names that say "secret": they must END the option or variable name, so ``--max-tokens 64``,
+# ``--tokenizer gpt2`` and ``TOKENIZERS_PARALLELISM=false`` keep their values.
+_SECRET_NAME = (
+    r"(?:token|api[-_]?key|apikey|access[-_]?key(?:[-_]?id)?|secret(?:[-_]?access)?[-_]?key|secret"
+    r"|password|passwd|pass[-_]?phrase|private[-_]?key|credentials?|auth[-_]?key)"
+)
+
+_PATTERNS: Tuple[Tuple["re.Pattern[str]", str], ...] = (
+    # HTTP authorization headers: "Authorization: Bearer X", "Authorization: token X", "Basic X".
+    (
+        re.compile(r"(?i)(\bauthorization\s*[:=]\s*(?:bearer|token|basic|digest)?\s*)([^\s'\"]+)"),
+        r"\1" + REDACTED,
+    ),
+    (re.compile(r"(?i)(\bbearer\s+)([A-Za-z0-9._~+/=-]{8,})"), r"\1" + REDACTED),
+    # Command-line options: --token=X, --token X, --hf-token X, -password=X.
+    (
+        re.compile(r"(?i)(?<![\w-])(--?(?:[a-z0-9][\w-]*?)?" + _SECRET_NAME + r")(=|\s+)" + _VALUE),
+        r"\1\2" + REDACTED,
+    ),
+    # Environment-like assignments and config lines: HF_TOKEN=X, aws_secret_access_key = X.
+    (
+        re.compile(r"(?i)(?<![\w-])([a-z0-9_]*" + _SECRET_NAME + r")(\s*=\s*)" + _VALUE),
+        r"\1\2" + REDACTED,
+    ),
+    # Credentials in a URL: https://user:PASSWORD@host/.
+    (re.compile(r"(?i)(\b[a-z][a-z0-9+.-]*://[^\s/:@]+:)([^\s/@]+)(@)"), r"\1" + REDACTED + r"\3"),
+    # Well-known token shapes, wherever they stand.
+    (re.compile(r"\bgh[pousr]_[A-Za-z0-9]{30,}\b"), REDACTED),  # GitHub classic and app tokens
+    (re.compile(r"\bgithub_pat_[A-Za-z0-9_]{30,}\b"), REDACTED),  # GitHub fine-grained tokens
+    (re.compile(r"\bhf_[A-Za-z0-9]{30,}\b"), REDACTED),  # Hugging Face user access tokens
+    (re.compile(r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b"), REDACTED),  # AWS access key ids
+    (re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}\b"), REDACTED),  # Slack tokens
+)
+
+
+def redact(text: str) -> str:
+    """``text`` with every credential it shows replaced by ``[REDACTED]``; idempotent.
+
+    Covers secret-named options and variables (``--token=X``, ``--api-key X``, ``--password X``,
+    ``HF_TOKEN=X``, ``aws_secret_access_key = X``), ``Authorization:`` headers and bearer tokens,
+    passwords in URLs, and the token shapes of GitHub (``ghp_``, ``gho_``, ``ghs_``, ``github_pat_``),
+    Hugging Face (``hf_``), AWS access keys (``AKIA``/``ASIA``) and Slack.
+    """
+    if not text:
+        return text
+    for pattern, replacement in _PATTERNS:
+        text = pattern.sub(replacement, text)
+    return text
