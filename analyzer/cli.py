@@ -42,6 +42,10 @@ HELP = {
     "config": "YAML file that adds rules, changes severities and ignores known benign lines",
     "fail_on": "lowest severity that fails the run: error (default) or warning",
     "engine": "matching engine: auto (default: hyperscan when installed), hyperscan or python",
+    "annotation_slots": (
+        "with --format github, annotations of each type still free on this step, as "
+        "error=N,warning=N,notice=N (default: 10 each, GitHub's per-step cap)"
+    ),
     "timeout": "wall-clock limit for the whole command, e.g. 90, 30s, 10m, 1h (default: none)",
     "idle_timeout": "fail when the command prints nothing on stdout or stderr for this long (default: none)",
     "kill_grace": f"time between SIGTERM and SIGKILL for the process tree (default: {DEFAULT_KILL_GRACE})",
@@ -70,6 +74,26 @@ def _add_report_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--engine", choices=["auto", "hyperscan", "python"], default="auto", help=HELP["engine"]
     )
+    parser.add_argument(
+        "--annotation-slots", metavar="TYPE=N,...", type=_annotation_slots, help=HELP["annotation_slots"]
+    )
+
+
+def _annotation_slots(text: str) -> Dict[Severity, int]:
+    """``error=N,warning=N,notice=N`` (any subset) -> free annotation slots per severity."""
+    slots: Dict[Severity, int] = {}
+    for item in text.split(","):
+        name, _, count = item.partition("=")
+        try:
+            severity = Severity(name.strip())
+            slots[severity] = int(count)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"expected error=N,warning=N,notice=N with N >= 0, got {text!r}"
+            ) from None
+        if slots[severity] < 0:
+            raise argparse.ArgumentTypeError(f"expected N >= 0, got {text!r}")
+    return slots
 
 
 def _scan_parser() -> argparse.ArgumentParser:
@@ -139,7 +163,10 @@ def _emit(report: Report, args: argparse.Namespace) -> None:
         report_path = os.path.abspath(args.json) if args.json else ""
         outputs = github.render_outputs(report, report_path)
         _write_file(args.github_output, outputs, "--github-output", append=True)
-    sys.stdout.write(_renderers()[args.format](report))
+    if args.format == "github":
+        sys.stdout.write(github.render_annotations(report, slots=args.annotation_slots))
+    else:
+        sys.stdout.write(_renderers()[args.format](report))
     sys.stdout.flush()
 
 

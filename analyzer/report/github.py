@@ -10,7 +10,7 @@ we choose which findings get the slots and say in one notice how many more the j
 from __future__ import annotations
 
 import uuid
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ..model import Finding, Report, Severity
 from ._escape import one_line
@@ -51,17 +51,24 @@ def _annotation(finding: Finding) -> str:
 
 
 def select_annotations(
-    findings: Sequence[Finding], per_severity_cap: int = RUNNER_ANNOTATIONS_PER_TYPE
+    findings: Sequence[Finding],
+    per_severity_cap: int = RUNNER_ANNOTATIONS_PER_TYPE,
+    slots: Optional[Mapping[Severity, int]] = None,
 ) -> Tuple[List[Finding], List[Finding]]:
     """Split ranked ``findings`` into ``(annotated, left_out)``, at most ``per_severity_cap`` each.
 
+    ``slots`` lowers the cap of a severity to what is left of the step's budget when annotations of
+    that type were already made on the same step (in a composite action every embedded step, and the
+    runner's own "Unexpected input(s)" warning, share the ``uses:`` step's 10 per type).
     When anything is left out, one notice slot is kept free for the notice that says so: the runner
     would drop an eleventh notice, and that one must not be it.
     """
     caps = {severity: per_severity_cap for severity in Severity}
+    for severity, left in (slots or {}).items():
+        caps[severity] = max(0, min(caps[severity], left))
     totals = {severity: sum(1 for f in findings if f.severity is severity) for severity in Severity}
     if any(totals[s] > caps[s] for s in Severity):
-        caps[Severity.NOTICE] = max(0, per_severity_cap - 1)
+        caps[Severity.NOTICE] = max(0, caps[Severity.NOTICE] - 1)
     used = {severity: 0 for severity in Severity}
     annotated: List[Finding] = []
     left_out: List[Finding] = []
@@ -74,8 +81,13 @@ def select_annotations(
     return annotated, left_out
 
 
-def render_annotations(report: Report, per_severity_cap: int = RUNNER_ANNOTATIONS_PER_TYPE) -> str:
-    """Workflow-command lines: one annotation per finding, root cause first, capped per severity.
+def render_annotations(
+    report: Report,
+    per_severity_cap: int = RUNNER_ANNOTATIONS_PER_TYPE,
+    slots: Optional[Mapping[Severity, int]] = None,
+) -> str:
+    """Workflow-command lines: one annotation per finding, root cause first, capped per severity
+    (and by ``slots``, what is left of the step's budget: see ``select_annotations``).
 
     Findings beyond the cap are summed up in exactly one ``::notice`` pointing at the job summary.
     Only the one-line message is annotated; excerpts live in the summary and the JSON report.
@@ -86,7 +98,7 @@ def render_annotations(report: Report, per_severity_cap: int = RUNNER_ANNOTATION
         # Ranking already puts the root cause first; make sure of it, the first annotation is read most.
         ordered.remove(cause)
         ordered.insert(0, cause)
-    annotated, left_out = select_annotations(ordered, per_severity_cap)
+    annotated, left_out = select_annotations(ordered, per_severity_cap, slots)
     lines = [_annotation(finding) for finding in annotated]
     if left_out:
         breakdown = ", ".join(
