@@ -1,22 +1,21 @@
-"""Benchmark the log scanner against ``LC_ALL=C grep -E -c`` on a realistic GPU CI log.
+"""Benchmark the whole scan against ``LC_ALL=C grep -E -c`` on the log shapes of real GPU CI.
 
-Usage: ``python bench/scan_bench.py [--size 1G] [--giant 256M] [--keep DIR] [--repeat N]``
+Usage: ``python bench/scan_bench.py [--size 1G] [--shapes gpu-job,tests-unique,...] [--giant 256M]
+[--keep DIR] [--repeat N]``
 
-It writes, into a temporary directory deleted afterwards:
-- a log of ``--size`` bytes shaped like a GPU job with ``NCCL_DEBUG=INFO``: GitHub timestamps on every
-  line, NCCL INFO chatter full of innocent "timeout" words, coloured pytest output, ``\\r`` progress
-  bars, long JSON lines, training chatter (``timeout=1800 timed_out=False exitcode: 0``) and a few
-  planted true positives (a segfault, an atexit traceback, an NCCL watchdog timeout, a killed worker);
-- a single line of ``--giant`` bytes of ``\\r`` progress bar (peak-memory case).
+The shapes are in ``bench/logshapes.py``: the NCCL-heavy job log written here (``write_log``), two
+test-heavy logs (40% pytest ``-v`` lines, unique and repeated ids), 5 million short lines, 50 MiB
+lines, and a GitHub run archive of 200 jobs; plus a single ``--giant`` line of ``\\r`` progress bar.
 
-Then, in one run and each in its own subprocess (wall time, and peak RSS from ``os.wait4``): grep with
-the same patterns, and the scanner's ``iter_matches`` with each available engine. The patterns are the
-real catalogue's (``load_catalogue()``) when it loads, translated to POSIX ERE for grep (named groups and
-``(?:`` become plain groups, ``\\d``/``\\s``/``\\w`` become bracket classes, lazy quantifiers become greedy,
-caseless rules get ``[xX]`` brackets, ``^`` anchors are dropped because every raw line starts with a
-timestamp); a rule using syntax ERE lacks (lookaround, backreferences) is
-given to grep as its literal alternatives. Without a catalogue, a 14-pattern sentinel set is used by
-both. grep counts matching lines, the scanner counts matches; both counts are printed as a sanity check.
+For each shape, in one run and each in its own subprocess (wall time, and the child's peak RSS polled
+from ``/proc``): grep with the same patterns, and the whole scan as a user runs it,
+``python -m analyzer --format json --engine E LOG``, with each available engine, as ratios to grep.
+The patterns are the real catalogue's (``load_catalogue()``) when it loads, translated to POSIX ERE for
+grep (named groups and ``(?:`` become plain groups, ``\\d``/``\\s``/``\\w`` become bracket classes, lazy
+quantifiers become greedy, caseless rules get ``[xX]`` brackets, ``^`` anchors are dropped because every
+raw line starts with a timestamp); a rule using syntax ERE lacks (lookaround, backreferences) is given
+to grep as its literal alternatives. grep reads the archive's members extracted (it cannot unzip); the
+scanner reads the zip itself and inflates it.
 """
 
 from __future__ import annotations
@@ -325,7 +324,9 @@ def _grep_accepts(ere: str) -> bool:
 # ---------------------------------------------------------------------------------- measuring
 
 
-def measure(argv: Sequence[str], env: Optional[dict] = None) -> Tuple[float, float, str]:
+def measure(
+    argv: Sequence[str], env: Optional[dict] = None, ok_status: Sequence[int] = (0, 1)
+) -> Tuple[float, float, str]:
     """Run ``argv``; return (wall seconds, peak RSS in MiB of that child, stdout).
 
     Peak RSS is the child's own ``VmHWM`` from ``/proc``, polled while it runs: ``ru_maxrss`` from
@@ -334,7 +335,7 @@ def measure(argv: Sequence[str], env: Optional[dict] = None) -> Tuple[float, flo
     """
     start = time.monotonic()
     with tempfile.TemporaryFile() as out:
-        proc = subprocess.Popen(list(argv), stdout=out, env=env)
+        proc = subprocess.Popen(list(argv), stdout=out, env=env, cwd=ROOT)
         peak_kib = 0
         status_path = f"/proc/{proc.pid}/status"
         while proc.poll() is None:
@@ -343,7 +344,7 @@ def measure(argv: Sequence[str], env: Optional[dict] = None) -> Tuple[float, flo
         wall = time.monotonic() - start
         out.seek(0)
         text = out.read().decode().strip()
-    if proc.returncode != 0:
+    if proc.returncode not in ok_status:
         raise SystemExit(f"{argv[0]} failed with status {proc.returncode}")
     return wall, peak_kib / 1024.0, text
 
@@ -359,34 +360,53 @@ def _vm_hwm_kib(status_path: str) -> int:
     return 0
 
 
-SCAN_CHILD = """
-import sys
-sys.path.insert(0, {root!r})
-from analyzer.scan.engine import iter_matches
-from analyzer.scan.sources import iter_sources
-engine, path, label = sys.argv[1], sys.argv[2], sys.argv[3]
-if label == "sentinels":
-    import regex
-    from analyzer.model import Kind, Severity
-    from analyzer.rules.model import Catalogue, Rule
-    pats = {sentinels!r}
-    catalogue = Catalogue(rules=tuple(
-        Rule(id="s%d" % i, kind=Kind.CRASH, severity=Severity.ERROR, message="m", doc="d", pattern=p,
-             pattern_re=regex.compile(p)) for i, p in enumerate(pats)))
-else:
-    from analyzer.rules.loader import load_catalogue
-    catalogue = load_catalogue()
-total = events = 0
-for match in iter_matches(iter_sources([path]), catalogue, engine):
-    total += 1
-    events += match.rule.marker is None
-print("%d/%d" % (total, events))
-"""
+def _scanner_argv(engine: str, path: str) -> List[str]:
+    """The whole scan as a user runs it: CLI, rules, engine, ranking and the JSON report."""
+    return [sys.executable, "-m", "analyzer", "--format", "json", "--engine", engine, path]
+
+
+def _findings(stdout: str) -> str:
+    import json
+
+    try:
+        report = json.loads(stdout)
+    except ValueError:
+        return "bad json"
+    severities = [f["severity"] for f in report["findings"]]
+    return f"{severities.count('error')}e/{severities.count('warning')}w/{severities.count('notice')}n"
+
+
+def _grep_target(shape: str, path: str, tmp: str) -> List[str]:
+    """What grep reads: the log itself, or for the archive its members extracted (grep cannot unzip)."""
+    if shape != "archive":
+        return [path]
+    out = os.path.join(tmp, "archive-extracted")
+    if not os.path.isdir(out):
+        import zipfile
+
+        with zipfile.ZipFile(path) as archive:
+            archive.extractall(out)
+    return ["-r", out]
+
+
+def _shape_size(shape: str, size: int) -> int:
+    if shape == "short-lines":
+        return 5_000_000 * 6
+    if shape == "long-lines":
+        return 3 * (50 << 20)
+    return size
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
+    from logshapes import SHAPES
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--size", default="1G", help="size of the realistic log (default 1G)")
+    parser.add_argument("--size", default="1G", help="size of each sized shape (default 1G)")
+    parser.add_argument(
+        "--shapes",
+        default=",".join(SHAPES),
+        help=f"comma-separated shapes to measure (default all: {','.join(SHAPES)})",
+    )
     parser.add_argument(
         "--giant", default="256M", help="size of the single-line progress bar (default 256M; 0 skips)"
     )
@@ -395,6 +415,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parser.parse_args(argv)
     size = parse_size(args.size)
     giant = parse_size(args.giant)
+    shapes = [s for s in args.shapes.split(",") if s]
+    unknown = [s for s in shapes if s not in SHAPES]
+    if unknown:
+        raise SystemExit(f"--shapes: unknown shape(s) {', '.join(unknown)}; known: {', '.join(SHAPES)}")
 
     sys.path.insert(0, ROOT)
     from analyzer.scan._engine_prefilter import hyperscan_available
@@ -403,57 +427,59 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     eres, fallbacks = grep_patterns(rules)
     tmp = args.keep or tempfile.mkdtemp(prefix="scan-bench-")
     os.makedirs(tmp, exist_ok=True)
+    engines = ["hyperscan", "python"] if hyperscan_available() else ["python"]
+    grep_env = {"LC_ALL": "C", "PATH": os.environ.get("PATH", "")}
+    print(f"patterns: {label}; grep gets {len(eres)} ERE patterns ({fallbacks} rules as literals)")
+    print(f"load average: {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs")
+    print("scanner = the whole `python -m analyzer --format json --engine E LOG`; peak = its VmHWM")
+    print("findings: errors/warnings/notices in the report; grep: matching lines")
     try:
-        log = os.path.join(tmp, "big.log")
-        t0 = time.monotonic()
-        planted = write_log(log, size)
-        actual = os.path.getsize(log)
-        print(
-            f"log: {actual / 1e6:.0f} MB, {planted} planted events, written in {time.monotonic() - t0:.1f}s"
-        )
-        print(f"patterns: {label}; grep gets {len(eres)} ERE patterns ({fallbacks} rules as literals)")
-        print(f"load average: {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs")
         pattern_file = os.path.join(tmp, "patterns.ere")
         with open(pattern_file, "w") as f:
             f.write("\n".join(eres) + "\n")
-        subprocess.run(["cat", log], stdout=subprocess.DEVNULL, check=True)  # warm the page cache
-        engines = ["hyperscan", "python"] if hyperscan_available() else ["python"]
-        child = SCAN_CHILD.format(root=ROOT, sentinels=SENTINELS)
-        rows = []
-        grep_wall = _best(
-            args.repeat,
-            ["grep", "-E", "-c", "-f", pattern_file, log],
-            {"LC_ALL": "C", "PATH": os.environ.get("PATH", "")},
-        )
-        rows.append(("grep -E -c", grep_wall))
-        for engine in engines:
-            rows.append(
-                (
-                    f"scanner --engine {engine}",
-                    _best(args.repeat, [sys.executable, "-c", child, engine, log, label]),
-                )
-            )
-        print("\ncount: grep's matching lines; the scanner's matches / those that are not markers")
-        print(f"{'command':<26} {'wall s':>8} {'MB/s':>8} {'x grep':>7} {'peak MiB':>9} {'count':>12}")
-        for name, (wall, rss, out) in rows:
-            speed = actual / 1e6 / wall
-            print(f"{name:<26} {wall:8.2f} {speed:8.0f} {wall / grep_wall[0]:7.2f} {rss:9.1f} {out:>12}")
+        print(f"\n{'shape':<15} {'MB':>6} {'command':<22} {'wall s':>8} {'MB/s':>7} {'x grep':>7} "
+              f"{'peak MiB':>9} {'findings':>12}")
+        for shape in shapes:
+            suffix = ".zip" if shape == "archive" else ".log"
+            log = os.path.join(tmp, shape + suffix)
+            if not os.path.exists(log):
+                SHAPES[shape](log, _shape_size(shape, size))
+            actual = os.path.getsize(log)
+            target = _grep_target(shape, log, tmp)
+            read_bytes = _tree_size(target[-1])
+            subprocess.run(["cat", log], stdout=subprocess.DEVNULL, check=True)  # warm the page cache
+            grep = _best(args.repeat, ["grep", "-E", "-c", "-f", pattern_file, *target], grep_env)
+            grep_count = sum(int(x.rsplit(":", 1)[-1]) for x in grep[2].splitlines()) if grep[2] else 0
+            print(f"{shape:<15} {actual / 1e6:6.0f} {'grep -E -c':<22} {grep[0]:8.2f} "
+                  f"{read_bytes / 1e6 / grep[0]:7.0f} {1.0:7.2f} {grep[1]:9.1f} {grep_count:>12}")
+            for engine in engines:
+                wall, rss, out = _best(args.repeat, _scanner_argv(engine, log), ok_status=(0, 1))
+                print(f"{'':<15} {'':>6} {'scan ' + engine:<22} {wall:8.2f} {read_bytes / 1e6 / wall:7.0f} "
+                      f"{wall / grep[0]:7.2f} {rss:9.1f} {_findings(out):>12}")
         if giant:
             gpath = os.path.join(tmp, "giant.log")
             write_giant(gpath, giant)
             gsize = os.path.getsize(gpath)
             print(f"\nsingle line of {gsize / 2**20:.0f} MiB (\\r progress bar, one error at its end):")
             for engine in engines:
-                wall, rss, out = _best(1, [sys.executable, "-c", child, engine, gpath, label])
-                print(f"scanner --engine {engine:<10} {wall:8.2f} s  peak {rss:6.1f} MiB  matches {out}")
+                wall, rss, out = _best(1, _scanner_argv(engine, gpath), ok_status=(0, 1))
+                print(f"scan {engine:<10} {wall:8.2f} s  peak {rss:6.1f} MiB  findings {_findings(out)}")
     finally:
         if not args.keep:
             shutil.rmtree(tmp, ignore_errors=True)
     return 0
 
 
-def _best(repeat: int, argv: Sequence[str], env: Optional[dict] = None) -> Tuple[float, float, str]:
-    runs = [measure(argv, env) for _ in range(max(1, repeat))]
+def _tree_size(path: str) -> int:
+    if os.path.isfile(path):
+        return os.path.getsize(path)
+    return sum(os.path.getsize(os.path.join(d, f)) for d, _, files in os.walk(path) for f in files)
+
+
+def _best(
+    repeat: int, argv: Sequence[str], env: Optional[dict] = None, ok_status: Sequence[int] = (0, 1)
+) -> Tuple[float, float, str]:
+    runs = [measure(argv, env, ok_status) for _ in range(max(1, repeat))]
     return min(runs, key=lambda r: r[0])
 
 
