@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import zipfile
 import zlib
+from dataclasses import dataclass
 from typing import IO, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 from ..errors import InputError, UsageError
@@ -42,6 +43,31 @@ MAX_TIMEOUTS_PER_RULE = 5
 _READ_ERRORS = (OSError, EOFError, ValueError, RuntimeError, zipfile.BadZipFile, zlib.error)
 
 
+@dataclass(frozen=True)
+class Prepared:
+    """A catalogue's rules compiled for one engine, shared by every source scanned with them."""
+
+    rules: Tuple[Rule, ...]
+    plan: Plan
+    finder: Finder
+    timeout_s: float
+
+
+def prepare(catalogue: Catalogue, engine: str = "auto") -> Prepared:
+    """Compile ``catalogue`` for ``engine``; raises ``UsageError`` for an unknown or unavailable one."""
+    rules = tuple(catalogue.rules)
+    plan = build_plan(rules)
+    return Prepared(rules, plan, make_finder(plan, engine), catalogue.match_timeout_s)
+
+
+def scan_source(source: Source, prepared: Prepared, seq: int = 0) -> Iterator[Match]:
+    """Yield every rule match of one source in line order, ``seq`` counting up from ``seq``."""
+    scanner = _SourceScan(
+        source.display_path, prepared.rules, prepared.plan, prepared.finder, prepared.timeout_s, seq
+    )
+    return scanner.run(source)
+
+
 def iter_matches(sources: Iterable[Source], catalogue: Catalogue, engine: str = "auto") -> Iterator[Match]:
     """Yield every rule match (marker rules included) in file order, with increasing ``seq``.
 
@@ -49,12 +75,12 @@ def iter_matches(sources: Iterable[Source], catalogue: Catalogue, engine: str = 
     identical matches. Raises ``UsageError`` for an unknown or unavailable engine and ``InputError``
     when a source cannot be read.
     """
-    rules = tuple(catalogue.rules)
-    plan = build_plan(rules)
-    finder = make_finder(plan, engine)
+    prepared = prepare(catalogue, engine)
     seq = 0
     for source in sources:
-        scanner = _SourceScan(source.display_path, rules, plan, finder, catalogue.match_timeout_s, seq)
+        scanner = _SourceScan(
+            source.display_path, prepared.rules, prepared.plan, prepared.finder, prepared.timeout_s, seq
+        )
         yield from scanner.run(source)
         seq = scanner.seq
 

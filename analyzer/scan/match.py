@@ -27,3 +27,5 @@ class Match:
     seq: int
     groups: Mapping[str, str] = field(default_factory=dict)
     rank: Optional[int] = None
+    # The test the log showed running at this line (see ``analyzer.scan.attribution``), if any.
+    test: Optional[str] = None

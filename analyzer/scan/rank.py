@@ -463,3 +463,18 @@ def _clip(text: str, limit: int) -> str:
 
 def _one_line(text: str) -> str:
     return " ".join(text.split()) if ("\n" in text or "\r" in text) else text
+
+
+def preliminary_finding(match: Match) -> Finding:
+    """What a live scan reports the moment ``match`` is seen: no folding, context or demotion yet."""
+    rule = match.rule
+    return Finding(
+        kind=rule.kind if rule.kind is not None else Kind.CRASH,
+        rule=rule.id,
+        severity=_severity(rule),
+        path=match.path,
+        line=match.line,
+        message=format_message(rule.message, match.groups),
+        excerpt=match.excerpt,
+        test=match.test,
+    )
