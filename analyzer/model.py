@@ -20,13 +20,18 @@ GUARD_IDLE_TIMEOUT_RULE = "guard-idle-timeout"
 GUARD_CANCELLED_RULE = "guard-cancelled"
 GUARD_UNKILLABLE_RULE = "guard-unkillable-process"
 GUARD_LEAKED_RULE = "guard-leaked-process"
+GUARD_ABORTED_RULE = "guard-aborted"  # --abort-on: a live finding ended the command (kind hang, error)
 GUARD_RULE_IDS = (
     GUARD_TIMEOUT_RULE,
     GUARD_IDLE_TIMEOUT_RULE,
     GUARD_CANCELLED_RULE,
     GUARD_UNKILLABLE_RULE,
     GUARD_LEAKED_RULE,
+    GUARD_ABORTED_RULE,
 )
+# The scanner's own finding (kind scan-incomplete): an unreadable file or a device skipped inside a
+# scanned directory, a user pattern disabled for its time budget. A catalogue entry like the above.
+SCAN_INCOMPLETE_RULE = "scan-incomplete"
 
 
 class Kind(str, enum.Enum):
