@@ -34,7 +34,27 @@ RUN_DESCRIPTION = (
     "Exit status: 0 pass, 124 timed out, the command's own status when it failed, 1 when it exited 0 "
     "but a failing finding was made, 2 bad usage."
 )
+GH_DESCRIPTION = (
+    "Fetch the job logs of GitHub Actions runs through the REST API (token from GH_TOKEN, else "
+    "GITHUB_TOKEN), scan each like a local log, and triage every failure as new, flaky, known (it also "
+    "failed in a --baseline run) or broken. Exit status: 0 no job failed, 1 a job failed, 2 bad usage, "
+    "an API error or a missing cache entry."
+)
+MERGE_DESCRIPTION = (
+    "Merge the report.json of many guarded jobs (a matrix's artifacts, searched recursively) into one "
+    "report and one summary, with the same triage as gh. Exit status: 0 no job failed, 1 a job failed, "
+    "2 bad usage or an unreadable report."
+)
 HELP = {
+    "run": "workflow run id to read (repeatable)",
+    "attempt": "read the jobs of this attempt of each run (default: each job's latest execution)",
+    "all_attempts": "read every execution of every job, each once",
+    "baseline": "run id (e.g. the base branch's latest) read for triage only: known vs new (repeatable)",
+    "job": "only jobs whose name matches this case-sensitive glob (fnmatch); others are not downloaded",
+    "api_url": "REST API base (default: $GITHUB_API_URL, else https://api.github.com; GHES: https://HOST/api/v3)",
+    "cache_dir": "keep run objects, job lists and completed jobs' logs here; answer from it when offline",
+    "workers": "log downloads at once (default: 8); scans run one at a time",
+    "job_name": "the job name recorded in the report (a matrix job labels itself; default: $GITHUB_JOB)",
     "format": "what to print on stdout: text (default), json, markdown or github (workflow commands)",
     "json": "also write the JSON report to FILE",
     "summary": "append the Markdown report to FILE (as GitHub's $GITHUB_STEP_SUMMARY expects)",
@@ -113,17 +133,19 @@ def _run_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--allow-workflow-commands", action="store_true", help=HELP["allow_workflow_commands"]
     )
+    parser.add_argument("--job-name", metavar="NAME", help=HELP["job_name"])
     _add_report_options(parser)
     return parser
 
 
-def _renderers() -> Dict[str, Callable[[Report], str]]:
-    from .report import github, json_report, markdown, text
+def _renderers(report: Optional[Report] = None) -> Dict[str, Callable[[Report], str]]:
+    from .report import github, json_report, markdown, multi_markdown, text
 
+    many = report is not None and report.jobs is not None  # gh and merge: a report of many jobs
     return {
-        "text": text.render_text,
+        "text": multi_markdown.render_many_text if many else text.render_text,
         "json": json_report.render_json,
-        "markdown": markdown.render_markdown,
+        "markdown": multi_markdown.render_many_markdown if many else markdown.render_markdown,
         "github": github.render_annotations,
     }
 
@@ -152,12 +174,12 @@ def _write_file(path: str, text: str, option: str, append: bool = False) -> None
 
 
 def _emit(report: Report, args: argparse.Namespace) -> None:
-    from .report import github, json_report, markdown
+    from .report import github, json_report
 
     if args.json:
         _write_file(args.json, json_report.render_json(report), "--json")
     if args.summary:
-        summary = markdown.render_markdown(report, report_path=args.json)
+        summary = _renderers(report)["markdown"](report, report_path=args.json)
         _write_file(args.summary, summary, "--summary", append=True)
     if args.github_output:
         report_path = os.path.abspath(args.json) if args.json else ""
@@ -166,7 +188,7 @@ def _emit(report: Report, args: argparse.Namespace) -> None:
     if args.format == "github":
         sys.stdout.write(github.render_annotations(report, slots=args.annotation_slots))
     else:
-        sys.stdout.write(_renderers()[args.format](report))
+        sys.stdout.write(_renderers(report)[args.format](report))
     sys.stdout.flush()
 
 
@@ -197,6 +219,7 @@ def _main_run(argv: Sequence[str]) -> int:
     args = _run_parser().parse_args(options_argv)
     from .rules.loader import load_catalogue
     from .scan import scan_paths
+    from .gh.facts import facts_from_env
     from .supervise.guard import GuardOptions, supervise
 
     catalogue = load_catalogue(args.config)  # a bad config fails before the command runs for an hour
@@ -223,9 +246,94 @@ def _main_run(argv: Sequence[str]) -> int:
         findings=tuple(findings),
         command=supervision.command,
         diagnostics=supervision.diagnostics,
+        job=facts_from_env(os.environ, args.job_name),
     )
     _emit(report, args)
     return status
+
+
+def _gh_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog=f"{PROG} gh", description=GH_DESCRIPTION)
+    parser.add_argument("owner_repo", metavar="OWNER/REPO", help="the repository whose runs to read")
+    parser.add_argument("--run", metavar="RUN_ID", type=int, action="append", required=True, help=HELP["run"])
+    attempts = parser.add_mutually_exclusive_group()
+    attempts.add_argument("--attempt", metavar="N", type=int, help=HELP["attempt"])
+    attempts.add_argument("--all-attempts", action="store_true", help=HELP["all_attempts"])
+    parser.add_argument(
+        "--baseline", metavar="RUN_ID", type=int, action="append", default=[], help=HELP["baseline"]
+    )
+    parser.add_argument("--job", metavar="GLOB", help=HELP["job"])
+    parser.add_argument("--api-url", metavar="URL", help=HELP["api_url"])
+    parser.add_argument("--cache-dir", metavar="DIR", help=HELP["cache_dir"])
+    parser.add_argument("--workers", metavar="N", type=int, default=8, help=HELP["workers"])
+    _add_report_options(parser)
+    return parser
+
+
+def _merge_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog=f"{PROG} merge", description=MERGE_DESCRIPTION)
+    parser.add_argument("paths", nargs="+", metavar="PATH", help="report.json file, or a directory of them")
+    _add_report_options(parser)
+    return parser
+
+
+def _stderr_line(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def _progress() -> Optional[Callable[[str], None]]:
+    """Progress on stderr only when it is a terminal: CI logs get the result, not a ticker."""
+    if not sys.stderr.isatty():
+        return None
+
+    def show(line: str) -> None:
+        sys.stderr.write("\r\x1b[K" + line)
+        sys.stderr.flush()
+
+    return show
+
+
+def _main_gh(argv: Sequence[str]) -> int:
+    args = _gh_parser().parse_args(argv)
+    from .gh.client import Client, api_url_from_env, token_from_env
+    from .gh.fetch import Selection
+    from .gh.runs import GhOptions, check_owner_repo, gh_report
+    from .rules.loader import load_catalogue
+    from .scan import scan_paths
+
+    if args.workers < 1:
+        raise UsageError(f"--workers {args.workers}: expected at least 1")
+    catalogue = load_catalogue(args.config)
+    options = GhOptions(
+        owner_repo=check_owner_repo(args.owner_repo),
+        runs=tuple(args.run),
+        selection=Selection(attempt=args.attempt, all_attempts=args.all_attempts, job_glob=args.job),
+        baselines=tuple(args.baseline),
+        cache_dir=args.cache_dir,
+        workers=args.workers,
+        fail_on=Severity(args.fail_on),
+    )
+    client = Client(api_url_from_env(dict(os.environ), args.api_url), token_from_env(dict(os.environ)))
+    progress = _progress()
+
+    def scan(path: str) -> list:
+        return scan_paths([path], catalogue, engine=args.engine)
+
+    report = gh_report(options, client, scan, _stderr_line, progress)
+    if progress is not None:
+        sys.stderr.write("\n")
+    _emit(report, args)
+    return report.exit_status
+
+
+def _main_merge(argv: Sequence[str]) -> int:
+    args = _merge_parser().parse_args(argv)
+    from .gh.combine import combine
+    from .gh.merge import read_reports
+
+    report = combine(read_reports(args.paths, _stderr_line), Severity(args.fail_on))
+    _emit(report, args)
+    return report.exit_status
 
 
 def _asks_for_github_format(argv: Sequence[str]) -> bool:
@@ -242,6 +350,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         if argv[:1] == ["run"]:
             return _main_run(argv[1:])
+        if argv[:1] == ["gh"]:
+            return _main_gh(argv[1:])
+        if argv[:1] == ["merge"]:
+            return _main_merge(argv[1:])
         if argv[:1] == ["scan"]:
             argv = argv[1:]
         return _main_scan(argv)

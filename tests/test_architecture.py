@@ -18,6 +18,7 @@ ALLOWED = {
     "report": LEAVES | {"report"},
     "scan": LEAVES | {"rules", "scan"},
     "verdict": LEAVES,
+    "gh": LEAVES | {"gh", "rules", "scan", "verdict"},
 }
 
 
