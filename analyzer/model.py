@@ -85,6 +85,14 @@ class TimeoutReason(str, enum.Enum):
     # A live finding of a kind named in --abort-on appeared and the command did not end by itself.
     ABORTED = "aborted"
 
+    # Renderers print the reason in f-strings: the value, on every Python (3.11 and later would
+    # print "TimeoutReason.WALL" for a plain str mix-in).
+    def __str__(self) -> str:
+        return str(self.value)
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self.value), spec)
+
 
 @dataclass(frozen=True)
 class Finding:
@@ -161,11 +169,14 @@ class CommandResult:
     exit_code: Optional[int]
     signal: Optional[str] = None
     timed_out: bool = False
-    timeout_reason: Optional[str] = None  # "wall" | "idle" | "cancelled"
+    timeout_reason: Optional[TimeoutReason] = None
     duration_s: float = 0.0
     leftover_pids: Tuple[int, ...] = ()
     unkillable_pids: Tuple[int, ...] = ()
     log_dir: Optional[str] = None
+    # How the guard held the tree: "cgroup-v2", "cgroup-v1" (the kernel's own membership, freeze and
+    # kill) or "process-scan" (session, subreaper and environment token); None outside the guard.
+    containment: Optional[str] = None
 
     def to_dict(self) -> Dict[str, Any]:
         return {
@@ -173,10 +184,11 @@ class CommandResult:
             "exit_code": self.exit_code,
             "signal": self.signal,
             "timed_out": self.timed_out,
-            "timeout_reason": self.timeout_reason,
+            "timeout_reason": None if self.timeout_reason is None else str(self.timeout_reason),
             "duration_s": round(self.duration_s, 3),
             "leftover_pids": list(self.leftover_pids),
             "unkillable_pids": list(self.unkillable_pids),
+            "containment": self.containment,
         }
 
 

@@ -40,21 +40,30 @@ from ..model import (
     Kind,
     ProcessInfo,
     Severity,
+    TimeoutReason,
 )
 from . import escalate, snapshot, spawn, tree, workflow
-from .pump import Activity, StreamPump
+from .pump import Activity, Console, StreamPump
+
+try:
+    from ..model import GUARD_ABORTED_RULE
+except ImportError:  # until the shared model names it
+    GUARD_ABORTED_RULE = "guard-aborted"
 
 STDOUT_LOG = "stdout.log"
 STDERR_LOG = "stderr.log"
 STACKS_FILE = "stacks.txt"
 PROCESSES_FILE = "processes.txt"
 GPU_FILE = "gpu.txt"
+EVIDENCE_FILES = (STACKS_FILE, PROCESSES_FILE, GPU_FILE)
 
 RULE_FOR_REASON = {
-    "wall": GUARD_TIMEOUT_RULE,
-    "idle": GUARD_IDLE_TIMEOUT_RULE,
-    "cancelled": GUARD_CANCELLED_RULE,
+    TimeoutReason.WALL: GUARD_TIMEOUT_RULE,
+    TimeoutReason.IDLE: GUARD_IDLE_TIMEOUT_RULE,
+    TimeoutReason.CANCELLED: GUARD_CANCELLED_RULE,
+    TimeoutReason.ABORTED: GUARD_ABORTED_RULE,
 }
+ABORT_POLL_S = 0.25
 
 DUMP_TIMEOUT_S = 3.0
 NATIVE_DUMP_TIMEOUT_S = 2.0
@@ -66,6 +75,10 @@ CANCEL_DUMP_TIMEOUT_S = 1.5
 CANCEL_KILL_GRACE_S = 3.0
 PIPE_DRAIN_S = 2.0
 CANCEL_PIPE_DRAIN_S = 0.5
+DRAIN_AFTER_STOP_S = 0.5  # copying what is left in a pipe into the log: 1 MiB takes milliseconds
+CONSOLE_CUT_WAIT_S = 0.5
+_CREATE_TRIES = 3
+CHUNK_COPY_BYTES = 1 << 20
 _STREAM_SETTLE_S = 0.05
 _MAX_EXCERPT = 4000
 _MAX_OTHERS_NAMED = 3
@@ -86,7 +99,21 @@ _WAITING_ON_PEERS = frozenset(
 
 @dataclass(frozen=True)
 class GuardOptions:
-    """What to run and how long to let it; durations in seconds, ``None`` meaning no limit."""
+    """What to run and how long to let it; durations in seconds, ``None`` meaning no limit.
+
+    The hooks let a caller (the live scan) follow the run without the guard knowing what it does:
+
+    - ``on_log_ready(stream, fd)``: once per stream (``"stdout"``, ``"stderr"``) right after the guard
+      created that log, with a new read-only descriptor on the very file the guard writes (it stays
+      that file even if the command replaces the path); the callee owns and closes ``fd``.
+    - ``on_output(stream, total_bytes, arrived)``: from the pump thread after each chunk is fully in
+      the log (``arrived`` is ``time.monotonic()`` when it was read), and once more with the final
+      total when the pump stops. It must be cheap: the pump waits for it.
+    - ``abort_requested()``: polled at least every ``ABORT_POLL_S`` while the command runs; a returned
+      description (``"NCCL watchdog timeout at stderr.log:812"``) makes the guard diagnose and end the
+      tree as for a wall timeout, with ``TimeoutReason.ABORTED``.
+    - ``extra_env`` is set in the command's environment and ``remove_env`` names are removed from it.
+    """
 
     argv: Tuple[str, ...]
     log_dir: str
@@ -96,6 +123,11 @@ class GuardOptions:
     leak_grace_s: float = 2.0
     allow_workflow_commands: bool = False
     echo: bool = True
+    on_log_ready: Optional[Callable[[str, int], None]] = None
+    on_output: Optional[Callable[[str, int, float], None]] = None
+    abort_requested: Optional[Callable[[], Optional[str]]] = None
+    extra_env: Tuple[Tuple[str, str], ...] = ()
+    remove_env: Tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -157,6 +189,7 @@ class _Run:
         self.started = time.monotonic()
         self.started_wall = time.time()
         self.ended: Optional[float] = None
+        self.abort_reason = ""
 
     # -- tree -----------------------------------------------------------------------------------
     def living_tree(self) -> List[psutil.Process]:
@@ -200,8 +233,8 @@ class _Run:
             )
 
     # -- clocks ---------------------------------------------------------------------------------
-    def watch(self, cancel: _Cancel, wake_fd: int) -> Optional[str]:
-        """Block until the command exits (None) or a clock runs out ("wall", "idle", "cancelled")."""
+    def watch(self, cancel: _Cancel, wake_fd: int) -> Optional[TimeoutReason]:
+        """Block until the command exits (None) or a clock runs out, a cancel or an abort comes."""
         options = self.options
         pidfd = _pidfd(self.proc.pid)
         try:
@@ -209,18 +242,25 @@ class _Run:
                 if self.proc.poll() is not None:
                     return None
                 if cancel.signum is not None:
-                    return "cancelled"
+                    return TimeoutReason.CANCELLED
+                if options.abort_requested is not None:
+                    why = options.abort_requested()
+                    if why:
+                        self.abort_reason = why
+                        return TimeoutReason.ABORTED
                 now = time.monotonic()
                 waits = [1.0 if pidfd is not None else 0.05]
+                if options.abort_requested is not None:
+                    waits.append(ABORT_POLL_S)
                 if options.timeout_s is not None:
                     left = self.started + options.timeout_s - now
                     if left <= 0:
-                        return "wall"
+                        return TimeoutReason.WALL
                     waits.append(left)
                 if options.idle_timeout_s is not None:
                     left = self.activity.last + options.idle_timeout_s - now
                     if left <= 0:
-                        return "idle"
+                        return TimeoutReason.IDLE
                     waits.append(left)
                 fds = [wake_fd] + ([pidfd] if pidfd is not None else [])
                 ready, _, _ = select.select(fds, [], [], max(0.0, min(waits)))
@@ -231,9 +271,9 @@ class _Run:
                 os.close(pidfd)
 
     # -- after a clock ran out ------------------------------------------------------------------
-    def diagnose_and_end(self, reason: str, cancel_signum: Optional[int]) -> None:
+    def diagnose_and_end(self, reason: TimeoutReason, cancel_signum: Optional[int]) -> None:
         hit = time.monotonic()
-        cancelled = reason == "cancelled"
+        cancelled = reason == TimeoutReason.CANCELLED
         procs = self.living_tree()
         infos = [tree.describe(p) for p in procs]
         python_pids = [p.pid for p in procs if tree.is_python(p)]
@@ -287,17 +327,19 @@ class _Run:
 
     def _hang_finding(
         self,
-        reason: str,
+        reason: TimeoutReason,
         cancel_signum: Optional[int],
         elapsed: float,
         infos: Sequence[ProcessInfo],
         dumps: Sequence[snapshot.StackDump],
     ) -> Finding:
         chosen, where = _where_it_hung(self.proc.pid, infos, dumps)
-        if reason == "wall":
+        if reason == TimeoutReason.WALL:
             message = f"hung in {where} for {format_duration(self.options.timeout_s or elapsed)}"
-        elif reason == "idle":
+        elif reason == TimeoutReason.IDLE:
             message = f"hung in {where}: no output for {format_duration(self.options.idle_timeout_s or 0)}"
+        elif reason == TimeoutReason.ABORTED:
+            message = f"aborted after {format_duration(elapsed)} on {self.abort_reason}, while in {where}"
         else:
             by = signal_name(cancel_signum) if cancel_signum else "a signal"
             message = f"cancelled ({by}) after {format_duration(elapsed)} while in {where}"
@@ -359,23 +401,27 @@ class _Run:
                 )
             )
 
-    def close_pumps(self, bound_s: float) -> None:
-        """Wait for EOF up to ``bound_s``, then stop the pumps without waiting for EOF any longer."""
+    def close_pumps(self, bound_s: float, consoles: Sequence[Console]) -> None:
+        """Wait for EOF up to ``bound_s``, then stop the pumps: drain the pipes into the logs, cut the echo.
+
+        After this returns no byte of the command reaches a console any more.
+        """
         deadline = time.monotonic() + bound_s
         for pump in self.pumps:
             pump.join(deadline - time.monotonic())
         for pump in self.pumps:
-            if not pump.finished:
-                pump.stop()
+            pump.stop(drain_s=DRAIN_AFTER_STOP_S)
+        for console in consoles:
+            console.cut(CONSOLE_CUT_WAIT_S)
         for pump in self.pumps:
-            if not pump.join(0.5):
+            if not pump.join(DRAIN_AFTER_STOP_S + 0.5):
                 pump.stop(now=True)
                 pump.join(0.5)
-        for stream in (self.proc.stdout, self.proc.stderr):
-            if all(pump.finished for pump in self.pumps):
+        if all(pump.finished for pump in self.pumps):
+            for stream in (self.proc.stdout, self.proc.stderr):
                 stream.close()
 
-    def result(self, reason: Optional[str]) -> CommandResult:
+    def result(self, reason: Optional[TimeoutReason]) -> CommandResult:
         returncode = self.proc.poll()
         return CommandResult(
             argv=tuple(self.options.argv),
@@ -399,44 +445,56 @@ def supervise(options: GuardOptions) -> Supervision:
     "cancelled"``) with the same diagnosis, inside the runner's 10 s window.
     """
     _validate(options)
+    log_fds: Dict[str, int] = {}
     try:
         os.makedirs(options.log_dir, exist_ok=True)
-        for name in (STDOUT_LOG, STDERR_LOG):
-            path = os.path.join(options.log_dir, name)
-            # A new file rather than a truncated one: ext4 flushes a truncated-and-rewritten file on
-            # close (auto_da_alloc), which costs seconds after a flood of hundreds of MB.
-            if os.path.lexists(path):
-                os.unlink(path)
-            open(path, "xb").close()
+        for name in EVIDENCE_FILES:
+            _unlink_stale(os.path.join(options.log_dir, name))  # a reused log dir's old evidence
+        for stream, name in (("stdout", STDOUT_LOG), ("stderr", STDERR_LOG)):
+            log_fds[stream] = _create_exclusive(os.path.join(options.log_dir, name))
     except OSError as err:
+        for fd in log_fds.values():
+            os.close(fd)
         problem = err.strerror or err
         raise UsageError(f"--log-dir: cannot write logs in {options.log_dir!r}: {problem}") from err
+    # The guard's own read-only view of each log: the path is the command's to tamper with.
+    own_views = {stream: _reopen_read_only(fd) for stream, fd in log_fds.items()}
+    if options.on_log_ready is not None:
+        for stream, fd in log_fds.items():
+            options.on_log_ready(stream, _reopen_read_only(fd))
     run = _Run(options)
     spawn.become_subreaper()
     stop_token = workflow.stop_token()
     stop_commands = options.echo and workflow.should_stop_commands(
         os.environ, options.allow_workflow_commands
     )
+    out_console = Console(1)
+    # The runner handles each batch of a step's stderr before its stdout (actions/runner
+    # src/Runner.Sdk/ProcessInvoker.cs, ProcessOutput, lines 398-430 at 258d6c8), so a fence on
+    # stdout cannot cover stderr: inside the fence the command's stderr is echoed on stdout too.
+    err_console = out_console if stop_commands else Console(2)
+    consoles = [out_console] if err_console is out_console else [out_console, err_console]
     wake_read, wake_write = os.pipe()
     os.set_blocking(wake_write, False)
     cancel = _Cancel(wake_write)
     restore = _install_handlers(cancel.handle)
-    reason: Optional[str] = None
+    reason: Optional[TimeoutReason] = None
     fenced = False
     try:
         for stream in (sys.stdout, sys.stderr):
             _flush(stream)
         if stop_commands:
-            _write_console(1, workflow.stop_line(stop_token))
+            out_console.write_own(workflow.stop_line(stop_token))
             fenced = True
         run.started, run.started_wall = time.monotonic(), time.time()
-        run.proc = spawn.start(options.argv, spawn.child_environment(os.environ, run.token))
+        env = spawn.child_environment(os.environ, run.token, options.extra_env, options.remove_env)
+        run.proc = spawn.start(options.argv, env)
         try:
             run.pumps = [
-                StreamPump("stdout", run.proc.stdout.fileno(), run.stdout_path,
-                           1 if options.echo else None, run.activity),
-                StreamPump("stderr", run.proc.stderr.fileno(), run.stderr_path,
-                           2 if options.echo else None, run.activity),
+                StreamPump("stdout", run.proc.stdout.fileno(), log_fds.pop("stdout"),
+                           out_console if options.echo else None, run.activity, options.on_output),
+                StreamPump("stderr", run.proc.stderr.fileno(), log_fds.pop("stderr"),
+                           err_console if options.echo else None, run.activity, options.on_output),
             ]
             for pump in run.pumps:
                 pump.start()
@@ -447,23 +505,37 @@ def supervise(options: GuardOptions) -> Supervision:
             else:
                 run.diagnose_and_end(reason, cancel.signum)
                 run.ended = time.monotonic()
-            quick = reason == "cancelled" or bool(run.unkillable)  # a survivor may hold the pipes
-            run.close_pumps(CANCEL_PIPE_DRAIN_S if quick else PIPE_DRAIN_S)
+            quick = reason == TimeoutReason.CANCELLED or bool(run.unkillable)  # a survivor may hold pipes
+            run.close_pumps(CANCEL_PIPE_DRAIN_S if quick else PIPE_DRAIN_S, consoles)
         except BaseException:
             # Never leave the tree behind, even when the guard itself fails.
             run.end(run.living_tree(), 0.0)
             for pump in run.pumps:
                 pump.stop(now=True)
+            for console in consoles:
+                console.cut(CONSOLE_CUT_WAIT_S)
             raise
     finally:
+        for fd in log_fds.values():  # never handed to a pump: the command could not start
+            os.close(fd)
+        for console in consoles:
+            console.cut(CONSOLE_CUT_WAIT_S)
         if options.echo:
             # The report follows on the console; it must not start in the middle of the command's line.
-            _end_partial_lines(run.pumps)
+            _end_partial_lines(consoles)
         if fenced:
-            _write_console(1, workflow.resume_line(stop_token))
+            out_console.write_own(workflow.resume_line(stop_token))
         restore()
         os.close(wake_read)
         os.close(wake_write)
+        for stream, path in (("stdout", run.stdout_path), ("stderr", run.stderr_path)):
+            if _restore_log(path, own_views[stream]):
+                run.diagnostics.append(Diagnostic(
+                    f"{os.path.basename(path)} was replaced during the run; the guard restored its own copy",
+                    f"The path {path} no longer named the file the guard wrote; what the command printed "
+                    "was copied back from the guard's descriptor.\n",
+                ))
+            os.close(own_views[stream])
     return Supervision(
         command=run.result(reason),
         findings=tuple(run.findings),
@@ -543,8 +615,8 @@ def _flush(stream: object) -> None:
         pass
 
 
-def _end_partial_lines(pumps: Sequence[StreamPump]) -> None:
-    """End a stream's unfinished last line on the console, on the stream that left it open.
+def _end_partial_lines(consoles: Sequence[Console]) -> None:
+    """End a console's unfinished last line (the command's), on the descriptor that left it open.
 
     The guard's report (and, under GitHub, its resume line) comes next. The runner sees a command
     only at the start of a line, and a step often merges stderr into stdout (``2>&1``): a partial
@@ -552,24 +624,87 @@ def _end_partial_lines(pumps: Sequence[StreamPump]) -> None:
     short pause lets the runner take the finished stderr line first. The saved logs stay as written.
     """
     ended_stderr = False
-    for pump, fd in zip(pumps, (1, 2)):
-        if pump.bytes and pump.last_byte != b"\n":
-            _write_console(fd, b"\n")
-            ended_stderr = ended_stderr or fd == 2
+    for console in consoles:
+        if console.wrote and console.last_byte != b"\n":
+            console.write_own(b"\n")
+            ended_stderr = ended_stderr or console.fd == 2
     if ended_stderr:
         time.sleep(_STREAM_SETTLE_S)
 
 
-def _write_console(fd: int, data: bytes) -> None:
+def _unlink_stale(path: str) -> None:
     try:
-        os.write(fd, data)
-    except OSError:
+        os.unlink(path)
+    except FileNotFoundError:
         pass
+
+
+def _create_exclusive(path: str) -> int:
+    """A new file at ``path`` for writing, never through a symlink nor into a file someone planted.
+
+    Whatever is at ``path`` is unlinked first (a new file rather than a truncated one also spares
+    ext4's flush of a truncated-and-rewritten file on close, auto_da_alloc, seconds after a flood).
+    A name re-planted between the unlink and the create fails ``O_EXCL``; a few tries, then OSError.
+    """
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    for attempt in range(_CREATE_TRIES):
+        _unlink_stale(path)
+        try:
+            return os.open(path, flags, 0o644)
+        except FileExistsError:
+            if attempt == _CREATE_TRIES - 1:
+                raise
+    raise FileExistsError(path)  # not reached
+
+
+def _restore_log(path: str, view_fd: int) -> bool:
+    """Make ``path`` name the log the guard wrote (``view_fd``) again; True when it had to.
+
+    A command can unlink, rename or replace its log with a symlink to hide what it printed from the
+    scan that reads the path afterwards; the guard's descriptor still holds every byte.
+    """
+    try:
+        here = os.lstat(path)
+        ours = os.fstat(view_fd)
+        if (here.st_dev, here.st_ino) == (ours.st_dev, ours.st_ino):
+            return False
+    except FileNotFoundError:
+        pass
+    except OSError:
+        return False
+    try:
+        target = _create_exclusive(path)
+    except OSError:
+        return False
+    try:
+        offset = 0
+        while True:
+            chunk = os.pread(view_fd, CHUNK_COPY_BYTES, offset)
+            if not chunk:
+                break
+            _write_fully(target, chunk)
+            offset += len(chunk)
+    finally:
+        os.close(target)
+    return True
+
+
+def _write_fully(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def _reopen_read_only(fd: int) -> int:
+    """A new read-only descriptor on the file ``fd`` is open on (not on whatever its path names now)."""
+    return os.open(f"/proc/self/fd/{fd}", os.O_RDONLY | os.O_CLOEXEC)
 
 
 def _write_text(path: str, text: str) -> None:
+    """Write evidence to a file the guard creates itself (see ``_create_exclusive``); best effort."""
     try:
-        with open(path, "w", encoding="utf-8", errors="backslashreplace") as handle:
-            handle.write(text)
+        fd = _create_exclusive(path)
     except OSError:
-        pass
+        return
+    with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace") as handle:
+        handle.write(text)

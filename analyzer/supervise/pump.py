@@ -1,9 +1,12 @@
-"""Copy the command's stdout and stderr, live and byte-exact, to the console and to the saved logs.
+"""Copy the command's stdout and stderr, live and byte-exact, to the saved logs and then to the console.
 
-One thread per stream does ``os.read`` of up to 64 KiB and writes the same bytes to the console and to
-the log file: no decoding, no per-line work (a per-line timestamp made a Python pump 24x slower than
-``tee``, which would stall the very test being watched). The pipe is read non-blocking, so the guard
-can stop a pump whose pipe is held open by a process that will never exit instead of waiting for EOF.
+One thread per stream does ``os.read`` of up to 64 KiB, writes the bytes to the log file and only then
+to the console: no decoding, no per-line work (a per-line timestamp made a Python pump 24x slower than
+``tee``, which would stall the very test being watched). The log is the evidence and must be complete
+whatever the console does; the console may lag (a slow reader slows the command, as with ``tee``) or
+be cut, never the log. The pipe is read non-blocking, so the guard can stop a pump whose pipe is held
+open by a process that will never exit instead of waiting for EOF; stopping first drains what is
+already in the pipe into the log, within a bound, without echoing it.
 """
 
 from __future__ import annotations
@@ -11,12 +14,19 @@ from __future__ import annotations
 import errno
 import os
 import select
+import stat
 import threading
 import time
-from typing import Optional
+from typing import Callable, Optional
 
 CHUNK_BYTES = 64 * 1024
+# A write of at most PIPE_BUF bytes to a pipe that poll(2) calls writable does not block (pipe(7)),
+# so the console is written in such pieces when it is a pipe: a stuck reader cannot hold the pump.
+_PIPE_PIECE = select.PIPE_BUF if hasattr(select, "PIPE_BUF") else 4096
 _POLL_MS = 100
+_CONSOLE_WAIT_S = 0.05
+
+OnOutput = Callable[[str, int, float], None]
 
 
 class Activity:
@@ -29,28 +39,123 @@ class Activity:
         self.last = time.monotonic()
 
 
-class StreamPump:
-    """Pump ``src_fd`` into ``log_path`` (created here, so errors surface in the caller) and ``echo_fd``."""
+class Console:
+    """One console file descriptor shared by the pumps that echo to it, and the guard's own lines.
 
-    def __init__(self, name: str, src_fd: int, log_path: str, echo_fd: Optional[int], activity: Activity):
+    Every write goes through ``lock``; once ``cut`` is called no byte of the command reaches the
+    console any more, so a line the guard writes after it (the resume line) is the last word.
+    """
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.last_byte = b""
+        self.wrote = False
+        self.lock = threading.Lock()
+        self._cut = False
+        self._broken = False
+        try:
+            mode = os.fstat(fd).st_mode
+            self._blocking_pieces = not (stat.S_ISREG(mode) or stat.S_ISCHR(mode))
+        except OSError:
+            self._broken = True
+            self._blocking_pieces = False
+
+    @property
+    def is_cut(self) -> bool:
+        return self._cut or self._broken
+
+    def cut(self, timeout_s: float) -> bool:
+        """Stop the command's echo; True when no command write was in progress after ``timeout_s``."""
+        got = self.lock.acquire(timeout=max(0.0, timeout_s))
+        self._cut = True
+        if got:
+            self.lock.release()
+        return got
+
+    def echo(self, data: bytes) -> None:
+        """Write the command's ``data``, piece by piece, until done or the console is cut or gone."""
+        view = memoryview(data)
+        while view and not self.is_cut:
+            if self._blocking_pieces:
+                try:
+                    _, ready, _ = select.select([], [self.fd], [], _CONSOLE_WAIT_S)
+                except (OSError, ValueError):
+                    self._broken = True
+                    return
+                if not ready:
+                    continue
+            piece = view[:_PIPE_PIECE] if self._blocking_pieces else view
+            with self.lock:
+                if self._cut:
+                    return
+                written = _write_some(self.fd, piece)
+                if written < 0:
+                    self._broken = True  # the console went away; the log still gets every byte
+                    return
+                if written:
+                    self.wrote = True
+                    self.last_byte = bytes(piece[written - 1: written])
+            if not written:  # a non-blocking console that is full
+                try:
+                    select.select([], [self.fd], [], _CONSOLE_WAIT_S)
+                except (OSError, ValueError):
+                    self._broken = True
+                    return
+            view = view[written:]
+
+    def write_own(self, data: bytes) -> None:
+        """Write one of the guard's own lines (bounded wait for the lock, then write regardless)."""
+        got = self.lock.acquire(timeout=1.0)
+        try:
+            if not self._broken:
+                view = memoryview(data)
+                while view:
+                    written = _write_some(self.fd, view, wait_s=1.0)
+                    if written <= 0:
+                        break
+                    view = view[written:]
+                if data:
+                    self.last_byte = data[-1:]
+        finally:
+            if got:
+                self.lock.release()
+
+
+class StreamPump:
+    """Pump ``src_fd`` into ``log_fd`` (owned and closed by the pump), then echo it to ``console``."""
+
+    def __init__(
+        self,
+        name: str,
+        src_fd: int,
+        log_fd: int,
+        console: Optional[Console],
+        activity: Activity,
+        on_output: Optional[OnOutput] = None,
+    ):
         self.name = name
         self.bytes = 0
         self.last_byte = b""
         self.eof = threading.Event()
         self._fd = src_fd
-        self._echo_fd = echo_fd
+        self._log_fd = log_fd
+        self._console = console
         self._activity = activity
-        self._stop_when_dry = False
+        self._on_output = on_output
+        self._stop_by: Optional[float] = None
         self._stop_now = False
-        self._log = open(log_path, "ab", buffering=0)  # noqa: SIM115 - closed by the thread
         self._thread = threading.Thread(target=self._run, name=f"guard-pump-{name}", daemon=True)
 
     def start(self) -> None:
         self._thread.start()
 
-    def stop(self, now: bool = False) -> None:
-        """Stop at the next moment the pipe is empty (or, with ``now``, after the current chunk)."""
-        self._stop_when_dry = True
+    def stop(self, drain_s: float = 0.0, now: bool = False) -> None:
+        """Stop echoing; copy what is already in the pipe into the log for up to ``drain_s``, then end.
+
+        With ``now``, end after the current chunk without draining.
+        """
+        if self._stop_by is None:
+            self._stop_by = time.monotonic() + max(0.0, drain_s)
         self._stop_now = self._stop_now or now
 
     def join(self, timeout: float) -> bool:
@@ -68,11 +173,14 @@ class StreamPump:
             poller = select.poll()
             poller.register(self._fd, select.POLLIN | select.POLLHUP | select.POLLERR)
             while not self._stop_now:
+                stop_by = self._stop_by
+                if stop_by is not None and time.monotonic() >= stop_by:
+                    break
                 try:
                     chunk = os.read(self._fd, CHUNK_BYTES)
                 except BlockingIOError:
-                    if self._stop_when_dry:
-                        break
+                    if stop_by is not None:
+                        break  # stopping, and the pipe is dry
                     poller.poll(_POLL_MS)
                     continue
                 except OSError:
@@ -80,30 +188,45 @@ class StreamPump:
                 if not chunk:
                     self.eof.set()
                     break
-                self._activity.last = time.monotonic()
-                if self._echo_fd is not None and not _write_all(self._echo_fd, chunk):
-                    self._echo_fd = None  # the console went away; the log still gets every byte
-                _write_all(self._log.fileno(), chunk)
+                arrived = time.monotonic()
+                self._activity.last = arrived
+                _write_all(self._log_fd, chunk)
                 self.bytes += len(chunk)
                 self.last_byte = chunk[-1:]
+                if self._on_output is not None:
+                    self._on_output(self.name, self.bytes, arrived)
+                if self._console is not None and self._stop_by is None:
+                    self._console.echo(chunk)
         finally:
-            self._log.close()
+            os.close(self._log_fd)
+            if self._on_output is not None:
+                self._on_output(self.name, self.bytes, time.monotonic())
 
 
-def _write_all(fd: int, data: bytes) -> bool:
-    """Write every byte of ``data`` to ``fd`` (which may be non-blocking); False if ``fd`` is unusable."""
-    view = memoryview(data)
-    while view:
+def _write_some(fd: int, data: memoryview, wait_s: float = 0.0) -> int:
+    """One write of ``data`` to ``fd``: bytes written, 0 when it would block, -1 when ``fd`` is unusable."""
+    while True:
         try:
-            written = os.write(fd, view)
+            return os.write(fd, data)
         except BlockingIOError:
-            select.select([], [fd], [], 1.0)
-            continue
+            if wait_s <= 0:
+                return 0
+            select.select([], [fd], [], wait_s)
+            wait_s = 0.0
         except InterruptedError:
             continue
         except OSError as err:
             if err.errno in (errno.EPIPE, errno.EBADF, errno.EIO, errno.ENOSPC, errno.EINVAL):
-                return False
+                return -1
             raise
+
+
+def _write_all(fd: int, data: bytes) -> bool:
+    """Write every byte of ``data`` to ``fd`` (a file); False if ``fd`` is unusable."""
+    view = memoryview(data)
+    while view:
+        written = _write_some(fd, view, wait_s=1.0)
+        if written < 0:
+            return False
         view = view[written:]
     return True

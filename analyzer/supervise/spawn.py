@@ -15,7 +15,7 @@ import os
 import subprocess
 import sys
 import uuid
-from typing import Dict, Mapping, Optional, Sequence
+from typing import Callable, Dict, Mapping, Optional, Sequence, Tuple
 
 from ..errors import UsageError
 
@@ -37,11 +37,21 @@ def new_tree_token() -> str:
     return uuid.uuid4().hex
 
 
-def child_environment(base: Mapping[str, str], token: str) -> Dict[str, str]:
-    """``base`` plus the tree token, with faulthandler and unbuffered output on unless set by the user."""
-    env = dict(base)
+def child_environment(
+    base: Mapping[str, str],
+    token: str,
+    extra: Sequence[Tuple[str, str]] = (),
+    remove: Sequence[str] = (),
+) -> Dict[str, str]:
+    """``base`` without ``remove``, plus ``extra`` and the tree token.
+
+    Faulthandler and unbuffered output are on unless ``base`` or ``extra`` set them; the token is
+    always the guard's own.
+    """
+    env = {key: value for key, value in base.items() if key not in set(remove)}
     for key, value in _CHILD_DEFAULTS.items():
         env.setdefault(key, value)
+    env.update(extra)
     env[TOKEN_ENV] = token
     return env
 
@@ -63,8 +73,17 @@ def become_subreaper() -> bool:
     return libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
 
 
-def start(argv: Sequence[str], env: Mapping[str, str], cwd: Optional[str] = None) -> subprocess.Popen:
-    """Start ``argv`` in a new session, stdout and stderr on pipes; ``UsageError`` when it can't start."""
+def start(
+    argv: Sequence[str],
+    env: Mapping[str, str],
+    cwd: Optional[str] = None,
+    before_exec: Optional[Callable[[], None]] = None,
+) -> subprocess.Popen:
+    """Start ``argv`` in a new session, stdout and stderr on pipes; ``UsageError`` when it can't start.
+
+    ``before_exec`` runs in the child between fork and exec (joining a cgroup): it must only make
+    system calls, since other threads' locks may be held in the forked child.
+    """
     if not argv:
         raise UsageError("run: no command given after --")
     try:
@@ -72,10 +91,12 @@ def start(argv: Sequence[str], env: Mapping[str, str], cwd: Optional[str] = None
             list(argv),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
+            stdin=None,
             env=dict(env),
             cwd=cwd,
             start_new_session=True,
             close_fds=True,
+            preexec_fn=before_exec,
         )
     except OSError as err:
         raise UsageError(f"run: cannot start {argv[0]!r}: {err.strerror or err}") from err

@@ -27,6 +27,7 @@ COMMAND_KEYS = {
     "duration_s": float,
     "leftover_pids": list,
     "unkillable_pids": list,
+    "containment": (str, type(None)),
 }
 
 
@@ -60,6 +61,7 @@ def test_guard_report_command_object():
         "duration_s": 600.41,
         "leftover_pids": [12701],
         "unkillable_pids": [],
+        "containment": None,
     }
     assert [d["title"] for d in data["diagnostics"]] == [
         "Stack dumps (py-spy dump --nonblocking)",
