@@ -1,21 +1,41 @@
 """Run ``action.yml`` the way GitHub's runner runs a composite action, on this machine.
 
 GitHub's runner cannot run here (nektos/act needs Docker), so this harness does what the runner does for
-a composite action, and no more:
+a composite action, read from its source (actions/runner at 258d6c8, cited as FILE:LINE below), and no
+more:
 
-* evaluates the ``${{ }}`` expressions the action uses (``inputs.*`` with their defaults, ``env.*``,
-  ``github.*``, ``runner.*``, ``steps.<id>.outputs.*``, ``||``/``&&``/``!``/``==``/``!=`` and the status
-  functions ``success() failure() always() cancelled()``) in ``if:``, ``env:``, ``with:`` and outputs;
-* gives each ``run:`` step fresh ``GITHUB_OUTPUT`` and ``GITHUB_STEP_SUMMARY`` files and the
-  ``GITHUB_*``/``RUNNER_*`` variables, writes the script to a file and runs it with the shell's template
-  (``bash --noprofile --norc -eo pipefail {0}``), reading stdout and stderr line by line as the runner does;
-* feeds every output line to a workflow-command parser that follows the runner's
-  ``ActionCommand.TryParseV2``/``TryParse`` and ``ActionCommandManager`` (``::cmd props::data`` after
-  leading whitespace, legacy ``##[cmd props]data`` anywhere in a line, case-insensitive names, and
-  ``::stop-commands::TOKEN`` until ``::TOKEN::``), and applies ``set-output`` as the runner still does;
-* checks ``uses:`` steps (their pin and evaluated ``with:``) without running them;
-* on request cancels a step the runner's way: SIGINT to the step's process only, SIGTERM 7.5 s later,
-  SIGKILL 2.5 s after that; later steps then see ``cancelled()``.
+* inputs: given ones matched case-insensitively, the rest from their defaults, ``""`` without one;
+  ``required`` is never checked and an unknown input is only a warning on the ``uses:`` step
+  (ActionRunner.cs:205-236, ActionManifestManager.cs:273-278);
+* evaluates the ``${{ }}`` expressions the action uses (``inputs.*``, ``env.*``, ``github.*``,
+  ``runner.*``, ``steps.<id>.outputs.*``, ``||``/``&&``/``!``/``==``/``!=`` and the status functions)
+  in ``if:``, ``env:``, ``with:`` and outputs;
+* gives each ``run:`` step fresh ``GITHUB_OUTPUT`` and ``GITHUB_STEP_SUMMARY`` files, runs the script
+  with the shell's template, and reads stdout and stderr as the runner does: lines end at ``\n``,
+  ``\r`` or ``\r\n`` (.NET ``StreamReader.ReadLine``, ProcessInvoker.cs:507-519), and within a batch
+  every stderr line is handled before any stdout line (ProcessInvoker.cs:398-441). A batch is whatever
+  arrived since the last wake-up, so the harness takes the worst case: the whole step is one batch;
+* feeds those lines to a workflow-command parser that follows ``ActionCommand.TryParseV2``/``TryParse``
+  (ActionCommand.cs:51-189: ``::cmd props::data`` after leading whitespace, legacy ``##[cmd props]data``
+  anywhere in a line, case-insensitive names, properties in a case-insensitive map where the last one
+  wins) and ``ActionCommandManager.TryProcessCommand`` (ActionCommandManager.cs:61-188: one state per
+  step for both streams, ``::stop-commands::TOKEN`` until ``::TOKEN::``, an empty or command-named token
+  throws, a failing command fails the step: ``set-env`` and ``add-path`` are disabled, ``set-output``
+  and ``save-state`` need ``name``);
+* reads the file commands as ``EnvFileKeyValuePairs`` does (FileCommandManager.cs:353-497: lines end at
+  ``\n`` only, so a ``\r`` stays in the value; pairs before a bad line are kept, the rest is dropped and
+  the step fails);
+* gives every embedded step the *remaining* time of the ``uses:`` step's ``timeout-minutes`` when the
+  action starts (CompositeActionHandler.cs:143, ExecutionContext.cs:500 and 750-779): once it expires,
+  the running step is cancelled and fails "timed out", and every later step, ``always()`` or not,
+  fails at once without running (CompositeActionHandler.cs:486-498);
+* cancels the job the runner's way on request: SIGINT to the step's process only, SIGTERM 7.5 s later,
+  SIGKILL 2.5 s after that (ProcessInvoker.cs:32-33, 443-465); the running step's ``if:`` is evaluated
+  again and later steps run on their own clock when their ``if:`` allows it
+  (CompositeActionHandler.cs:328-372);
+* keeps the first 10 annotations of each type of the whole ``uses:`` step, the runner's own first
+  (ExecutionContext.cs:144, 535-540, 838, 864-866);
+* checks ``uses:`` steps (their pin and evaluated ``with:``) without running them.
 
 It refuses an expression inside a ``run:`` script, which the action must never contain.
 """
@@ -31,7 +51,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 import yaml
 
@@ -41,12 +61,16 @@ ACTION_FILE = REPO_ROOT / "action.yml"
 # GitHub refuses a step summary larger than this (the runner drops it and adds an error).
 STEP_SUMMARY_LIMIT_BYTES = 1024 * 1024
 
-# How the runner cancels a step (ProcessInvoker): SIGINT to the step's process only (not its group),
-# SIGTERM 7.5 s later, then a kill 2.5 s after that.
+# How the runner cancels a step (ProcessInvoker.cs:32-33, 443-465): SIGINT to the step's process only
+# (not its group), SIGTERM 7.5 s later, then a kill 2.5 s after that.
 CANCEL_SIGINT_WAIT_S = 7.5
 CANCEL_SIGTERM_WAIT_S = 2.5
 PIPE_HELD_WAIT_S = 5.0
-RUNNER_STREAM_WAIT_S = 5.0  # after the step's process exits, for the pipes to close
+# After the step's process exits, the runner waits this long for its pipes (ProcessInvoker.cs:485-498).
+RUNNER_STREAM_WAIT_S = 5.0
+
+# The runner keeps this many annotations of each type per (outer) step (ExecutionContext.cs:144, 838).
+ANNOTATIONS_PER_TYPE = 10
 
 SHELL_TEMPLATES = {
     "bash": ["bash", "--noprofile", "--norc", "-eo", "pipefail", "{0}"],
@@ -54,7 +78,8 @@ SHELL_TEMPLATES = {
     "python": ["python", "{0}"],
 }
 
-# The runner's registered command extensions (src/Runner.Worker/*CommandExtension*).
+# The runner's registered command extensions (ActionCommandManager.cs:204-835); internal-set-repo-path
+# is registered only for plugins (ActionCommandManager.cs:42-45).
 REGISTERED_COMMANDS = frozenset(
     {
         "add-mask", "add-matcher", "add-path", "debug", "echo", "endgroup", "error", "group", "notice",
@@ -63,6 +88,19 @@ REGISTERED_COMMANDS = frozenset(
 )
 STOP_COMMAND = "stop-commands"
 ANNOTATION_COMMANDS = frozenset({"error", "warning", "notice"})
+DISABLED_COMMANDS = frozenset({"set-env", "add-path"})  # ActionCommandManager.cs:257-260, 475-478
+NAMED_COMMANDS = frozenset({"set-output", "save-state"})  # ActionCommandManager.cs:339-342, 392-395
+
+# Constants.cs:235-236, and the messages the runner's handlers write (CompositeActionHandler.cs:497,
+# ActionCommandManager.cs:140, FileCommandManager.cs:85).
+DISABLED_COMMAND_MESSAGE = "The `{0}` command is disabled."
+INVALID_STOP_TOKEN_MESSAGE = (
+    "You cannot use a endToken that is an empty string, the string 'pause-logging', "
+    "or another workflow command."
+)
+TIMED_OUT_MESSAGE = "The action has timed out."
+COMMAND_FAILED_MESSAGE = "Unable to process command '{0}' successfully."
+FILE_COMMAND_FAILED_MESSAGE = "Unable to process file command '{0}' successfully."
 
 _DATA_UNESCAPES = (("%0D", "\r"), ("%0A", "\n"), ("%25", "%"))
 _PROPERTY_UNESCAPES = (("%0D", "\r"), ("%0A", "\n"), ("%3A", ":"), ("%2C", ","), ("%25", "%"))
@@ -72,12 +110,17 @@ _FULL_SHA_PIN = re.compile(r"^[\w.-]+/[\w./-]+@[0-9a-f]{40}$")
 
 
 class HarnessError(Exception):
-    """The action did something the runner would reject, or the harness cannot model."""
+    """The action did something the harness cannot model, or broke a rule of this project."""
+
+
+class StepFailure(Exception):
+    """Something the runner throws while handling a step's output: the step fails with this error."""
 
 
 @dataclass(frozen=True)
 class WorkflowCommand:
-    """One line of step output that the runner's command parser accepted."""
+    """One line of step output that the runner's command parser accepted, or an issue the runner made
+    itself (then ``line`` is ``"(runner)"``)."""
 
     name: str
     properties: Tuple[Tuple[str, str], ...]
@@ -85,10 +128,16 @@ class WorkflowCommand:
     line: str
 
     def prop(self, key: str) -> Optional[str]:
+        # A case-insensitive map where a repeated key overwrites (ActionCommand.cs:34, 106).
+        found = None
         for k, v in self.properties:
             if k.lower() == key.lower():
-                return v
-        return None
+                found = v
+        return found
+
+
+def runner_issue(kind: str, message: str) -> WorkflowCommand:
+    return WorkflowCommand(kind, (), message, "(runner)")
 
 
 @dataclass(frozen=True)
@@ -98,6 +147,8 @@ class StepResult:
     ran: bool
     exit_code: Optional[int] = None
     cancelled: bool = False
+    timed_out: bool = False
+    failed_by_runner: bool = False  # a command or file command failed (the step's CommandResult)
     output: str = ""
     outputs: Mapping[str, str] = field(default_factory=dict)
     summary: str = ""
@@ -105,14 +156,17 @@ class StepResult:
     uses: str = ""
     cancel_signals: Tuple[int, ...] = ()
     with_inputs: Mapping[str, str] = field(default_factory=dict)
+    skipped: bool = False
 
     @property
     def outcome(self) -> str:
-        if not self.ran:
+        if self.skipped:
             return "skipped"
         if self.cancelled:
             return "cancelled"
-        return "success" if not self.exit_code else "failure"
+        if self.timed_out or self.failed_by_runner or self.exit_code:
+            return "failure"
+        return "success"
 
 
 @dataclass(frozen=True)
@@ -122,6 +176,7 @@ class ActionRun:
     steps: Tuple[StepResult, ...]
     outputs: Mapping[str, str]
     runner_temp: Path
+    runner_issues: Tuple[WorkflowCommand, ...] = ()  # put on the uses: step by the runner itself
 
     @property
     def conclusion(self) -> str:
@@ -141,7 +196,20 @@ class ActionRun:
 
     @property
     def annotations(self) -> Tuple[WorkflowCommand, ...]:
-        return tuple(c for c in self.commands if c.name in ANNOTATION_COMMANDS)
+        """Every annotation made, the runner's own first, in order (before the per-type cap)."""
+        made = self.runner_issues + self.commands
+        return tuple(c for c in made if c.name in ANNOTATION_COMMANDS)
+
+    @property
+    def shown_annotations(self) -> Tuple[WorkflowCommand, ...]:
+        """The annotations GitHub keeps for the ``uses:`` step: the first 10 of each type."""
+        kept: List[WorkflowCommand] = []
+        counts: Dict[str, int] = {}
+        for annotation in self.annotations:
+            counts[annotation.name] = counts.get(annotation.name, 0) + 1
+            if counts[annotation.name] <= ANNOTATIONS_PER_TYPE:
+                kept.append(annotation)
+        return tuple(kept)
 
     @property
     def output(self) -> str:
@@ -155,29 +223,46 @@ class ActionRun:
 
 
 # ---------------------------------------------------------------------------------------------------
-# The runner's workflow-command parser
+# The runner's line reader and workflow-command parser
+
+
+def split_lines(data: bytes) -> List[str]:
+    """Lines as .NET ``StreamReader.ReadLine`` returns them: ends at ``\\n``, ``\\r`` or ``\\r\\n`` only;
+    a last line without an end is still a line; invalid UTF-8 becomes U+FFFD."""
+    text = data.decode("utf-8", errors="replace")
+    lines = re.split(r"\r\n|\r|\n", text)
+    if lines and lines[-1] == "":
+        lines.pop()
+    return lines
 
 
 class CommandParser:
-    """Stateful like the runner's ActionCommandManager: stop-commands persists across lines of a step."""
+    """Stateful like the runner's ActionCommandManager: one per step, shared by stdout and stderr
+    (ScriptHandler.cs:332-336, Handler.cs:172), so stop-commands persists across lines of a step."""
 
     def __init__(self) -> None:
         self._stop_token: Optional[str] = None
 
     def feed(self, line: str) -> Optional[WorkflowCommand]:
-        """The command this line would run, or None when the runner would only print it."""
+        """The command this line would run, or None when the runner would only print it.
+
+        Raises StepFailure for an invalid stop token (ActionCommandManager.cs:156-188).
+        """
         registered = set(REGISTERED_COMMANDS) | {STOP_COMMAND}
-        if self._stop_token:
+        if self._stop_token is not None:
             registered.add(self._stop_token.lower())
         parsed = _parse_v2(line, registered) or _parse_legacy(line, registered)
         if parsed is None:
             return None
         if self._stop_token is not None:
-            if self._stop_token and parsed.name == self._stop_token.lower():
+            if parsed.name == self._stop_token.lower():
                 self._stop_token = None
             return None
         if parsed.name == STOP_COMMAND:
-            self._stop_token = parsed.data
+            token = parsed.data
+            if token == "" or token.lower() in registered or token.lower() == "pause-logging":
+                raise StepFailure(INVALID_STOP_TOKEN_MESSAGE)
+            self._stop_token = token
             return None
         return parsed
 
@@ -192,6 +277,16 @@ def _unescape(text: str, table: Sequence[Tuple[str, str]]) -> str:
     return text
 
 
+def _properties(items: Iterable[str], table: Sequence[Tuple[str, str]]) -> Tuple[Tuple[str, str], ...]:
+    found: Dict[str, Tuple[str, str]] = {}
+    for item in items:
+        # Split(new[] {'='}, 2, RemoveEmptyEntries): "=v" and "k=" are dropped, "k==v" is ("k", "=v").
+        parts = [p for p in item.split("=", 1) if p]
+        if len(parts) == 2:
+            found[parts[0].lower()] = (parts[0], _unescape(parts[1], table))
+    return tuple(found.values())
+
+
 def _parse_v2(line: str, registered: set) -> Optional[WorkflowCommand]:
     message = line.lstrip()
     if not message.startswith("::"):
@@ -200,16 +295,15 @@ def _parse_v2(line: str, registered: set) -> Optional[WorkflowCommand]:
     if end < 0:
         return None
     info = message[2:end]
-    name, _, props = info.partition(" ")
+    space = info.find(" ")
+    name = info if space < 0 else info[:space]
     if name.lower() not in registered:
         return None
-    properties = []
-    for item in props.strip().split(","):
-        key, sep, value = item.partition("=")
-        if sep and key and value:
-            properties.append((key, _unescape(value, _PROPERTY_UNESCAPES)))
+    properties: Tuple[Tuple[str, str], ...] = ()
+    if space > 0:
+        properties = _properties(info[space + 1:].strip().split(","), _PROPERTY_UNESCAPES)
     data = _unescape(message[end + 2:], _DATA_UNESCAPES)
-    return WorkflowCommand(name.lower(), tuple(properties), data, line)
+    return WorkflowCommand(name.lower(), properties, data, line)
 
 
 def _parse_legacy(line: str, registered: set) -> Optional[WorkflowCommand]:
@@ -220,27 +314,63 @@ def _parse_legacy(line: str, registered: set) -> Optional[WorkflowCommand]:
     if end < 0:
         return None
     info = line[start + 3:end]
-    name, _, props = info.partition(" ")
+    space = info.find(" ")
+    name = info if space < 0 else info[:space]
     if name.lower() not in registered:
         return None
-    properties = []
-    for item in props.split(";"):
-        key, sep, value = item.partition("=")
-        if sep and key and value:
-            properties.append((key, _unescape(value, _LEGACY_UNESCAPES)))
+    properties: Tuple[Tuple[str, str], ...] = ()
+    if space > 0:
+        properties = _properties(info[space + 1:].split(";"), _LEGACY_UNESCAPES)
     data = _unescape(line[end + 1:], _LEGACY_UNESCAPES)
-    return WorkflowCommand(name.lower(), tuple(properties), data, line)
+    return WorkflowCommand(name.lower(), properties, data, line)
+
+
+@dataclass(frozen=True)
+class ProcessedOutput:
+    """What the runner made of a step's output lines."""
+
+    commands: Tuple[WorkflowCommand, ...]  # accepted commands and the runner's own errors, in order
+    outputs: Mapping[str, str]  # from set-output
+    failed: bool  # a command failed or threw: the step fails
+
+
+def process_lines(lines: Iterable[str], env: Optional[Mapping[str, str]] = None) -> ProcessedOutput:
+    """Run the lines through one step's command manager, applying what the runner applies."""
+    env = env or {}
+    if str(env.get("ACTIONS_ALLOW_UNSECURE_COMMANDS", "")).lower() == "true":
+        raise HarnessError("ACTIONS_ALLOW_UNSECURE_COMMANDS is not modelled by the harness")
+    parser = CommandParser()
+    commands: List[WorkflowCommand] = []
+    outputs: Dict[str, str] = {}
+    failed = False
+    for line in lines:
+        try:
+            command = parser.feed(line)
+        except StepFailure as err:
+            # Thrown out of the output handler: the step ends failed, nothing after it is handled.
+            commands.append(runner_issue("error", str(err)))
+            return ProcessedOutput(tuple(commands), outputs, True)
+        if command is None:
+            continue
+        problem = None
+        if command.name in DISABLED_COMMANDS:
+            problem = DISABLED_COMMAND_MESSAGE.format(command.name)
+        elif command.name in NAMED_COMMANDS and not command.prop("name"):
+            problem = f"Required field 'name' is missing in ##[{command.name}] command."
+        if problem is not None:
+            commands.append(runner_issue("error", COMMAND_FAILED_MESSAGE.format(line)))
+            commands.append(runner_issue("error", problem))
+            failed = True
+            continue
+        if command.name == "set-output":  # deprecated, but the runner still applies it
+            outputs[command.prop("name") or ""] = command.data
+        commands.append(command)
+    return ProcessedOutput(tuple(commands), outputs, failed)
 
 
 def parse_commands(text: str) -> Tuple[WorkflowCommand, ...]:
-    """Every workflow command the runner would run for this step output."""
-    parser = CommandParser()
-    found = []
-    for line in text.splitlines():
-        command = parser.feed(line)
-        if command is not None:
-            found.append(command)
-    return tuple(found)
+    """Every workflow command (and runner error) the runner would make of this step output."""
+    return process_lines(split_lines(text.encode("utf-8"))).commands
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -421,41 +551,70 @@ def condition(text: Any, contexts: Mapping[str, Any], status: Mapping[str, bool]
 # Files the runner hands a step
 
 
+class FileCommandError(HarnessError):
+    """A file command the runner cannot read; ``pairs`` holds what it applied before the bad line."""
+
+    def __init__(self, message: str, pairs: Mapping[str, str]) -> None:
+        super().__init__(message)
+        self.pairs = dict(pairs)
+
+
 def parse_output_file(path: Path) -> Dict[str, str]:
-    """``name=value`` and ``name<<DELIMITER`` blocks, as the runner's SetOutputFileCommand reads them."""
+    """``name=value`` and ``name<<DELIMITER`` blocks, as ``EnvFileKeyValuePairs`` reads them on Linux
+    (FileCommandManager.cs:364-497): lines end at ``\\n`` only, so ``\\r`` stays in names, values and
+    delimiters; a repeated name wins last. Raises FileCommandError at the first bad line."""
     result: Dict[str, str] = {}
     if not path.exists():
         return result
-    lines = path.read_text(encoding="utf-8").split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    i = 0
-    while i < len(lines):
-        line = lines[i].rstrip("\r")
-        i += 1
-        if line == "":
-            continue
-        heredoc = line.find("<<")
-        equals = line.find("=")
-        if heredoc > 0 and (equals < 0 or heredoc < equals):
-            name, delimiter = line[:heredoc], line[heredoc + 2:]
-            if not name or not delimiter:
-                raise HarnessError(f"{path.name}: invalid heredoc line {line!r}")
-            body = []
-            while True:
-                if i >= len(lines):
-                    raise HarnessError(f"{path.name}: matching delimiter not found {delimiter!r}")
-                current = lines[i].rstrip("\r")
-                i += 1
-                if current == delimiter:
-                    break
-                body.append(current)
-            result[name] = "\n".join(body)
-        elif equals > 0:
-            result[line[:equals]] = line[equals + 1:]
-        else:
-            raise HarnessError(f"{path.name}: invalid line {line!r}")
+    text = path.read_bytes().decode("utf-8", errors="replace")
+    pos = 0
+
+    def read_line() -> Tuple[Optional[str], bool]:
+        nonlocal pos
+        if pos >= len(text):
+            return None, False
+        lf = text.find("\n", pos)
+        if lf < 0:
+            line, pos = text[pos:], len(text)
+            return line, False
+        line, pos = text[pos:lf], lf + 1
+        return line, True
+
+    line, _ = read_line()
+    while line is not None:
+        if line != "":
+            equals, heredoc = line.find("="), line.find("<<")
+            if equals >= 0 and (heredoc < 0 or equals < heredoc):
+                result[line[:equals]] = line[equals + 1:]
+            elif heredoc >= 0:
+                name, delimiter = line[:heredoc], line[heredoc + 2:]
+                if not name or not delimiter:
+                    raise FileCommandError(f"Invalid format '{line}'. Name must not be empty and delimiter "
+                                           "must not be empty", result)
+                body: List[str] = []
+                current, ended = read_line()
+                while current != delimiter:
+                    if current is None:
+                        raise FileCommandError(f"Invalid value. Matching delimiter not found '{delimiter}'",
+                                               result)
+                    if not ended:
+                        raise FileCommandError("Invalid value. EOF marker missing new line.", result)
+                    body.append(current)
+                    current, ended = read_line()
+                result[name] = "\n".join(body)
+            else:
+                raise FileCommandError(f"Invalid format '{line}'", result)
+        line, _ = read_line()
     return result
+
+
+def _read_file_command(path: Path, context_name: str) -> Tuple[Dict[str, str], Tuple[WorkflowCommand, ...]]:
+    """The pairs the runner applies from a file command, and its errors (FileCommandManager.cs:75-91)."""
+    try:
+        return parse_output_file(path), ()
+    except FileCommandError as err:
+        return err.pairs, (runner_issue("error", FILE_COMMAND_FAILED_MESSAGE.format(context_name)),
+                           runner_issue("error", str(err)))
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -480,9 +639,36 @@ def _runner_environment(base: Mapping[str, str], workspace: Path, runner_temp: P
             "RUNNER_TEMP": str(runner_temp),
             "RUNNER_OS": "Linux",
             "RUNNER_ARCH": "X64",
+            "RUNNER_NAME": "harness-runner",
         }
     )
     return env
+
+
+def resolve_inputs(declared: Mapping[str, Any], given: Mapping[str, str]
+                   ) -> Tuple[Dict[str, str], Tuple[WorkflowCommand, ...]]:
+    """The inputs an action sees, and the runner's warning about unknown ones (ActionRunner.cs:183-236).
+
+    Names match case-insensitively; a declared input not given takes its default, or ``""`` when it
+    has none: ``required`` is not checked by the runner at all.
+    """
+    by_lower = {name.lower(): name for name in declared}
+    resolved: Dict[str, str] = {}
+    unexpected = []
+    for key, value in given.items():
+        if key.lower() in by_lower:
+            resolved[by_lower[key.lower()]] = str(value)
+        else:
+            unexpected.append(key)
+    for name, spec in declared.items():
+        if name not in resolved:
+            resolved[name] = _as_string((spec or {}).get("default", ""))
+    issues: Tuple[WorkflowCommand, ...] = ()
+    if unexpected:
+        valid = "', '".join(declared)
+        issues = (runner_issue("warning", f"Unexpected input(s) '{', '.join(unexpected)}', valid inputs are "
+                                          f"['{valid}']"),)
+    return resolved, issues
 
 
 def run_action(
@@ -495,28 +681,21 @@ def run_action(
     env: Optional[Mapping[str, str]] = None,
     step_timeout_s: float = 300.0,
     cancel: Optional[Tuple[str, float]] = None,
+    timeout_minutes_s: Optional[float] = None,
+    extra_runner_issues: Sequence[WorkflowCommand] = (),
 ) -> ActionRun:
     """Run the composite action with ``inputs`` as a workflow's ``with:`` would give them.
 
-    ``cancel=(step_id, seconds)`` cancels the run that many seconds into that step, as the runner does
-    when a user cancels the workflow or a ``timeout-minutes`` expires.
+    ``cancel=(step_id, seconds)`` cancels the job that many seconds into that step, as the runner does
+    when a user cancels the workflow or the job's ``timeout-minutes`` expires. ``timeout_minutes_s`` is
+    the ``uses:`` step's own ``timeout-minutes``, in seconds. ``step_timeout_s`` is only the harness's
+    guard against a test that hangs.
     """
     action = yaml.safe_load((action_file or action_path / "action.yml").read_text(encoding="utf-8"))
     if action.get("runs", {}).get("using") != "composite":
         raise HarnessError("action.yml: runs.using must be composite")
-    declared = action.get("inputs") or {}
-    unknown = set(inputs) - set(declared)
-    if unknown:
-        raise HarnessError(f"unexpected inputs {sorted(unknown)} (the runner warns and ignores them)")
-    resolved_inputs = {}
-    for name, spec in declared.items():
-        spec = spec or {}
-        if name in inputs:
-            resolved_inputs[name] = str(inputs[name])
-        elif spec.get("required") and "default" not in spec:
-            raise HarnessError(f"required input {name!r} not given")
-        else:
-            resolved_inputs[name] = _as_string(spec.get("default", ""))
+    resolved_inputs, input_issues = resolve_inputs(action.get("inputs") or {}, inputs)
+    runner_issues = tuple(extra_runner_issues) + input_issues
 
     runner_temp.mkdir(parents=True, exist_ok=True)
     scratch = runner_temp / "_runner_file_commands"
@@ -527,6 +706,8 @@ def run_action(
     github_env_file.touch()
     job_env["GITHUB_ENV"] = str(github_env_file)
 
+    # Every embedded step's clock is set when the action starts, to what is left of the uses: step's.
+    deadline = None if timeout_minutes_s is None else time.monotonic() + timeout_minutes_s
     steps_ctx: Dict[str, Dict[str, Any]] = {}
     results: List[StepResult] = []
     failed = cancelled = False
@@ -543,22 +724,30 @@ def run_action(
         status = _status(failed, cancelled)
         name = substitute(step.get("name", step_id), contexts, status)
         if not condition(step.get("if"), contexts, status):
-            results.append(StepResult(step_id, name, ran=False))
+            results.append(StepResult(step_id, name, ran=False, skipped=True))
             steps_ctx[step_id] = {"outputs": {}, "outcome": "skipped", "conclusion": "skipped"}
             continue
-        if "uses" in step:
+        remaining = None if deadline is None else deadline - time.monotonic()
+        if remaining is not None and remaining <= 0:
+            # Its token is already cancelled: RunAsync throws at once and the step "timed out".
+            result = StepResult(step_id, name, ran=False, timed_out=True, uses=str(step.get("uses", "")),
+                                commands=(runner_issue("error", TIMED_OUT_MESSAGE),))
+        elif "uses" in step:
             result = _check_uses(step, step_id, name, contexts, status)
         else:
             cancel_after = cancel[1] if cancel and cancel[0] == step_id else None
             result = run_script_step(step, step_id, name, contexts, status, job_env, scratch, workspace,
-                               step_timeout_s, cancel_after)
+                                     step_timeout_s, cancel_after, timeout_after_s=remaining)
         results.append(result)
         steps_ctx[step_id] = {"outputs": dict(result.outputs), "outcome": result.outcome,
                               "conclusion": result.outcome}
         failed = failed or result.outcome == "failure"
         cancelled = cancelled or result.cancelled
-        job_env.update(parse_output_file(github_env_file))
+        env_pairs, _ = _read_file_command(github_env_file, "env")
+        job_env.update(env_pairs)
 
+    # The action's outputs are evaluated after its steps, whatever happened to them
+    # (CompositeActionHandler.cs:167-172).
     contexts = {"inputs": resolved_inputs, "env": dict(job_env), "steps": steps_ctx,
                 "github": {"action_path": str(action_path)}, "runner": {"temp": str(runner_temp)}}
     status = _status(failed, cancelled)
@@ -566,7 +755,7 @@ def run_action(
         name: substitute((spec or {}).get("value", ""), contexts, status)
         for name, spec in (action.get("outputs") or {}).items()
     }
-    return ActionRun(tuple(results), outputs, runner_temp)
+    return ActionRun(tuple(results), outputs, runner_temp, runner_issues)
 
 
 def _status(failed: bool, cancelled: bool) -> Dict[str, bool]:
@@ -598,13 +787,15 @@ def _cancel_like_the_runner(proc: subprocess.Popen, after_s: float, done: thread
             pass
 
 
-def _read_lines(pipe: Any, arrived: List[bytes], lock: threading.Lock) -> None:
+def _read_stream(pipe: Any, stream: str, arrived: List[Tuple[str, bytes]], lock: threading.Lock) -> None:
+    """Raw chunks in arrival order; lines are cut later, across chunk borders, as ReadLine would."""
     with pipe:
-        for line in iter(pipe.readline, b""):
-            if not line.endswith(b"\n"):
-                line += b"\n"  # a last line without newline is still one line to the runner
+        while True:
+            chunk = os.read(pipe.fileno(), 65536)
+            if not chunk:
+                return
             with lock:
-                arrived.append(line)
+                arrived.append((stream, chunk))
 
 
 def _check_uses(step: Mapping[str, Any], step_id: str, name: str, contexts: Mapping[str, Any],
@@ -617,8 +808,15 @@ def _check_uses(step: Mapping[str, Any], step_id: str, name: str, contexts: Mapp
 
 
 def run_script_step(step: Mapping[str, Any], step_id: str, name: str, contexts: Mapping[str, Any],
-              status: Mapping[str, bool], job_env: Mapping[str, str], scratch: Path, workspace: Path,
-              timeout_s: float, cancel_after_s: Optional[float] = None) -> StepResult:
+                    status: Mapping[str, bool], job_env: Mapping[str, str], scratch: Path, workspace: Path,
+                    timeout_s: float, cancel_after_s: Optional[float] = None, *,
+                    timeout_after_s: Optional[float] = None, stream_order: str = "stderr-first",
+                    wrap: Optional[Sequence[str]] = None) -> StepResult:
+    """Run one ``run:`` step. ``cancel_after_s``: the job is cancelled then; ``timeout_after_s``: the
+    step's clock runs out then (it fails "timed out"). ``stream_order``: ``stderr-first`` (the whole
+    step as one batch, the runner's worst case) or ``arrival``. ``wrap``: argv put before the shell
+    command, as a container job puts ``docker exec -i CONTAINER`` (ContainerStepHost, StepHost.cs:237-264).
+    """
     script = str(step.get("run", ""))
     if "${{" in script:
         raise HarnessError(f"step {step_id}: expression inside a run: script (inputs must go through env:)")
@@ -645,23 +843,27 @@ def run_script_step(step: Mapping[str, Any], step_id: str, name: str, contexts: 
     step_env.update({"GITHUB_OUTPUT": str(output_file), "GITHUB_STEP_SUMMARY": str(summary_file),
                      "GITHUB_ACTION": step_id})
     cwd = substitute(step.get("working-directory", ""), contexts, status) or str(workspace)
-    argv = [part.replace("{0}", str(script_file)) for part in template]
+    argv = list(wrap or ()) + [part.replace("{0}", str(script_file)) for part in template]
 
-    # stdout and stderr are separate pipes, each read line by line, as the runner's ProcessInvoker reads
-    # them; lines of both streams go to one command parser in the order they arrive.
-    proc = subprocess.Popen(argv, cwd=cwd, env=step_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            start_new_session=True)
-    arrived: List[bytes] = []
+    # stdin is a pipe the runner closes at once (ProcessInvoker.cs:232, 318-328); stdout and stderr are
+    # separate pipes, each read on its own (ProcessInvoker.cs:307-316).
+    proc = subprocess.Popen(argv, cwd=cwd, env=step_env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, start_new_session=True)
+    assert proc.stdin is not None
+    proc.stdin.close()
+    arrived: List[Tuple[str, bytes]] = []
     lock = threading.Lock()
-    readers = [threading.Thread(target=_read_lines, args=(pipe, arrived, lock), daemon=True)
-               for pipe in (proc.stdout, proc.stderr)]
+    readers = [threading.Thread(target=_read_stream, args=(pipe, stream, arrived, lock), daemon=True)
+               for pipe, stream in ((proc.stdout, "stdout"), (proc.stderr, "stderr"))]
     for reader in readers:
         reader.start()
     done = threading.Event()
     sent: List[int] = []
     canceller = None
-    if cancel_after_s is not None:
-        canceller = threading.Thread(target=_cancel_like_the_runner, args=(proc, cancel_after_s, done, sent))
+    stop_after = [t for t in (cancel_after_s, timeout_after_s) if t is not None]
+    timed_out = timeout_after_s is not None and (cancel_after_s is None or timeout_after_s <= cancel_after_s)
+    if stop_after:
+        canceller = threading.Thread(target=_cancel_like_the_runner, args=(proc, min(stop_after), done, sent))
         canceller.start()
     deadline = time.monotonic() + timeout_s
     try:
@@ -688,17 +890,50 @@ def run_script_step(step: Mapping[str, Any], step_id: str, name: str, contexts: 
         if canceller is not None:
             canceller.join()
     with lock:
-        text = b"".join(arrived).decode("utf-8", errors="backslashreplace")
+        chunks = list(arrived)
+    streams = {name: b"".join(c for s, c in chunks if s == name) for name in ("stdout", "stderr")}
+    lines_by_stream = {name: split_lines(data) for name, data in streams.items()}
+    if stream_order == "stderr-first":
+        ordered = lines_by_stream["stderr"] + lines_by_stream["stdout"]
+    elif stream_order == "arrival":
+        ordered = _arrival_order(chunks)
+    else:
+        raise HarnessError(f"unknown stream_order {stream_order!r}")
+    text = b"".join(c for _, c in chunks).decode("utf-8", errors="replace")
 
-    commands = parse_commands(text)
-    outputs: Dict[str, str] = {}
-    for command in commands:  # deprecated, but the runner still applies it
-        if command.name == "set-output" and command.prop("name"):
-            outputs[command.prop("name") or ""] = command.data
-    outputs.update(parse_output_file(output_file))
+    processed = process_lines(ordered, step_env)
+    commands = list(processed.commands)
+    outputs: Dict[str, str] = dict(processed.outputs)
+    file_outputs, file_errors = _read_file_command(output_file, "output")
+    outputs.update(file_outputs)
+    commands.extend(file_errors)
+    stopped = bool(sent)
+    if stopped and timed_out:
+        commands.append(runner_issue("error", TIMED_OUT_MESSAGE))
     summary_bytes = summary_file.read_bytes()
     if len(summary_bytes) > STEP_SUMMARY_LIMIT_BYTES:
         raise HarnessError(f"step {step_id}: summary of {len(summary_bytes)} bytes; GitHub drops it")
-    return StepResult(step_id, name, ran=True, exit_code=proc.returncode, cancelled=bool(sent),
-                      output=text, outputs=outputs, summary=summary_bytes.decode("utf-8"),
-                      commands=commands, cancel_signals=tuple(sent))
+    return StepResult(step_id, name, ran=True, exit_code=proc.returncode,
+                      cancelled=stopped and not timed_out, timed_out=stopped and timed_out,
+                      failed_by_runner=processed.failed or bool(file_errors),
+                      output=text, outputs=outputs, summary=summary_bytes.decode("utf-8", errors="replace"),
+                      commands=tuple(commands), cancel_signals=tuple(sent))
+
+
+def _arrival_order(chunks: Sequence[Tuple[str, bytes]]) -> List[str]:
+    """Lines in the order their last byte arrived, each stream cut on its own."""
+    pending = {"stdout": b"", "stderr": b""}
+    lines: List[str] = []
+    for stream, chunk in chunks:
+        data = pending[stream] + chunk
+        # A trailing \r may be the first half of \r\n: keep it until more comes.
+        cut = max(data.rfind(b"\n"), data.rfind(b"\r", 0, len(data) - 1))
+        if cut < 0:
+            pending[stream] = data
+            continue
+        lines.extend(split_lines(data[:cut + 1]))
+        pending[stream] = data[cut + 1:]
+    for stream in ("stderr", "stdout"):
+        if pending[stream]:
+            lines.extend(split_lines(pending[stream]))
+    return lines

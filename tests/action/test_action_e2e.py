@@ -266,3 +266,92 @@ def test_input_values_in_the_actions_own_messages_are_escaped(act):
     [error] = result.annotations
     assert error.name == "error"
     assert error.data == f"python input: interpreter '{odd}' was not found on PATH"
+
+
+# --- a missing run input, hostile values, a hostile workspace ---------------------------------------
+
+
+@pytest.mark.parametrize("inputs", [{"command": "pytest"}, {"run": ""}, {"run": "  \n\t"}],
+                         ids=["misspelled", "empty-matrix-key", "blank"])
+def test_a_missing_or_empty_run_fails_with_one_clear_error(act, inputs):
+    """ActionRunner.cs:205-236 never checks required: a misspelled input is a warning, run stays ""."""
+    result = act(**inputs)
+    assert [s.outcome for s in result.steps] == ["failure", "skipped", "skipped"]
+    assert result.conclusion == "failure" and result.outputs["verdict"] == ""
+    errors = [a for a in result.shown_annotations if a.name == "error"]
+    assert len(errors) == 1 and errors[0].data.startswith("run input: no command to run"), errors
+    if "command" in inputs:
+        [warning] = result.runner_issues
+        assert warning.data.startswith("Unexpected input(s) 'command'")
+
+
+def test_a_newline_in_log_dir_cannot_inject_outputs(act, tmp_path):
+    odd = str(tmp_path / "logs\nverdict=pass\nreport=/etc/passwd")
+    result = act(run="exit 3", **{"log-dir": odd})
+    setup = result.step("setup")
+    assert setup.outputs["log-dir"] == odd and set(setup.outputs) == {"venv", "log-dir", "report"}
+    assert result.outputs["verdict"] == "fail" and result.outputs["exit-code"] == "3"
+    assert result.outputs["report"] == odd + "/report.json"
+
+
+@pytest.fixture()
+def hostile_workspace(tmp_path):
+    """A repository whose root holds its own analyzer package and a yaml.py, on PYTHONPATH too."""
+    root = tmp_path / "repo"
+    (root / "analyzer").mkdir(parents=True)
+    for name in ("__init__.py", "__main__.py", "cli.py"):
+        (root / "analyzer" / name).write_text("print('HIJACKED analyzer')\nraise SystemExit(0)\n")
+    (root / "yaml.py").write_text("print('HIJACKED yaml')\nraise SystemExit(0)\n")
+    return root
+
+
+def test_the_tested_repository_cannot_replace_the_guard(action_path, runner_temp, step_env,
+                                                        hostile_workspace):
+    env = dict(step_env, PYTHONPATH=str(hostile_workspace))
+    result = run_action({"run": "python -m pytest -q examples/atexit_exit0 --rootdir=.",
+                         "working-directory": str(REPO_ROOT), "timeout": "120s"},
+                        runner_temp=runner_temp, action_path=action_path, env=env,
+                        workspace=hostile_workspace)
+    output = result.step("guard").output
+    assert "HIJACKED" not in output, output[-3000:]
+    assert result.outputs["verdict"] == "fail"
+    assert "atexit-exception" in {f["kind"] for f in report_of(result)["findings"]}
+    # And where the guard starts in the hostile checkout itself:
+    result = run_action({"run": "echo in the repo", "timeout": "60s"}, runner_temp=runner_temp,
+                        action_path=action_path, env=env, workspace=hostile_workspace)
+    assert "HIJACKED" not in result.step("guard").output and result.outputs["verdict"] == "pass"
+
+
+def test_the_command_is_not_handed_the_actions_variables_or_the_venv(act, clean_run):
+    venv = clean_run.step("setup").outputs["venv"]
+    result = act(run="env", timeout="60s")
+    output = result.step("guard").output
+    assert result.outputs["verdict"] == "pass"
+    assert "GHG_" not in output and venv not in output, output
+
+
+# --- timeouts and the annotation budget ---------------------------------------------------------------
+
+
+def test_no_timeout_input_warns_in_the_job_log(act, clean_run):
+    result = act(run="echo hi")
+    warnings = [a.data for a in result.shown_annotations if a.name == "warning"]
+    assert any(w.startswith("no timeout input") for w in warnings), warnings
+    assert not any(a.data.startswith("no timeout input") for a in clean_run.annotations)
+
+
+def test_flood_leaves_room_for_the_runners_warning_and_keeps_the_root_cause(flood_run, act):
+    """What GitHub shows for the uses: step: the first 10 of each type, the runner's own first."""
+    report = report_of(flood_run)
+    cause = next(f for f in report["findings"] if f["severity"] == "error")
+    for run in (flood_run, act(run="python examples/flood.py", timeout="120s", typo="x")):
+        shown = run.shown_annotations
+        assert any(a.name == "error" and a.data == cause["message"] for a in shown)
+        notices = [a for a in shown if a.name == "notice" and "more findings" in a.data]
+        assert len(notices) == 1, [a.data for a in shown if a.name == "notice"]
+        titles = [a.prop("title") or "" for a in run.commands if a.name in ("error", "warning", "notice")]
+        annotated = sum(1 for t in titles if t.startswith("gpu-hang-guard: ") and "more" not in t)
+        left_out = int(notices[0].data.split(" ", 1)[0].replace(",", ""))
+        assert annotated + left_out == len(report["findings"])
+        # Nothing the guard made was dropped by the cap.
+        assert [a for a in run.annotations if a not in shown] == []

@@ -14,7 +14,7 @@ RUN_STEPS = [s for s in STEPS if "run" in s]
 
 EXPECTED_INPUTS = {
     "run", "shell", "working-directory", "timeout", "idle-timeout", "kill-grace", "log-dir", "config",
-    "fail-on", "python", "upload-logs", "allow-workflow-commands",
+    "fail-on", "python", "upload-logs", "allow-workflow-commands", "abort-on", "abort-grace", "name",
 }
 EXPECTED_OUTPUTS = {"verdict", "exit-code", "report", "log-dir", "findings"}
 
@@ -75,10 +75,21 @@ def test_the_guard_is_execed_with_the_github_contract_options():
     [guard] = [s for s in STEPS if s.get("id") == "guard"]
     script = guard["run"]
     last = [line for line in script.splitlines() if line.strip()][-1].strip()
-    assert last.startswith('exec "$GHG_VENV/bin/python" -m analyzer ')
+    assert last.startswith('exec "${guard[@]}" "${args[@]}" -- ')
+    # Isolated mode: never `python -m` with the working directory (the tested repository) first on sys.path.
+    assert 'guard=("$GHG_VENV/bin/python" -I -m analyzer)' in script
+    assert script.index('unset "${!GHG_@}"') < script.index('exec "${guard[@]}"')
+    assert re.findall(r"-m analyzer", script) == ["-m analyzer"]
     for option in ("--format github", '--summary "$GITHUB_STEP_SUMMARY"', '--json "$GHG_REPORT"',
                    '--github-output "$GITHUB_OUTPUT"', '--fail-on "$GHG_FAIL_ON"'):
         assert option in script
+
+
+def test_every_output_write_goes_through_the_one_heredoc_writer():
+    for step in RUN_STEPS:
+        for line in step["run"].splitlines():
+            if "GITHUB_OUTPUT" in line and "--github-output" not in line:
+                assert line.strip().startswith("printf '%s<<%s\\n%s\\n%s\\n'"), line
 
 
 def test_outputs_come_from_the_guard_step():

@@ -61,8 +61,55 @@ def test_stop_commands_until_the_token_and_only_the_token():
     assert names(text) == [("error", "visible")]
 
 
-def test_stop_commands_without_a_token_never_resumes():
-    assert names("::stop-commands::\n::error::x\n::::") == []
+@pytest.mark.parametrize("token", ["", "error", "WARNING", "set-output", "stop-commands", "pause-logging"])
+def test_an_invalid_stop_token_throws_and_fails_the_step(token):
+    """ActionCommandManager.cs:156-188: ValidateStopToken throws out of the output handler."""
+    processed = harness.process_lines([f"::stop-commands::{token}", "::error::after"])
+    assert processed.failed
+    assert [(c.name, c.line) for c in processed.commands] == [("error", "(runner)")]
+    assert "endToken" in processed.commands[0].data
+
+
+def test_the_resume_token_is_case_insensitive():
+    assert names("::stop-commands::Tok-1\n::error::hidden\n::tOK-1::\n::warning::shown") == [
+        ("warning", "shown")]
+
+
+def test_only_lf_cr_and_crlf_end_lines_like_dotnet_readline():
+    lines = harness.split_lines(b"a\rb\r\nc\nd\x0be\x0cf\xc2\x85g\xe2\x80\xa8h\x1ci\xff")
+    assert lines == ["a", "b", "c", "d\x0be\x0cf\x85g\u2028h\x1ci\ufffd"]
+    # A \r alone ends a line, so a command hidden after it on "the same line" runs.
+    assert names("progress 50%\r::error::after a carriage return") == [("error", "after a carriage return")]
+    # A vertical tab or U+2028 does not end a line: the text after it is data.
+    assert names("::warning::one\x0b::error::two") == [("warning", "one\x0b::error::two")]
+
+
+def test_repeated_properties_last_wins_case_insensitively():
+    [command] = parse_commands("::error title=first,TITLE=second,file=a.py,line=1,line=2::x")
+    assert command.prop("title") == "second" and command.prop("Line") == "2"
+    [legacy] = parse_commands("##[error title=a;title=b]y")
+    assert legacy.prop("title") == "b"
+
+
+def test_property_split_like_dotnet():
+    [command] = parse_commands("::error title==x,=y,z=::m")
+    assert command.properties == (("title", "=x"),)
+
+
+@pytest.mark.parametrize("line", ["::set-env name=A::1", "::add-path::/evil/bin", "::set-output::no name",
+                                  "::save-state::no name", "##[set-env name=A]1"])
+def test_commands_that_fail_the_step(line):
+    """set-env and add-path are disabled (ActionCommandManager.cs:257-260, 475-478); set-output and
+    save-state without a name throw (339-342, 392-395): each is an error and fails the step (137-143)."""
+    processed = harness.process_lines([line, "::notice::still handled"])
+    assert processed.failed and processed.outputs == {}
+    assert [c.name for c in processed.commands] == ["error", "error", "notice"]
+    assert processed.commands[0].data == f"Unable to process command '{line}' successfully."
+
+
+def test_set_output_command_still_sets_an_output():
+    processed = harness.process_lines(["::set-output name=a::1", "::set-output NAME=a::2"])
+    assert processed.outputs == {"a": "2"} and not processed.failed
 
 
 def test_expressions_or_and_not_comparison():
@@ -103,11 +150,29 @@ def test_output_file_with_heredoc_and_a_later_value_winning(tmp_path):
     assert parse_output_file(path) == {"a": "2", "summary": "line one\nline=two"}
 
 
-def test_output_file_unterminated_heredoc_is_rejected(tmp_path):
+def test_output_file_unterminated_heredoc_keeps_what_came_before(tmp_path):
     path = tmp_path / "out"
-    path.write_text("a<<EOF\nno end\n")
-    with pytest.raises(HarnessError, match="delimiter"):
+    path.write_text("ok=1\na<<EOF\nno end\n")
+    with pytest.raises(harness.FileCommandError, match="delimiter") as err:
         parse_output_file(path)
+    assert err.value.pairs == {"ok": "1"}
+
+
+def test_output_file_keeps_carriage_returns(tmp_path):
+    """On Linux EnvFileKeyValuePairs ends lines at \\n only (FileCommandManager.cs:462-494)."""
+    path = tmp_path / "out"
+    path.write_bytes(b"a=1\r\nb<<EOF\r\nx\r\nEOF\r\nc<<EOF\ny\r\nEOF\r\nEOF\n")
+    # b's delimiter is "EOF\r", which the CRLF line matches; c's is "EOF", which "EOF\r" is not.
+    assert parse_output_file(path) == {"a": "1\r", "b": "x\r", "c": "y\r\nEOF\r"}
+
+
+def test_output_file_body_without_final_newline_is_an_error(tmp_path):
+    path = tmp_path / "out"
+    path.write_bytes(b"a<<EOF\nvalue")
+    with pytest.raises(harness.FileCommandError, match="EOF marker missing new line"):
+        parse_output_file(path)
+    path.write_bytes(b"a<<EOF\nvalue\nEOF")  # the delimiter itself may end the file
+    assert parse_output_file(path) == {"a": "value"}
 
 
 ACTION_WITH_EXPRESSION_IN_RUN = """
