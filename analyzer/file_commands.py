@@ -1,0 +1,326 @@
+"""GitHub's file commands under the guard: private files for the command, the valid part passed on after.
+
+The runner gives each step five files through the environment (``GITHUB_OUTPUT``, ``GITHUB_STEP_SUMMARY``,
+``GITHUB_ENV``, ``GITHUB_PATH``, ``GITHUB_STATE``) and reads them when the step ends. Handed on as they
+are, the command under the guard could forge the guard's own outputs (``verdict=pass`` after a real
+timeout), glue an unterminated line onto the guard's first output (``coverage=87verdict=fail``), open a
+heredoc that swallows every later line (the runner then fails the step and drops all its outputs), or
+hide the guard's summary (``<!--``). So the command gets private files instead; when it has ended, only
+what the runner would read as complete entries, minus the names the guard owns, is appended to the
+real files, and the guard's summary goes before the command's.
+
+The runner's rules, from actions/runner ``src/Runner.Worker/FileCommandManager.cs`` (commit 258d6c8):
+- ``EnvFileKeyValuePairs`` (lines 353-452) parses ``GITHUB_OUTPUT``, ``GITHUB_ENV`` and ``GITHUB_STATE``:
+  the text is split at ``\\n`` only (``ReadLine``, lines 462-496, ``\\r\\n`` on Windows alone); empty lines
+  are skipped; a line whose first ``=`` comes before its first ``<<`` is ``name=value``; otherwise
+  ``name<<DELIMITER`` starts a heredoc whose value runs to the first line equal to ``DELIMITER``; no
+  closing line, an empty name or delimiter, or a line with neither form throws, which fails the step
+  after the entries before it were applied (``ProcessFiles``, lines 73-89).
+- ``SetEnvFileCommand`` refuses ``NODE_OPTIONS``, compared ignoring case (lines 171-191, 215-218).
+- ``AddPathFileCommand`` (lines 127-158) reads ``GITHUB_PATH`` with ``File.ReadAllLines``, which also
+  ends a line at a lone ``\\r``, and prepends every non-empty line to ``PATH``.
+- ``CreateStepSummaryCommand`` (lines 221-293) drops the whole summary, with an error, when the file is
+  over ``AttachmentSizeLimit`` = 1024 * 1024 bytes.
+
+A command that finds the real files anyway (they are in the guard's own environment) and writes to them
+directly is undone: each real file is put back as it was before the command started.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import tempfile
+from dataclasses import dataclass
+from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+
+OUTPUT = "GITHUB_OUTPUT"
+SUMMARY = "GITHUB_STEP_SUMMARY"
+ENV = "GITHUB_ENV"
+PATH = "GITHUB_PATH"
+STATE = "GITHUB_STATE"
+FILE_VARIABLES = (OUTPUT, SUMMARY, ENV, PATH, STATE)
+SUMMARY_LIMIT_BYTES = 1024 * 1024  # CreateStepSummaryCommand.AttachmentSizeLimit
+_ENV_REFUSED = ("NODE_OPTIONS",)  # SetEnvFileCommand._setEnvBlockList
+_OUTPUT_NAME = re.compile(rb"[A-Za-z_][A-Za-z0-9_-]*\Z")
+_ENV_NAME = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*\Z")
+_SAVED_MAX_BYTES = 4 * SUMMARY_LIMIT_BYTES  # a real file bigger than this at start is only truncated back
+COMMAND_SUMMARY_HEADING = "\n---\n\n#### Written by the guarded command, not by gpu-hang-guard\n\n"
+SUMMARY_TRIMMED = (
+    "_{left_out:,} of its {total:,} bytes are left out: GitHub drops a step summary over "
+    f"{SUMMARY_LIMIT_BYTES:,} bytes._\n\n"
+)
+
+
+@dataclass(frozen=True)
+class Checked:
+    """What passes from one private file: the bytes to append, and what was dropped (the guard's words)."""
+
+    kept: bytes
+    dropped: Tuple[str, ...] = ()
+
+
+def check_key_values(data: bytes, name_ok: Callable[[bytes], bool]) -> Checked:
+    """The complete, well-formed ``name=value`` lines and closed ``name<<DELIMITER`` heredocs of ``data``.
+
+    Follows the runner's ``EnvFileKeyValuePairs`` (see the module docstring); additionally drops an
+    unterminated last line (the guard's own lines come next and would be glued to it) and every entry
+    whose name ``name_ok`` refuses. An unclosed heredoc drops everything from its first line on, as
+    the runner would have read all of it as the heredoc's value.
+    """
+    lines = data.split(b"\n")
+    tail = lines.pop()  # b"" when data ends with \n
+    kept: List[bytes] = []
+    dropped: List[str] = []
+    index = 0
+    while index < len(lines):
+        line = lines[index]
+        index += 1
+        if not line:
+            continue
+        equals, heredoc = line.find(b"="), line.find(b"<<")
+        if equals >= 0 and (heredoc < 0 or equals < heredoc):
+            name = line[:equals]
+            if name_ok(name):
+                kept.append(line + b"\n")
+            else:
+                dropped.append(_refused(name))
+            continue
+        if heredoc < 0:
+            dropped.append("a line that is neither name=value nor name<<DELIMITER")
+            continue
+        name, delimiter = line[:heredoc], line[heredoc + 2:]
+        if not name or not delimiter:
+            dropped.append("a heredoc without a name or a delimiter")
+            continue
+        try:
+            close = lines.index(delimiter, index)
+        except ValueError:
+            dropped.append(f"an unclosed heredoc and the {len(lines) - index:,} lines after it")
+            tail = b""
+            break
+        if name_ok(name):
+            kept.extend(part + b"\n" for part in lines[index - 1: close + 1])
+        else:
+            dropped.append(_refused(name))
+        index = close + 1
+    if tail:
+        dropped.append("an unterminated last line")
+    return Checked(b"".join(kept), tuple(dropped))
+
+
+def _refused(name: bytes) -> str:
+    # The name itself is the command's text: it never reaches the console, only its length does.
+    if not name:
+        return "an entry without a name"
+    return f"an entry whose name ({len(name)} bytes) is malformed or belongs to the guard"
+
+
+def output_name_check(owned: Sequence[str]) -> Callable[[bytes], bool]:
+    """Names for ``GITHUB_OUTPUT`` and ``GITHUB_STATE``: identifiers, none of ``owned`` (any case)."""
+    refused = {name.lower().encode("ascii") for name in owned}
+    return lambda name: bool(_OUTPUT_NAME.match(name)) and name.lower() not in refused
+
+
+def env_name_ok(name: bytes) -> bool:
+    """Names for ``GITHUB_ENV``: POSIX variable names, not one the runner refuses (``NODE_OPTIONS``)."""
+    return bool(_ENV_NAME.match(name)) and name.upper().decode("ascii") not in _ENV_REFUSED
+
+
+def check_path_lines(data: bytes) -> Checked:
+    """The complete, non-empty ``GITHUB_PATH`` lines holding no ``\\r`` or NUL (each one directory)."""
+    lines = data.split(b"\n")
+    tail = lines.pop()
+    kept = [line + b"\n" for line in lines if line and b"\r" not in line and b"\0" not in line]
+    dropped = ["a line holding a carriage return or NUL"] * sum(
+        1 for line in lines if line and (b"\r" in line or b"\0" in line)
+    )
+    if tail:
+        dropped.append("an unterminated last line")
+    return Checked(b"".join(kept), tuple(dropped))
+
+
+def summary_part(data: bytes, used_bytes: int) -> Tuple[bytes, bool]:
+    """The command's summary to append after ``used_bytes`` already in the real file, and if it was trimmed.
+
+    Starts with the guard's heading (so nothing in the command's Markdown can hide that the rest is
+    the command's), ends with ``\\n``, and is cut at a line end to keep the whole file at most
+    ``SUMMARY_LIMIT_BYTES``, saying so in the heading. Empty when the command wrote nothing.
+    """
+    if not data.strip():
+        return b"", False
+    if not data.endswith(b"\n"):
+        data += b"\n"
+    heading = COMMAND_SUMMARY_HEADING.encode("utf-8")
+    room = SUMMARY_LIMIT_BYTES - used_bytes - len(heading)
+    if len(data) <= room:
+        return heading + data, False
+    longest_note = len(SUMMARY_TRIMMED.format(left_out=len(data), total=len(data)).encode("utf-8"))
+    keep_room = room - longest_note
+    kept = data.rfind(b"\n", 0, keep_room) + 1 if keep_room > 0 else 0
+    note = SUMMARY_TRIMMED.format(left_out=len(data) - kept, total=len(data)).encode("utf-8")
+    if used_bytes + len(heading) + len(note) + kept > SUMMARY_LIMIT_BYTES:
+        return b"", True  # not even the note fits
+    return heading + note + data[:kept], True
+
+
+@dataclass(frozen=True)
+class _Saved:
+    """A real file as it was before the command started: its size and, when small enough, its bytes."""
+
+    size: int
+    content: Optional[bytes]
+
+
+class PrivateFiles:
+    """Private stand-ins for the real file-command files in ``environ``; ``close`` removes them."""
+
+    def __init__(self, environ: Mapping[str, str], temp_root: Optional[str] = None) -> None:
+        self.real: Dict[str, str] = {
+            name: environ[name] for name in FILE_VARIABLES if environ.get(name)
+        }
+        self.private: Dict[str, str] = {}
+        self._saved: Dict[str, Optional[_Saved]] = {}
+        self._dir: Optional[str] = None
+        if not self.real:
+            return
+        self._dir = tempfile.mkdtemp(prefix="gpu-hang-guard-files-", dir=temp_root)
+        for name, real in self.real.items():
+            private = os.path.join(self._dir, name.lower())
+            with open(private, "xb"):
+                pass
+            self.private[name] = private
+            self._saved[name] = _save(real)
+
+    @property
+    def extra_env(self) -> Tuple[Tuple[str, str], ...]:
+        """``(variable, private path)`` for the command's environment."""
+        return tuple(self.private.items())
+
+    def restore(self) -> List[str]:
+        """Put each real file back as it was before the command (which could find their paths); warnings."""
+        warnings = []
+        for name, real in self.real.items():
+            saved = self._saved.get(name)
+            if saved is not None and _restore(real, saved):
+                warnings.append(
+                    f"the command wrote to the real ${name} file directly instead of its private one; "
+                    "the guard put the file back as it was before the command started"
+                )
+        return warnings
+
+    def pass_through(self, owned_outputs: Sequence[str]) -> List[str]:
+        """Append the valid part of the command's outputs, env, path and state files; warnings.
+
+        Call after ``restore`` and before the guard writes its own outputs (a name the guard owns is
+        dropped anyway; the guard's lines coming last makes sure).
+        """
+        checks = {
+            OUTPUT: lambda data: check_key_values(data, output_name_check(owned_outputs)),
+            STATE: lambda data: check_key_values(data, output_name_check(())),
+            ENV: lambda data: check_key_values(data, env_name_ok),
+            PATH: check_path_lines,
+        }
+        warnings = []
+        for name, check in checks.items():
+            if name not in self.private:
+                continue
+            checked = check(_read(self.private[name]))
+            problem = _append(self.real[name], checked.kept)
+            if problem:
+                warnings.append(f"cannot pass the command's ${name} entries on: {problem}")
+            if checked.dropped:
+                warnings.append(_dropped_warning(name, checked.dropped))
+        return warnings
+
+    def pass_summary(self) -> List[str]:
+        """Append the command's summary after the guard's own, within GitHub's limit; warnings."""
+        if SUMMARY not in self.private:
+            return []
+        real = self.real[SUMMARY]
+        data = _read(self.private[SUMMARY])
+        try:
+            used = os.path.getsize(real)
+        except OSError:
+            used = 0
+        part, trimmed = summary_part(data, used)
+        problem = _append(real, part)
+        warnings = [f"cannot pass the command's job summary on: {problem}"] if problem else []
+        if trimmed:
+            warnings.append(f"the command's job summary was trimmed to keep ${SUMMARY} under GitHub's limit")
+        return warnings
+
+    def close(self) -> None:
+        if self._dir is not None:
+            shutil.rmtree(self._dir, ignore_errors=True)
+            self._dir = None
+
+
+def _dropped_warning(name: str, dropped: Sequence[str]) -> str:
+    counts: Dict[str, int] = {}
+    for reason in dropped:
+        counts[reason] = counts.get(reason, 0) + 1
+    parts = [reason if n == 1 else f"{reason} (x{n})" for reason, n in counts.items()]
+    return f"dropped from the command's ${name}: " + "; ".join(parts)
+
+
+def _save(path: str) -> Optional[_Saved]:
+    try:
+        size = os.path.getsize(path)
+    except OSError:
+        return _Saved(-1, None)  # not there yet: the guard's own write will create it
+    content = None
+    if size <= _SAVED_MAX_BYTES:
+        try:
+            with open(path, "rb") as handle:
+                content = handle.read(_SAVED_MAX_BYTES + 1)
+        except OSError:
+            return None
+    return _Saved(size, content)
+
+
+def _restore(path: str, saved: _Saved) -> bool:
+    """Rewrite ``path`` to ``saved`` if it changed; True when it had."""
+    if saved.size < 0:
+        if not os.path.lexists(path):
+            return False
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+        return True
+    try:
+        with open(path, "r+b") as handle:
+            now = handle.read(saved.size + 1)
+            if saved.content is not None:
+                if now == saved.content:
+                    return False
+                handle.seek(0)
+                handle.write(saved.content)
+            elif len(now) == saved.size:
+                return False  # too big to keep a copy of: only what was added can be taken back
+            handle.truncate(saved.size)
+        return True
+    except OSError:
+        return False
+
+
+def _read(path: str) -> bytes:
+    try:
+        with open(path, "rb") as handle:
+            return handle.read()
+    except OSError:
+        return b""
+
+
+def _append(path: str, data: bytes) -> str:
+    """Append ``data`` to ``path``; '' on success, else the reason."""
+    if not data:
+        return ""
+    try:
+        with open(path, "ab") as handle:
+            handle.write(data)
+    except OSError as err:
+        return (err.strerror or str(err)).lower()
+    return ""

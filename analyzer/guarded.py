@@ -1,0 +1,497 @@
+"""The guarded run: supervise the command while its output is scanned live, then the verdict and the report.
+
+    set up (rules compiled, renderers imported, private workflow files) -> supervise
+      each log: the pump writes it, a scanner thread follows it (``LogScan`` over ``_Follow``)
+      a live finding of an ``--abort-on`` kind: after ``--abort-grace`` the guard ends the tree
+    -> the scanners finish the last bytes -> combine -> verdict -> Report
+
+The pump never waits for the scan: it only reports how far the log has grown (``on_output``), and the
+scanner reads the bytes back from the file, so the scan may lag by any amount at a bounded memory cost.
+When the command ends, the scanners have usually read everything already, so the report is ready at
+once instead of after re-reading gigabytes: that is what makes a cancel safe (GitHub gives the step
+7.5 s after SIGINT, then 2.5 s after SIGTERM). A scan still behind when time is up is cut short, and a
+``scan-incomplete`` finding says how much of which log was left unscanned.
+
+Everything the guard needs after the command ran is imported or built here before it starts: code the
+command writes into the guard's own virtualenv while it runs can never run inside the guard.
+"""
+
+from __future__ import annotations
+
+import bisect
+import collections
+import dataclasses
+import os
+import threading
+import time
+from typing import Any, Callable, Deque, Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple
+
+from . import file_commands
+from .durations import format_duration
+from .errors import AnalyzerError, UsageError
+from .model import SCAN_INCOMPLETE_RULE, Finding, Kind, Report, Severity
+from .report import github as github_report
+from .rules.model import Catalogue
+from .scan import pipeline, rank  # noqa: F401 - rank: imported now, used by the scan after the run
+from .scan.sources import Source
+from .supervise.guard import STDERR_LOG, STDOUT_LOG, GuardOptions, Supervision, supervise
+from .verdict import decide
+
+STREAMS = (("stdout", STDOUT_LOG), ("stderr", STDERR_LOG))
+DEFAULT_ABORT_GRACE_S = 60.0
+# After a cancel the runner kills the guard 10 s after its SIGINT and supervise used most of that; a
+# scan still behind gets this long before the report is written without its end.
+CANCEL_SCAN_WAIT_S = 1.0
+# After a cut (a signal while waiting for the scan), how long a scanner may take to notice it.
+CUT_SCAN_WAIT_S = 0.5
+# The follower hands the scanner at least this much, or what came within _BATCH_WAIT_S: fewer, bigger
+# windows for the engine while the output trickles.
+_BATCH_BYTES = 256 * 1024
+_BATCH_WAIT_S = 0.02
+# Arrival times of lines: one point per _CLOCK_STEP_S of output at first; past _CLOCK_POINTS points a
+# log keeps every other one and its step doubles, so a log of any length keeps a bounded list.
+_CLOCK_STEP_S = 0.05
+_CLOCK_POINTS = 10_000
+_PENDING_POINTS = 4_096
+_JOIN_SLICE_S = 0.1
+# The variables the action (action.yml) sets for its own steps: the venv path among them. The command
+# never needs them, and the venv's path is where it could plant code for the guard.
+ACTION_VARIABLES = (
+    "GHG_VENV",
+    "GHG_PYTHON",
+    "GHG_LOG_DIR",
+    "GHG_REPORT",
+    "GHG_RUN",
+    "GHG_SHELL",
+    "GHG_WORKING_DIRECTORY",
+    "GHG_TIMEOUT",
+    "GHG_IDLE_TIMEOUT",
+    "GHG_KILL_GRACE",
+    "GHG_CONFIG",
+    "GHG_FAIL_ON",
+    "GHG_ALLOW_WORKFLOW_COMMANDS",
+    "GHG_ABORT_ON",
+    "GHG_ABORT_GRACE",
+    "GHG_ANNOTATION_SLOTS",
+    "GHG_NAME",
+)
+ABORT_DESCRIPTION = "{message} ({kind} at {where}; still running {grace} later)"
+SCAN_CUT_SHORT = (
+    "the live scan of {name} was cut short to write the report in time: it read {read:,} of {total:,} "
+    "bytes ({lines:,} lines); findings after that point are missing"
+)
+SCAN_FAILED = "the live scan of {name} stopped after {read:,} of {total:,} bytes: {error}"
+SCAN_SHRANK = "{name} shrank while the command ran (something truncated it); the scan stopped at {read:,}"
+
+
+def parse_abort_kinds(text: Optional[str]) -> FrozenSet[Kind]:
+    """``--abort-on`` as kinds: comma-separated ``Kind`` values; raises ``UsageError`` naming a bad one."""
+    if text is None or not text.strip():
+        return frozenset()
+    known = {kind.value: kind for kind in Kind}
+    kinds = set()
+    for part in text.split(","):
+        name = part.strip()
+        if name not in known:
+            raise UsageError(f"--abort-on {name!r}: expected finding kinds from: {', '.join(known)}")
+        kinds.add(known[name])
+    return frozenset(kinds)
+
+
+_Point = Tuple[int, float]  # (bytes in the log, time.monotonic() when they had arrived)
+
+
+class _LineClock:
+    """When each line of one log arrived: ``(complete lines, monotonic time)`` points, bounded."""
+
+    def __init__(self) -> None:
+        self.lines: List[int] = []
+        self.times: List[float] = []
+        self._step = _CLOCK_STEP_S
+
+    def add(self, lines: int, arrived: float) -> None:
+        if self.times and arrived - self.times[-1] < self._step:
+            self.lines[-1] = lines  # the same step: its lines arrived by the step's first time
+            return
+        self.lines.append(lines)
+        self.times.append(arrived)
+        if len(self.times) > _CLOCK_POINTS:
+            del self.lines[::2], self.times[::2]
+            self._step *= 2
+
+    def __call__(self, line: int) -> float:
+        """``time.monotonic()`` by which line ``line`` (1-based) had arrived; 0.0 when nothing did."""
+        if not self.times:
+            return 0.0
+        index = bisect.bisect_left(self.lines, line)
+        return self.times[min(index, len(self.times) - 1)]
+
+
+class _Follow:
+    """A binary file over the guard's log that follows it: ``read`` blocks until the pump wrote more.
+
+    The pump calls ``offer(total, arrived)`` after each chunk (cheap: a lock, a store, maybe a
+    notify); ``read`` returns bytes up to the offered total with ``os.pread`` on the guard's own read
+    descriptor, and EOF once ``finish`` or ``cut`` was called and it has read up to the final total
+    (``cut``: at once). Only the reader's position and a few clock points are held, whatever the lag.
+    """
+
+    def __init__(self, fd: int) -> None:
+        self._fd: Optional[int] = fd
+        self._cond = threading.Condition(threading.Lock())
+        self.written = 0
+        self.read_bytes = 0
+        self.lines = 0
+        self.shrank = False
+        self._final = False
+        self._cut = False
+        self._want: Optional[int] = None
+        self._points: Deque[Tuple[int, float]] = collections.deque()
+        self.clock = _LineClock()
+
+    # -- the pump's side ------------------------------------------------------------------------
+    def offer(self, total: int, arrived: float) -> None:
+        with self._cond:
+            if total <= self.written:
+                return
+            points = self._points
+            if points and (arrived - points[-1][1] < _CLOCK_STEP_S or len(points) >= _PENDING_POINTS):
+                points[-1] = (total, points[-1][1])
+            else:
+                points.append((total, arrived))
+            self.written = total
+            if self._want is not None and total >= self._want:
+                self._cond.notify()
+
+    def finish(self) -> None:
+        """No more output will come: read to the last offered total, then EOF."""
+        with self._cond:
+            self._final = True
+            self._cond.notify()
+
+    def cut(self) -> None:
+        """Time is up: the next ``read`` returns EOF whatever is left."""
+        with self._cond:
+            self._cut = self._final = True
+            self._cond.notify()
+
+    @property
+    def was_cut(self) -> bool:
+        return self._cut and self.read_bytes < self.written
+
+    # -- the scanner's side ---------------------------------------------------------------------
+    def read(self, size: int = -1) -> bytes:
+        if size is None or size < 0:
+            parts = []
+            while True:
+                part = self.read(1 << 20)
+                if not part:
+                    return b"".join(parts)
+                parts.append(part)
+        with self._cond:
+            self._wait_for_data()
+            if self._cut or self._fd is None:
+                return b""
+            start = self.read_bytes
+            end = min(self.written, start + size)
+            passed = []
+            while self._points and self._points[0][0] <= end:
+                passed.append(self._points.popleft())
+            partial = self._points[0] if self._points else None
+        if end <= start:
+            return b""
+        try:
+            data = os.pread(self._fd, end - start, start)
+        except OSError:
+            data = b""
+        if len(data) < end - start:
+            self.shrank = True  # only the pump writes this file, and never shortens it
+            with self._cond:
+                self._cut = self._final = True
+            return b""
+        self._clock_points(data, start, passed, partial)
+        self.read_bytes = end
+        return data
+
+    def _wait_for_data(self) -> None:
+        """Block (lock held) until there is a batch to read, the end came, or the scan is cut."""
+        if self.written > self.read_bytes or self._final:
+            return
+        self._want = self.read_bytes + 1
+        while not self._final and self.written < self._want:
+            self._cond.wait()
+        self._want = self.read_bytes + _BATCH_BYTES
+        deadline = time.monotonic() + _BATCH_WAIT_S
+        while not self._final and self.written < self._want:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            self._cond.wait(left)
+        self._want = None
+
+    def _clock_points(
+        self, data: bytes, start: int, passed: Sequence[_Point], partial: Optional[_Point],
+    ) -> None:
+        offset = 0
+        for total, arrived in passed:
+            self.lines += data.count(b"\n", offset, total - start)
+            offset = total - start
+            self.clock.add(self.lines, arrived)
+        self.lines += data.count(b"\n", offset)
+        if partial is not None and offset < len(data):
+            self.clock.add(self.lines, partial[1])
+
+    def close(self) -> None:
+        with self._cond:
+            fd, self._fd = self._fd, None
+        if fd is not None:
+            os.close(fd)
+
+    def __enter__(self) -> "_Follow":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class _LiveLog:
+    """One stream's live scan: a follower over its log and the thread that runs ``LogScan`` on it."""
+
+    def __init__(
+        self,
+        display_path: str,
+        fd: int,
+        catalogue: Catalogue,
+        prepared: pipeline.Prepared,
+        on_event: Callable[[Finding], None],
+    ) -> None:
+        self.display_path = display_path
+        self.follow = _Follow(fd)
+        self.error: Optional[str] = None
+        self.scan = pipeline.LogScan(
+            Source(display_path, lambda: self.follow), catalogue, engine=prepared, on_event=on_event
+        )
+        self.thread = threading.Thread(target=self._run, name=f"guard-scan-{os.path.basename(display_path)}",
+                                       daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        try:
+            self.scan.run()
+        except AnalyzerError as err:
+            self.error = str(err)
+        except Exception as err:  # a scanner bug must cost this log's findings, never the report
+            self.error = f"{type(err).__name__}: {err}"
+        finally:
+            self.follow.cut()
+            self.follow.close()
+
+    def incomplete(self, severity: Severity) -> Optional[Finding]:
+        """The finding that says this log was not scanned to its end, or None when it was."""
+        follow, name = self.follow, os.path.basename(self.display_path)
+        counts = {"name": name, "read": follow.read_bytes, "total": follow.written, "lines": follow.lines}
+        if self.error is not None:
+            message = SCAN_FAILED.format(error=self.error, **counts)
+        elif follow.shrank:
+            message = SCAN_SHRANK.format(**counts)
+        elif self.thread.is_alive() or follow.was_cut:
+            message = SCAN_CUT_SHORT.format(**counts)
+        else:
+            return None
+        return Finding(
+            kind=Kind.SCAN_INCOMPLETE,
+            rule=SCAN_INCOMPLETE_RULE,
+            severity=severity,
+            path=self.display_path,
+            line=0,
+            message=message,
+        )
+
+
+class _AbortOn:
+    """``--abort-on``: the first live error finding of the named kinds, and when the grace ends."""
+
+    def __init__(self, kinds: FrozenSet[Kind], grace_s: float) -> None:
+        self.kinds = kinds
+        self.grace_s = grace_s
+        self._lock = threading.Lock()
+        self._trigger: Optional[Tuple[Finding, float]] = None
+
+    def on_event(self, finding: Finding) -> None:
+        if finding.kind not in self.kinds or finding.severity is not Severity.ERROR:
+            return
+        with self._lock:
+            if self._trigger is None:
+                self._trigger = (finding, time.monotonic())
+
+    def abort_requested(self) -> Optional[str]:
+        trigger = self._trigger
+        if trigger is None or time.monotonic() - trigger[1] < self.grace_s:
+            return None
+        finding = trigger[0]
+        return ABORT_DESCRIPTION.format(
+            message=finding.message,
+            kind=finding.kind.value,
+            where=f"{os.path.basename(finding.path)}:{finding.line}",
+            grace=format_duration(self.grace_s),
+        )
+
+
+class GuardedRun:
+    """One guarded run, fully set up before the command starts; ``close`` when done (also on error).
+
+    ``options`` says what to run (its hooks and environment are filled in here); ``environ`` is the
+    guard's own environment, from which the workflow files and the action's variables are read.
+    Raises ``UsageError`` for a bad engine, before anything runs.
+    """
+
+    def __init__(
+        self,
+        options: GuardOptions,
+        catalogue: Catalogue,
+        engine: str = "auto",
+        fail_on: Severity = Severity.ERROR,
+        abort_on: FrozenSet[Kind] = frozenset(),
+        abort_grace_s: float = DEFAULT_ABORT_GRACE_S,
+        environ: Mapping[str, str] = os.environ,
+    ) -> None:
+        if abort_grace_s < 0:
+            raise UsageError(f"--abort-grace: {abort_grace_s!r} must not be negative")
+        self.catalogue = catalogue
+        self.fail_on = fail_on
+        # One compiled engine per stream: a Hyperscan database's scratch space serves one scan at a time.
+        self._prepared = {stream: pipeline.engine_for(catalogue, engine) for stream, _ in STREAMS}
+        self._abort = _AbortOn(abort_on, abort_grace_s)
+        self._logs: Dict[str, _LiveLog] = {}
+        self._cut_requested = False
+        self._names = dict(STREAMS)
+        self.files = file_commands.PrivateFiles(environ, temp_root=_temp_root(environ))
+        self.options = dataclasses.replace(
+            options,
+            on_log_ready=self._on_log_ready,
+            on_output=self._on_output,
+            abort_requested=self._abort.abort_requested if abort_on else None,
+            extra_env=tuple(options.extra_env) + self.files.extra_env,
+            remove_env=tuple(options.remove_env) + tuple(n for n in ACTION_VARIABLES if n in environ),
+        )
+
+    # -- hooks, called by the guard -------------------------------------------------------------
+    def _on_log_ready(self, stream: str, fd: int) -> None:
+        path = os.path.join(self.options.log_dir, self._names.get(stream, f"{stream}.log"))
+        try:
+            self._logs[stream] = _LiveLog(
+                path, fd, self.catalogue, self._prepared.get(stream) or self._prepared["stdout"],
+                self._abort.on_event,
+            )
+        except Exception:
+            os.close(fd)
+            raise
+
+    def _on_output(self, stream: str, total: int, arrived: float) -> None:
+        log = self._logs.get(stream)
+        if log is not None:
+            log.follow.offer(total, arrived)
+
+    # -- the run --------------------------------------------------------------------------------
+    def supervise(self) -> Supervision:
+        """Run the command under the guard (see ``supervise.guard.supervise``)."""
+        return supervise(self.options)
+
+    def cut_short(self) -> None:
+        """Stop waiting for the scan (a signal came while the report is due): report what was read.
+
+        Safe in a signal handler: it only sets a flag, which the waiting loop reads between short joins
+        (taking a follower's lock here could deadlock against the very code it interrupted).
+        """
+        self._cut_requested = True
+
+    def report(self, supervision: Supervision, **report_fields: Any) -> Report:
+        """Let the scanners read the rest of the logs (bounded after a cancel), then the ranked report.
+
+        ``report_fields`` are further ``Report`` fields (the job's facts).
+        """
+        for log in self._logs.values():
+            log.follow.finish()
+        reason = supervision.command.timeout_reason
+        bound = CANCEL_SCAN_WAIT_S if reason is not None and reason == "cancelled" else None
+        self._wait_for_scans(bound)
+        severity = _rule_severity(self.catalogue, SCAN_INCOMPLETE_RULE, Severity.WARNING)
+        results, incomplete, clocks = [], [], {}
+        for stream, _ in STREAMS:
+            log = self._logs.get(stream)
+            if log is None:
+                continue
+            finding = log.incomplete(severity)
+            if finding is not None:
+                incomplete.append(finding)
+            if not log.thread.is_alive():  # a scanner still inside a window: its state is not ours to read
+                results.append(log.scan.result())
+                clocks[log.display_path] = log.follow.clock
+        findings = pipeline.combine(
+            results,
+            self.catalogue,
+            guard_findings=tuple(supervision.findings) + tuple(incomplete),
+            line_clocks=clocks,
+        )
+        verdict, status = decide(findings, supervision.command, self.fail_on)
+        return Report(
+            verdict=verdict,
+            exit_status=status,
+            findings=tuple(findings),
+            command=supervision.command,
+            diagnostics=supervision.diagnostics,
+            **report_fields,
+        )
+
+    def _wait_for_scans(self, bound_s: Optional[float]) -> None:
+        """Join the scanners until they are done, ``bound_s`` passed or a cut was asked for; then cut.
+
+        A cut scanner stops at its next read, so it gets ``CUT_SCAN_WAIT_S`` to hand in what it has.
+        """
+        deadline = None if bound_s is None else time.monotonic() + bound_s
+        alive = [log for log in self._logs.values() if log.thread.is_alive()]
+        while alive and not self._cut_requested:
+            left = _JOIN_SLICE_S if deadline is None else min(_JOIN_SLICE_S, deadline - time.monotonic())
+            if left <= 0:
+                break
+            alive[0].thread.join(left)
+            alive = [log for log in alive if log.thread.is_alive()]
+        if alive:
+            for log in alive:
+                log.follow.cut()
+            grace = time.monotonic() + CUT_SCAN_WAIT_S
+            for log in alive:
+                log.thread.join(max(0.0, grace - time.monotonic()))
+
+    # -- workflow files -------------------------------------------------------------------------
+    def pass_through_files(self) -> List[str]:
+        """Undo direct writes to the real workflow files, then pass the command's valid entries on.
+
+        Call before the guard writes its own outputs; returns warnings (the guard's words only).
+        """
+        return self.files.restore() + self.files.pass_through(github_report.OUTPUT_NAMES)
+
+    def pass_through_summary(self) -> List[str]:
+        """Append the command's job summary after the guard's; returns warnings."""
+        return self.files.pass_summary()
+
+    def close(self) -> None:
+        """Stop the scanners (they are daemon threads) and remove the private files."""
+        for log in self._logs.values():
+            log.follow.cut()
+        self.files.close()
+
+
+def _rule_severity(catalogue: Catalogue, rule_id: str, default: Severity) -> Severity:
+    for rule in catalogue.rules:
+        if rule.id == rule_id:
+            return rule.severity or default
+    return default
+
+
+def _temp_root(environ: Mapping[str, str]) -> Optional[str]:
+    root = environ.get("RUNNER_TEMP")
+    return root if root and os.path.isdir(root) else None
+
+
+__all__ = ["ACTION_VARIABLES", "DEFAULT_ABORT_GRACE_S", "GuardedRun", "parse_abort_kinds"]
