@@ -19,6 +19,9 @@ ALLOWED = {
     "scan": LEAVES | {"rules", "scan"},
     "verdict": LEAVES,
     "gh": LEAVES | {"gh", "rules", "scan", "verdict"},
+    "file_commands": LEAVES,
+    # The guarded run walks the rooms as cli.py does, all set up before the command starts.
+    "guarded": LEAVES | {"supervise", "scan", "rules", "verdict", "report", "file_commands"},
 }
 
 
