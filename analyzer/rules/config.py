@@ -5,6 +5,8 @@ The file is YAML; every key is optional::
     # gpu-hang-guard.yml
     match_timeout: 0.5            # seconds one of YOUR patterns may spend on one line (default 1s);
                                   # a number of seconds, or a duration such as 500ms
+    match_budget: 10s             # seconds one of YOUR patterns may spend over the whole scan
+                                  # (default 10s); past it the pattern is switched off, with a warning
     severity:                     # change the severity of a rule: error, warning or notice
       pytest-timeout: warning
       guard-leaked-process: error # the guard's own findings have ids too (guard-timeout, ...)
@@ -31,30 +33,31 @@ Path globs are ``fnmatch`` patterns matched against the path as reported (``*`` 
 for a GitHub run-log archive the path reads ``logs.zip!job/2_Run tests.txt``); a glob without ``/`` is
 also tried against the file name alone. Line patterns and your rules' patterns use Python's ``regex``
 syntax and are matched with ``match_timeout``, so a catastrophic pattern cannot hang a CI job: a line
-pattern that runs out of time does not ignore the finding.
+pattern that runs out of time does not ignore the finding. A rule that spends its ``match_budget`` is
+switched off for the rest of the scan with a ``scan-incomplete`` warning naming it.
 
-This module reads the file and checks its shape; ``analyzer.rules.loader`` checks the rules and rule
-ids against the catalogue and builds the ``Catalogue``. Every problem is a ``ConfigError`` naming the
-file and the key, e.g. ``ci.yml: severity.no-such-rule: unknown rule id``.
+The file is read up to 1 MiB; YAML aliases may not expand it past a million nodes and characters, and
+a pattern's counted repeats (``x{1000}``) may not expand it past 100,000 items (``schema.py``).
+
+This module reads the file and checks its shape against the tables below (``schema.check_mapping``);
+``analyzer.rules.loader`` checks the rules and rule ids against the catalogue and builds the
+``Catalogue``. Every problem is a ``ConfigError`` naming the file and the key, e.g.
+``ci.yml: severity.no-such-rule: unknown rule id``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, Tuple
 
-import regex
 import yaml
 
-from ..durations import parse_duration
-from ..errors import ConfigError, UsageError
+from ..errors import ConfigError
 from ..model import Severity
-from .model import LineIgnore
+from . import schema
+from .model import DEFAULT_MATCH_BUDGET_S, DEFAULT_MATCH_TIMEOUT_S, LineIgnore
+from .schema import Key, Table, check_mapping, show
 
-DEFAULT_MATCH_TIMEOUT_S = 1.0
-TOP_LEVEL_KEYS = ("match_timeout", "severity", "ignore", "rules")
-IGNORE_KEYS = ("rules", "paths", "lines")
-LINE_IGNORE_KEYS = ("pattern", "rules")
 SEVERITIES = tuple(s.value for s in Severity)
 
 
@@ -73,10 +76,95 @@ class UserConfig:
     ignore_paths: Tuple[str, ...] = ()
     ignore_lines: Tuple[LineIgnore, ...] = ()
     rules: Tuple[Any, ...] = ()
+    match_budget_s: float = DEFAULT_MATCH_BUDGET_S
 
 
-class _UniqueKeyLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
-    """``yaml.safe_load`` that refuses a key given twice (YAML would silently keep the last one)."""
+def _severity_map(value: Any, source: str, key: str) -> Tuple[Tuple[str, Severity], ...]:
+    if not isinstance(value, dict):
+        raise ConfigError(source, key, f"must map rule ids to a severity, not {schema.type_name(value)}")
+    level = schema.choice(SEVERITIES, Severity)
+    pairs = []
+    for rule_id, given in value.items():
+        where = f"{key}.{schema.key_part(rule_id)}"
+        if not isinstance(rule_id, str):
+            raise ConfigError(source, where, "a rule id must be a string")
+        pairs.append((rule_id, level(given, source, where)))
+    return tuple(pairs)
+
+
+def _rule_list(value: Any, source: str, key: str) -> Tuple[Any, ...]:
+    if not isinstance(value, list):
+        raise ConfigError(source, key, f"must be a list of rules, not {schema.type_name(value)}")
+    return tuple(value)
+
+
+def _regex(value: Any, source: str, key: str) -> Any:
+    if not isinstance(value, str) or not value:
+        raise ConfigError(source, key, f"must be a non-empty regex, not {show(value)}")
+    return schema.compile_pattern(value, source, key)
+
+
+LINE_IGNORE = Table(
+    (
+        Key("pattern", _regex, required=True, hint="the regex to ignore"),
+        Key("rules", schema.strings(accept_one=True), default=()),
+    )
+)
+
+
+def _line_ignores(value: Any, source: str, key: str) -> Tuple[LineIgnore, ...]:
+    if not isinstance(value, list):
+        raise ConfigError(source, key, f"must be a list, not {schema.type_name(value)}")
+    ignores = []
+    for index, item in enumerate(value):
+        where = f"{key}[{index}]"
+        if isinstance(item, str):
+            pattern, rules = item, ()
+            compiled = _regex(item, source, where)
+        else:
+            entry = check_mapping(item, LINE_IGNORE, source, where)
+            pattern, rules = item["pattern"], entry["rules"]
+            compiled = entry["pattern"]
+        ignores.append(LineIgnore(pattern=pattern, rules=rules, pattern_re=compiled))
+    return tuple(ignores)
+
+
+IGNORE = Table(
+    (
+        Key("rules", schema.strings(accept_one=True), default=()),
+        Key("paths", schema.strings(accept_one=True), default=()),
+        Key("lines", _line_ignores, default=()),
+    )
+)
+
+
+def _ignore(value: Any, source: str, key: str) -> Dict[str, Any]:
+    return check_mapping(value, IGNORE, source, key)
+
+
+TOP_LEVEL = Table(
+    (
+        Key("match_timeout", schema.duration, default=DEFAULT_MATCH_TIMEOUT_S),
+        Key("severity", _severity_map, default=()),
+        Key("ignore", _ignore, default=None),
+        Key("rules", _rule_list, default=()),
+        Key("match_budget", schema.duration, default=DEFAULT_MATCH_BUDGET_S),
+    )
+)
+TOP_LEVEL_KEYS = TOP_LEVEL.names
+
+
+class _BoundedLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+    """``yaml.safe_load`` that refuses a key given twice and a document that aliases expand too far.
+
+    YAML would silently keep the last of two equal keys. Aliases share one object, so loading a
+    "billion laughs" is cheap, but anything that walks or prints the result is not: its size with
+    aliases expanded is checked on the node graph before any Python object is built.
+    """
+
+    def construct_document(self, node: Any) -> Any:
+        _check_expanded_size(node)
+        return super().construct_document(node)
 
     def construct_mapping(self, node: Any, deep: bool = False) -> Any:
         seen = set()
@@ -94,28 +182,75 @@ class _UniqueKeyLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: 
         return super().construct_mapping(node, deep=deep)
 
 
+class _TooBig(yaml.YAMLError):
+    pass
+
+
+def _check_expanded_size(root: Any) -> None:
+    """Raise ``_TooBig`` when the node graph, aliases expanded, exceeds ``schema.MAX_YAML_SIZE``.
+
+    Sizes are computed once per node (aliases point at the same node object), without recursion.
+    """
+    sizes: Dict[int, int] = {}
+    limit = schema.MAX_YAML_SIZE
+    stack = [(root, False)]
+    open_nodes = set()
+    while stack:
+        node, done = stack.pop()
+        ident = id(node)
+        if ident in sizes:
+            continue
+        if isinstance(node, yaml.ScalarNode):
+            sizes[ident] = 1 + len(node.value)
+            continue
+        children = node.value
+        if isinstance(node, yaml.MappingNode):
+            children = [child for pair in node.value for child in pair]
+        if not done:
+            if ident in open_nodes:
+                raise _TooBig("an alias refers to the collection that holds it")
+            open_nodes.add(ident)
+            stack.append((node, True))
+            stack.extend((child, False) for child in children if id(child) not in sizes)
+            continue
+        open_nodes.discard(ident)
+        total = 1
+        for child in children:
+            if id(child) not in sizes:
+                raise _TooBig("an alias refers to the collection that holds it")
+            total += sizes[id(child)]
+            if total > limit:
+                raise _TooBig(
+                    f"more than {limit:,} nodes and characters once its aliases (*name) are expanded"
+                )
+        sizes[ident] = total
+
+
 def parse_yaml(text: str, source: str) -> Any:
     """The data in YAML ``text`` (safe types only); raises ``ConfigError`` naming ``source`` and the line."""
     try:
-        return yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
+        return yaml.load(text, Loader=_BoundedLoader)  # noqa: S506 - a SafeLoader subclass
+    except _TooBig as err:
+        raise ConfigError(source, "document", f"too big: {err}") from None
     except yaml.MarkedYAMLError as err:
         mark = err.problem_mark or err.context_mark
         where = f"line {mark.line + 1}" if mark is not None else "document"
         problem = " ".join(" ".join(str(p).split()) for p in (err.context, err.problem) if p)
-        raise ConfigError(source, where, f"invalid YAML: {problem or err}") from None
-    except (yaml.YAMLError, ValueError, OverflowError, RecursionError, TypeError) as err:
+        raise ConfigError(source, where, f"invalid YAML: {schema.problem_text(problem or err)}") from None
+    except (yaml.YAMLError, ValueError, OverflowError, RecursionError, TypeError, MemoryError) as err:
         # ValueError: an impossible date such as 2024-13-45; RecursionError: absurd nesting.
-        detail = " ".join(str(err).split()) or type(err).__name__
-        raise ConfigError(source, "document", f"invalid YAML: {detail}") from None
+        raise ConfigError(source, "document", f"invalid YAML: {schema.problem_text(err)}") from None
 
 
 def read_yaml(path: str) -> Any:
-    """The data in the YAML file at ``path``; raises ``ConfigError`` when it is unreadable or invalid."""
+    """The data in the YAML file at ``path``; raises ``ConfigError`` when unreadable, too big or invalid."""
     try:
         with open(path, "rb") as handle:
-            raw = handle.read()
+            raw = handle.read(schema.MAX_CONFIG_BYTES + 1)
     except OSError as err:
         raise ConfigError(path, "file", f"cannot read: {err.strerror or err}") from None
+    if len(raw) > schema.MAX_CONFIG_BYTES:
+        raise ConfigError(path, "file", f"too big: more than {schema.MAX_CONFIG_BYTES:,} bytes")
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as err:
@@ -131,157 +266,15 @@ def load_config(path: str) -> UserConfig:
 
 def parse_config(data: Any, source: str) -> UserConfig:
     """``data`` (a loaded YAML document) as a ``UserConfig``; raises ``ConfigError`` naming ``source``."""
-    if data is None:
-        return UserConfig(source=source)
-    top = _mapping(data, source, "document", TOP_LEVEL_KEYS, "")
-    ignore = _mapping(top.get("ignore", {}), source, "ignore", IGNORE_KEYS, "ignore.")
-    rules = top.get("rules", [])
-    if rules is None:
-        rules = []
-    if not isinstance(rules, list):
-        raise ConfigError(source, "rules", f"must be a list of rules, not {_type_name(rules)}")
+    top = check_mapping(data, TOP_LEVEL, source, "document", prefix="")
+    ignore = top["ignore"] or check_mapping({}, IGNORE, source, "ignore")
     return UserConfig(
         source=source,
-        match_timeout_s=_match_timeout(top.get("match_timeout"), source),
-        severity=_severities(top.get("severity", {}), source),
-        ignore_rules=_strings(ignore.get("rules", []), source, "ignore.rules"),
-        ignore_paths=_strings(ignore.get("paths", []), source, "ignore.paths"),
-        ignore_lines=_line_ignores(ignore.get("lines", []), source),
-        rules=tuple(rules),
+        match_timeout_s=top["match_timeout"],
+        match_budget_s=top["match_budget"],
+        severity=top["severity"],
+        ignore_rules=ignore["rules"],
+        ignore_paths=ignore["paths"],
+        ignore_lines=ignore["lines"],
+        rules=top["rules"],
     )
-
-
-def compile_user_pattern(pattern: str, ignore_case: bool = False) -> Any:
-    """``pattern`` compiled with ``regex``; raises ``regex.error`` (the caller names file and key)."""
-    return regex.compile(pattern, regex.IGNORECASE if ignore_case else 0)
-
-
-def regex_problem(err: BaseException) -> str:
-    """A compile error as one line: ``regex`` puts the position in its message, RecursionError does not."""
-    text = " ".join(str(err).split())
-    return text or type(err).__name__
-
-
-def key_part(name: Any) -> str:
-    """A key the user wrote, fit to name in a one-line error (quoted when it holds odd characters)."""
-    if isinstance(name, str) and name and name.isprintable() and len(name) <= 60:
-        return name
-    return show(name)
-
-
-def show(value: Any, limit: int = 60) -> str:
-    """A user's value quoted for an error message: ``repr``, cut short, safe on absurd nesting."""
-    try:
-        text = repr(value)
-    except RecursionError:
-        return f"{_type_name(value)} nested too deep"
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def _mapping(data: Any, source: str, key: str, allowed: Sequence[str], prefix: str) -> Mapping[str, Any]:
-    if data is None:
-        return {}
-    if not isinstance(data, dict):
-        raise ConfigError(source, key, f"must be a mapping, not {_type_name(data)}")
-    for name in data:
-        if not isinstance(name, str) or name not in allowed:
-            raise ConfigError(
-                source, f"{prefix}{key_part(name)}", f"unknown key; expected one of: {', '.join(allowed)}"
-            )
-    return data
-
-
-def _match_timeout(value: Any, source: str) -> float:
-    if value is None:
-        return DEFAULT_MATCH_TIMEOUT_S
-    if isinstance(value, bool):
-        seconds: Optional[float] = None
-    elif isinstance(value, (int, float)):
-        seconds = float(value)
-    elif isinstance(value, str):
-        try:
-            seconds = parse_duration(value, "match_timeout")
-        except UsageError:
-            seconds = None
-    else:
-        seconds = None
-    if seconds is None or not (0 < seconds < float("inf")):
-        raise ConfigError(
-            source, "match_timeout", f"{show(value)} is not a positive duration; write 0.5, 500ms or 2s"
-        )
-    return seconds
-
-
-def _severities(data: Any, source: str) -> Tuple[Tuple[str, Severity], ...]:
-    if data is None:
-        return ()
-    if not isinstance(data, dict):
-        raise ConfigError(source, "severity", f"must map rule ids to a severity, not {_type_name(data)}")
-    pairs: List[Tuple[str, Severity]] = []
-    for rule_id, value in data.items():
-        if not isinstance(rule_id, str):
-            raise ConfigError(source, f"severity.{key_part(rule_id)}", "a rule id must be a string")
-        if value not in SEVERITIES:
-            raise ConfigError(
-                source,
-                f"severity.{key_part(rule_id)}",
-                f"{show(value)} is not one of: {', '.join(SEVERITIES)}",
-            )
-        pairs.append((rule_id, Severity(value)))
-    return tuple(pairs)
-
-
-def _strings(data: Any, source: str, key: str) -> Tuple[str, ...]:
-    if data is None:
-        return ()
-    if isinstance(data, str):
-        data = [data]
-    if not isinstance(data, list):
-        raise ConfigError(source, key, f"must be a list of strings, not {_type_name(data)}")
-    for index, item in enumerate(data):
-        if not isinstance(item, str) or not item:
-            raise ConfigError(source, f"{key}[{index}]", f"must be a non-empty string, not {show(item)}")
-    return tuple(data)
-
-
-def _line_ignores(data: Any, source: str) -> Tuple[LineIgnore, ...]:
-    if data is None:
-        return ()
-    if not isinstance(data, list):
-        raise ConfigError(source, "ignore.lines", f"must be a list, not {_type_name(data)}")
-    ignores = []
-    for index, item in enumerate(data):
-        key = f"ignore.lines[{index}]"
-        if isinstance(item, str):
-            pattern, rules = item, ()
-        else:
-            entry = _mapping(item, source, key, LINE_IGNORE_KEYS, f"{key}.")
-            if "pattern" not in entry:
-                raise ConfigError(source, f"{key}.pattern", "missing; the regex to ignore")
-            pattern = entry["pattern"]
-            rules = _strings(entry.get("rules", []), source, f"{key}.rules")
-            key = f"{key}.pattern"
-        if not isinstance(pattern, str) or not pattern:
-            raise ConfigError(source, key, f"must be a non-empty regex, not {show(pattern)}")
-        try:
-            compiled = compile_user_pattern(pattern)
-        except (regex.error, ValueError, OverflowError, RecursionError, TypeError) as err:
-            raise ConfigError(source, key, f"invalid regex: {regex_problem(err)}") from None
-        ignores.append(LineIgnore(pattern=pattern, rules=rules, pattern_re=compiled))
-    return tuple(ignores)
-
-
-def _type_name(value: Any) -> str:
-    names = {
-        dict: "a mapping",
-        list: "a list",
-        str: "a string",
-        bool: "a boolean",
-        type(None): "empty",
-        int: "a number",
-        float: "a number",
-    }
-    for kind, name in names.items():
-        if isinstance(value, kind):
-            return name
-    return f"a {type(value).__name__}"

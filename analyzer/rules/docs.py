@@ -1,7 +1,8 @@
 """Generate ``docs/rules.md`` from the rule catalogue: ``python -m analyzer.rules.docs > docs/rules.md``.
 
 The page is a table of every rule (id, kind, severity, message), the marker rules that give ranking
-its context, then one section per rule with its doc, its pattern(s) and the examples that must and
+its context, the findings gpu-hang-guard makes itself (``guard: true``: the supervisor's and the
+scanner's), then one section per rule with its doc, its pattern(s) and the examples that must and
 must not match. A test fails when the committed page differs from what this prints, so the page can
 never drift from the catalogue. ``--config FILE`` documents a user's config merged in (their own
 rules included).
@@ -18,7 +19,7 @@ import regex
 from ..errors import AnalyzerError
 from ..markup import backtick_fence
 from .loader import load_catalogue
-from .model import Rule
+from .model import Catalogue, Rule
 
 REGENERATE = "python -m analyzer.rules.docs > docs/rules.md"
 HEADER = f"""\
@@ -37,12 +38,21 @@ _CODE_SPAN = regex.compile(r"(`+)(.+?)\1", regex.DOTALL)
 _EMPHASIS = regex.compile(r"\*|(?<!\w)_|_(?!\w)")
 
 
+def render_catalogue(catalogue: Catalogue) -> str:
+    """The Markdown page documenting every rule of ``catalogue``, its ``guard: true`` rules included."""
+    return render_rules((*catalogue.rules, *catalogue.guard_rules))
+
+
 def render_rules(rules: Sequence[Rule]) -> str:
     """The Markdown page documenting ``rules`` (ends with one newline)."""
-    findings = [rule for rule in rules if not rule.marker]
+    findings = [rule for rule in rules if not rule.marker and not rule.guard]
     markers = [rule for rule in rules if rule.marker]
+    guards = [rule for rule in rules if rule.guard]
     out: List[str] = [HEADER]
-    out.append(f"{len(findings)} rules make findings; {len(markers)} marker rules record context.\n")
+    counts = f"{len(findings)} rules make findings; {len(markers)} marker rules record context"
+    if guards:
+        counts += f"; gpu-hang-guard makes {len(guards)} kinds of finding itself"
+    out.append(counts + ".\n")
     out.append("| id | kind | severity | message |")
     out.append("| --- | --- | --- | --- |")
     for rule in findings:
@@ -62,6 +72,20 @@ def render_rules(rules: Sequence[Rule]) -> str:
         out.append("| --- | --- | --- |")
         for rule in markers:
             out.append(f"| [{rule.id}](#{rule.id}) | {rule.marker} | {_cell(rule.message)} |")
+    if guards:
+        out.append("")
+        out.append("## Made by the guard\n")
+        out.append(
+            "These findings match no log line: the guard makes them while it supervises a command "
+            "(`run`), and the scanner when part of its input could not be scanned. Their message is "
+            "shown in outline. Re-grade or ignore them by id like any other rule.\n"
+        )
+        out.append("| id | kind | severity | message |")
+        out.append("| --- | --- | --- | --- |")
+        for rule in guards:
+            kind = rule.kind.value if rule.kind else ""
+            severity = rule.severity.value if rule.severity else ""
+            out.append(f"| [{rule.id}](#{rule.id}) | {kind} | {severity} | {_cell(rule.message)} |")
     for rule in rules:
         out.append("")
         out.extend(_section(rule))
@@ -90,6 +114,8 @@ def _section(rule: Rule) -> List[str]:
         facts.append("prefilter literals " + ", ".join(_code(lit) for lit in rule.literals))
     if rule.user_defined:
         facts.append("from the user's config")
+    if rule.guard:
+        facts.append("made by gpu-hang-guard itself, no pattern")
     lines.append("- " + "; ".join(facts))
     if rule.message:
         lines.append(f"- message: {_code(rule.message)}")
@@ -97,7 +123,7 @@ def _section(rule: Rule) -> List[str]:
     if rule.is_block:
         lines.extend(_fenced("start", rule.start or "", "regex"))
         lines.extend(_fenced("end", rule.end or "", "regex"))
-    else:
+    elif rule.pattern is not None:
         lines.extend(_fenced("pattern", rule.pattern or "", "regex"))
     for example in rule.examples_match:
         lines.extend(_fenced("matches", example, "text"))
@@ -155,7 +181,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except AnalyzerError as err:
         print(f"python -m analyzer.rules.docs: error: {err}", file=sys.stderr)
         return 2
-    sys.stdout.write(render_rules(catalogue.rules))
+    sys.stdout.write(render_catalogue(catalogue))
     return 0
 
 

@@ -13,11 +13,18 @@ Keys that steer ranking (see ``analyzer/scan/rank.py``):
   collateral damage (a warning pointing at the root cause), not a second root cause.
 - ``root_cause``: a match of this rule outranks every other error (torchrun's "Root Cause" block).
 
+``guard: true`` marks a rule that gpu-hang-guard applies itself instead of a pattern: the supervisor's
+findings (timeout, idle, cancelled, abort-on, unkillable, leaked) and the scanner's ``scan-incomplete``.
+Such a rule has no pattern; its ``message`` says what the finding reads like. It is documented,
+re-graded and ignored like every other rule, but it lives in ``Catalogue.guard_rules``, never in
+``Catalogue.rules``, so the matching engine (which needs a pattern) never sees it.
+
 ``Catalogue`` fields added for the user's config (``analyzer/rules/config.py``), all defaulted:
 - ``ignore_rules``: rule ids whose findings are dropped. The loader already removes those rules from
   ``rules``; ranking also drops the guard's findings with these ids.
 - ``severity_overrides``: ``(rule id, severity)`` pairs from the config. The loader already applied
-  them to ``rules``; ranking applies them to the guard's findings too.
+  them to ``rules`` and ``guard_rules``; ranking applies them to the guard's findings too.
+- ``match_budget_s``: seconds each user pattern may spend over the whole scan (see ``budget.py``).
 """
 
 from __future__ import annotations
@@ -25,7 +32,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Optional, Tuple
 
-from ..model import Kind, Severity
+from ..model import SCAN_INCOMPLETE_RULE, Kind, Severity
+
+DEFAULT_MATCH_TIMEOUT_S = 1.0
+DEFAULT_MATCH_BUDGET_S = 10.0
 
 
 @dataclass(frozen=True)
@@ -50,6 +60,7 @@ class Rule:
     collateral_after: Tuple[str, ...] = ()
     root_cause: bool = False
     user_defined: bool = False
+    guard: bool = False
     pattern_re: Any = field(default=None, compare=False, repr=False)
     start_re: Any = field(default=None, compare=False, repr=False)
     end_re: Any = field(default=None, compare=False, repr=False)
@@ -76,6 +87,32 @@ class Catalogue:
     rules: Tuple[Rule, ...]
     ignore_paths: Tuple[str, ...] = ()
     ignore_lines: Tuple[LineIgnore, ...] = ()
-    match_timeout_s: float = 1.0
+    match_timeout_s: float = DEFAULT_MATCH_TIMEOUT_S
     ignore_rules: Tuple[str, ...] = ()
     severity_overrides: Tuple[Tuple[str, Severity], ...] = ()
+    guard_rules: Tuple[Rule, ...] = ()
+    match_budget_s: float = DEFAULT_MATCH_BUDGET_S
+
+    def guard_rule(self, rule_id: str) -> Rule:
+        """The ``guard: true`` rule ``rule_id`` as configured; ``KeyError`` when the catalogue lacks it.
+
+        ``scan-incomplete`` is always there: a catalogue built by hand gets the default below.
+        """
+        for rule in self.guard_rules:
+            if rule.id == rule_id:
+                return rule
+        if rule_id == SCAN_INCOMPLETE_RULE:
+            return DEFAULT_SCAN_INCOMPLETE
+        raise KeyError(rule_id)
+
+
+# What the scanner reports when part of the input was not scanned as asked; the catalogue's own
+# ``scan-incomplete`` entry (re-graded by the user's config) takes its place in a loaded catalogue.
+DEFAULT_SCAN_INCOMPLETE = Rule(
+    id=SCAN_INCOMPLETE_RULE,
+    kind=Kind.SCAN_INCOMPLETE,
+    severity=Severity.WARNING,
+    message="part of the input was not scanned: {reason}",
+    doc="Part of the input was not scanned as asked.",
+    guard=True,
+)

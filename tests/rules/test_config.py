@@ -11,7 +11,7 @@ import pytest
 from analyzer.errors import ConfigError
 from analyzer.model import GUARD_RULE_IDS, Kind, Severity
 from analyzer.rules.config import DEFAULT_MATCH_TIMEOUT_S, load_config
-from analyzer.rules.loader import apply_config, load_catalogue, load_rules_file
+from analyzer.rules.loader import apply_config, builtin_rules, load_rules_file
 
 from .test_loader import GOOD
 
@@ -60,7 +60,7 @@ def test_the_documented_example_loads_against_the_real_catalogue(tmp_path):
 
     doc = config_module.__doc__
     example = doc[doc.index("# gpu-hang-guard.yml") : doc.index("Path globs")].replace("\\\\", "\\")
-    result = apply_config(load_catalogue().rules, load_config(write(tmp_path, textwrap.dedent(example))))
+    result = apply_config(builtin_rules(), load_config(write(tmp_path, textwrap.dedent(example))))
     assert result.match_timeout_s == 0.5
     assert result.rules[-1].id == "our-deadlock-detector" and result.rules[-1].user_defined
     assert result.rules[-1].kind is Kind.HANG and result.rules[-1].literals == ("DEADLOCK",)
@@ -76,13 +76,13 @@ def test_the_documented_example_loads_against_the_real_catalogue(tmp_path):
 def test_the_readme_configuration_example_loads_against_the_real_catalogue(tmp_path):
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
     example = _yaml_block_after(readme, "## Configuration")
-    apply_config(load_catalogue().rules, load_config(write(tmp_path, example)))
+    apply_config(builtin_rules(), load_config(write(tmp_path, example)))
 
 
 @pytest.mark.parametrize("rule_id", GUARD_RULE_IDS)
 def test_every_guard_finding_can_be_regraded_and_ignored(rule_id, tmp_path):
     config = write(tmp_path, f"severity: {{{rule_id}: notice}}\nignore: {{rules: [{rule_id}]}}\n")
-    result = apply_config(load_catalogue().rules, load_config(config))
+    result = apply_config(builtin_rules(), load_config(config))
     assert dict(result.severity_overrides)[rule_id] is Severity.NOTICE
     assert rule_id in result.ignore_rules
 
@@ -232,3 +232,34 @@ def test_a_catastrophic_user_pattern_is_stopped_by_match_timeout_at_load(builtin
         "on this example"
     )
     assert time.monotonic() - started < 30  # generous: without the timeout this search takes centuries
+
+
+def test_guard_rules_are_regraded_and_ignored_by_the_same_policy(tmp_path):
+    config = write(
+        tmp_path,
+        "severity: {guard-leaked-process: error, pytest-timeout: notice}\n"
+        "ignore: {rules: [guard-cancelled]}\n",
+    )
+    result = apply_config(builtin_rules(), load_config(config))
+    guard = {rule.id: rule for rule in result.guard_rules}
+    assert guard["guard-leaked-process"].severity is Severity.ERROR
+    assert "guard-cancelled" not in guard and "guard-cancelled" in result.ignore_rules
+    assert {rule.id: rule for rule in result.rules}["pytest-timeout"].severity is Severity.NOTICE
+    assert not any(rule.guard for rule in result.rules)
+
+
+def test_a_user_rule_cannot_claim_to_be_made_by_the_guard(builtin, tmp_path):
+    message = config_error(
+        builtin,
+        tmp_path,
+        "rules:\n  - {id: mine, guard: true, kind: hang, severity: error, message: m, doc: d}\n",
+    )
+    assert message == "ci.yml: rules[0].guard: only built-in rules are made by the guard itself"
+
+
+def test_match_budget_is_a_duration(builtin, tmp_path):
+    assert catalogue(builtin, tmp_path, "match_budget: 30s\n").match_budget_s == 30.0
+    assert catalogue(builtin, tmp_path, "").match_budget_s == 10.0
+    assert config_error(builtin, tmp_path, "match_budget: -1\n") == (
+        "ci.yml: match_budget: -1 is not a positive duration; write 0.5, 500ms or 2s"
+    )

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from analyzer.model import Kind, Severity
-from analyzer.rules.docs import REGENERATE, render_rules
+from analyzer.rules.docs import REGENERATE, render_catalogue, render_rules
 from analyzer.rules.loader import load_catalogue
 from analyzer.rules.model import Rule
 
@@ -16,7 +16,7 @@ PAGE = ROOT / "docs" / "rules.md"
 
 
 def test_docs_rules_md_is_up_to_date():
-    expected = render_rules(load_catalogue().rules)
+    expected = render_catalogue(load_catalogue())
     actual = PAGE.read_text(encoding="utf-8") if PAGE.exists() else ""
     assert actual == expected, f"docs/rules.md is stale; regenerate it with: {REGENERATE}"
 
@@ -26,7 +26,7 @@ def test_the_module_prints_the_page_and_fails_cleanly_on_a_bad_config(tmp_path):
         [sys.executable, "-m", "analyzer.rules.docs"], cwd=ROOT, capture_output=True, text=True, timeout=60
     )
     assert (done.returncode, done.stderr) == (0, "")
-    assert done.stdout == render_rules(load_catalogue().rules)
+    assert done.stdout == render_catalogue(load_catalogue())
     bad = tmp_path / "ci.yml"
     bad.write_text("severity: {no-such-rule: warning}\n", encoding="utf-8")
     done = subprocess.run(
@@ -43,10 +43,20 @@ def test_the_module_prints_the_page_and_fails_cleanly_on_a_bad_config(tmp_path):
 
 
 def test_every_rule_has_a_section_and_a_table_row():
-    page = render_rules(load_catalogue().rules)
-    for rule in load_catalogue().rules:
+    catalogue = load_catalogue()
+    page = render_catalogue(catalogue)
+    for rule in (*catalogue.rules, *catalogue.guard_rules):
         assert f"\n## {rule.id}\n" in page
         assert f"| [{rule.id}](#{rule.id}) |" in page
+
+
+def test_the_guard_rules_are_documented_without_a_pattern():
+    catalogue = load_catalogue()
+    page = render_catalogue(catalogue)
+    assert "\n## Made by the guard\n" in page
+    section = page[page.index("\n## guard-timeout\n") :].split("\n## ", 2)[1]
+    assert "made by gpu-hang-guard itself, no pattern" in section
+    assert "regex" not in section and "kind `hang`; severity `error`" in section
 
 
 def test_text_from_rules_cannot_break_the_markdown():

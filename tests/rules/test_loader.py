@@ -211,7 +211,7 @@ def test_file_level_problems(tmp_path):
     path = write(tmp_path, "rules: []\nextra: 1\n")
     assert error_of(path) == f"{path}: extra: unknown key; a catalogue has only rules:"
     path = write(tmp_path, "rules: {a: 1}\n")
-    assert error_of(path) == f"{path}: rules: must be a list of rules"
+    assert error_of(path) == f"{path}: rules: must be a list of rules, not a mapping"
     path = write(tmp_path, "rules:\n  - just a string\n")
     assert error_of(path).startswith(f"{path}: rules[0]: a rule must be a mapping")
     bad = tmp_path / "latin1.yaml"
@@ -219,3 +219,48 @@ def test_file_level_problems(tmp_path):
     assert error_of(str(bad)) == f"{bad}: file: not UTF-8 (line 2)"
     path = write(tmp_path, "rules: []\nwhen: 2024-13-45\n")
     assert error_of(path).startswith(f"{path}: document: invalid YAML: ")
+
+
+# What analyzer/supervise/guard.py makes today (kind, severity) for each of its rule ids, and the
+# scanner's own finding: the catalogue documents exactly these.
+PROGRAM_FINDINGS = {
+    "guard-timeout": (Kind.HANG, Severity.ERROR),
+    "guard-idle-timeout": (Kind.HANG, Severity.ERROR),
+    "guard-cancelled": (Kind.HANG, Severity.ERROR),
+    "guard-aborted": (Kind.HANG, Severity.ERROR),
+    "guard-unkillable-process": (Kind.UNKILLABLE_PROCESS, Severity.ERROR),
+    "guard-leaked-process": (Kind.LEAKED_PROCESS, Severity.WARNING),
+    "scan-incomplete": (Kind.SCAN_INCOMPLETE, Severity.WARNING),
+}
+
+
+def test_the_catalogue_documents_every_finding_the_program_makes_itself():
+    from analyzer.model import GUARD_RULE_IDS, SCAN_INCOMPLETE_RULE
+
+    catalogue = load_catalogue()
+    made = {rule.id: (rule.kind, rule.severity) for rule in catalogue.guard_rules}
+    assert made == PROGRAM_FINDINGS
+    assert set(made) == {*GUARD_RULE_IDS, SCAN_INCOMPLETE_RULE}
+    assert all(rule.guard and rule.pattern_re is None and rule.doc for rule in catalogue.guard_rules)
+    assert not any(rule.guard for rule in catalogue.rules), "the engine must never see a guard rule"
+    assert catalogue.guard_rule("scan-incomplete").message == "part of the input was not scanned: {reason}"
+
+
+GUARD_RULE = (
+    "rules:\n  - {id: g, guard: true, kind: hang, severity: error, message: 'hung <where>', doc: d%s}\n"
+)
+
+
+def test_a_guard_rule_has_no_pattern_and_needs_no_examples(tmp_path):
+    (rule,) = load_rules_file(write(tmp_path, GUARD_RULE % ""), require_examples=True)
+    assert rule.guard and rule.kind is Kind.HANG and rule.message == "hung <where>"
+    misplaced = [(", pattern: x", "pattern"), (", literals: [x]", "literals")]
+    misplaced.append((", start: a, end: b", "start"))
+    for extra, key in misplaced:
+        path = write(tmp_path, GUARD_RULE % extra)
+        assert error_of(path) == (
+            f"{path}: rules[0].{key}: a guard rule has no pattern: the program makes its finding itself; "
+            f"remove {key}"
+        )
+    path = write(tmp_path, GUARD_RULE.replace("severity: error, ", ""))
+    assert error_of(path) == f"{path}: rules[0].severity: missing"
