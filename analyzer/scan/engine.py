@@ -17,14 +17,19 @@ its first and last ``LINE_CAP // 2`` bytes only; the middle is read, counted and
 
 from __future__ import annotations
 
+import dataclasses
 import zipfile
 import zlib
 from dataclasses import dataclass
-from typing import IO, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
+from typing import IO, Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 from ..errors import InputError, UsageError
-from ..rules.model import Catalogue, Rule
+from ..durations import format_duration
+from ..model import SCAN_INCOMPLETE_RULE
+from ..rules.budget import MatchBudget
+from ..rules.model import DEFAULT_MATCH_BUDGET_S, Catalogue, Rule
 from ._engine_literals import Plan, build_plan
+from .attribution import TestTracker
 from ._engine_prefilter import Candidates, Finder, hyperscan_available, hyperscan_finder, python_finder
 from .clean import clean_stripped, strip_controls, visible_excerpt
 from .match import Match
@@ -36,9 +41,11 @@ LINE_CAP = 1 << 20  # longer lines are matched on their first and last LINE_CAP 
 EXCERPT_MAX_LINES = 200
 EXCERPT_MAX_CHARS = 64 * 1024
 EXCERPT_LINE_CHARS = 4096
-# A user pattern that keeps timing out is dropped for the rest of the source: each timeout costs
-# ``match_timeout_s`` and a log can hold millions of lines.
-MAX_TIMEOUTS_PER_RULE = 5
+# User patterns: each search runs under ``match_timeout_s`` and all searches of one pattern, over the
+# whole scan, under ``match_budget_s`` (``rules.budget.MatchBudget``, shared through ``Prepared``); a
+# pattern that spends it is switched off with a scan-incomplete finding and the scan goes on.
+BUDGET_SPENT = "rule {rule} used up its match_budget ({budget}) and was switched off from here on"
+_UNKNOWN = object()  # the progress line of a line not yet looked up
 # What a corrupt .gz or zip member raises mid-stream (gzip.BadGzipFile is an OSError).
 _READ_ERRORS = (OSError, EOFError, ValueError, RuntimeError, zipfile.BadZipFile, zlib.error)
 
@@ -51,21 +58,26 @@ class Prepared:
     plan: Plan
     finder: Finder
     timeout_s: float
+    budget: Optional[MatchBudget] = None  # mutable: the user patterns' time over the whole scan
+    incomplete: Optional[Rule] = None  # the scan-incomplete rule in force
 
 
 def prepare(catalogue: Catalogue, engine: str = "auto") -> Prepared:
     """Compile ``catalogue`` for ``engine``; raises ``UsageError`` for an unknown or unavailable one."""
     rules = tuple(catalogue.rules)
     plan = build_plan(rules)
-    return Prepared(rules, plan, make_finder(plan, engine), catalogue.match_timeout_s)
+    budget = MatchBudget(catalogue.match_timeout_s, catalogue.match_budget_s)
+    incomplete = catalogue.guard_rule(SCAN_INCOMPLETE_RULE)
+    return Prepared(rules, plan, make_finder(plan, engine), catalogue.match_timeout_s, budget, incomplete)
 
 
-def scan_source(source: Source, prepared: Prepared, seq: int = 0) -> Iterator[Match]:
-    """Yield every rule match of one source in line order, ``seq`` counting up from ``seq``."""
-    scanner = _SourceScan(
-        source.display_path, prepared.rules, prepared.plan, prepared.finder, prepared.timeout_s, seq
+def source_scanner(source: Source, prepared: Prepared, seq: int = 0) -> "_SourceScan":
+    """The scanner of one source: ``.run(source)`` yields its matches in line order (``seq`` counting
+    up from ``seq``); ``.tracker`` holds its test attribution state (``analyzer.scan.attribution``)."""
+    return _SourceScan(
+        source.display_path, prepared.rules, prepared.plan, prepared.finder, prepared.timeout_s, seq,
+        prepared.budget, prepared.incomplete,
     )
-    return scanner.run(source)
 
 
 def iter_matches(sources: Iterable[Source], catalogue: Catalogue, engine: str = "auto") -> Iterator[Match]:
@@ -79,7 +91,8 @@ def iter_matches(sources: Iterable[Source], catalogue: Catalogue, engine: str = 
     seq = 0
     for source in sources:
         scanner = _SourceScan(
-            source.display_path, prepared.rules, prepared.plan, prepared.finder, prepared.timeout_s, seq
+            source.display_path, prepared.rules, prepared.plan, prepared.finder, prepared.timeout_s, seq,
+            prepared.budget, prepared.incomplete,
         )
         yield from scanner.run(source)
         seq = scanner.seq
@@ -164,9 +177,12 @@ def _reason(err: BaseException) -> str:
 class _Block:
     """A block rule's match in progress (internal, mutable while lines are fed to it)."""
 
-    __slots__ = ("index", "line", "text", "rank", "groups", "lines", "chars", "count")
+    __slots__ = ("index", "line", "text", "rank", "groups", "lines", "chars", "count", "progress")
 
-    def __init__(self, index: int, line: int, text: str, rank: Optional[int], groups: Dict[str, str]) -> None:
+    def __init__(
+        self, index: int, line: int, text: str, rank: Optional[int], groups: Dict[str, str], progress: Any
+    ) -> None:
+        self.progress = progress
         self.index = index
         self.line = line
         self.text = text
@@ -187,7 +203,8 @@ class _SourceScan:
     """Matching state for one source: open blocks, matches held back until earlier blocks close."""
 
     def __init__(
-        self, path: str, rules: Sequence[Rule], plan: Plan, finder: Finder, timeout_s: float, seq: int
+        self, path: str, rules: Sequence[Rule], plan: Plan, finder: Finder, timeout_s: float, seq: int,
+        budget: Optional[MatchBudget] = None, incomplete: Optional[Rule] = None,
     ) -> None:
         self.path = path
         self.rules = rules
@@ -203,9 +220,13 @@ class _SourceScan:
         ]
         self.open: List[_Block] = []
         self.open_rules: set = set()
-        # (line, rule index, end_line, text, excerpt, groups, rank) until every earlier block closed
+        # (line, rule index, end_line, text, excerpt, groups, rank, progress) until earlier blocks close
         self.pending: List[tuple] = []
-        self.timeouts: Dict[int, int] = {}
+        self.budget = budget if budget is not None else MatchBudget(timeout_s, DEFAULT_MATCH_BUDGET_S)
+        self.incomplete = incomplete or Catalogue(()).guard_rule(SCAN_INCOMPLETE_RULE)
+        self.notices: List[Match] = []  # scan-incomplete matches not yet yielded
+        self.line_now = 0  # the line being matched, for a notice
+        self.tracker = TestTracker()
 
     def run(self, source: Source) -> Iterator[Match]:
         stream = source.open()
@@ -213,14 +234,20 @@ class _SourceScan:
             first_line = 1
             for window in _windows(stream, self.path):
                 buf = strip_controls(window)
-                first_line = self._window(buf, first_line, self.finder(buf))
+                next_line = self._window(buf, first_line, self.finder(buf))
+                self.tracker.end_window(buf, first_line)
+                first_line = next_line
                 if self.pending:
                     yield from self._flush()
+                if self.notices:
+                    yield from self._notices()
         finally:
             stream.close()
+        self.tracker.end_log()
         self.open = []  # blocks still waiting for their end at EOF match nothing
         self.open_rules.clear()
         yield from self._flush()
+        yield from self._notices()
 
     def _window(self, buf: bytes, line: int, cands: Candidates) -> int:
         """Match the candidate lines of ``buf`` (its first line is ``line``); return the next number."""
@@ -247,13 +274,16 @@ class _SourceScan:
             if ki < nkeys and keys[ki] == pos:
                 lits = cands[pos]
                 ki += 1
-            self._line(buf[pos:stop], line, lits)
+            self._line(buf, pos, stop, line, lits)
             pos = stop
             line += 1
         return line + count(b"\n", pos) if pos < n else line
 
-    def _line(self, raw: bytes, line: int, lits: Optional[set]) -> None:
+    def _line(self, buf: bytes, pos: int, stop: int, line: int, lits: Optional[set]) -> None:
+        self.line_now = line
+        raw = buf[pos:stop]
         text, rank = clean_stripped(raw)
+        progress: Any = _UNKNOWN
         segments = text.split("\r") if "\r" in text else (text,)
         if self.open:
             excerpt_line = _excerpt_line(visible_excerpt(raw))
@@ -285,17 +315,19 @@ class _SourceScan:
             if found is None:
                 continue
             seg, m = found
+            if progress is _UNKNOWN:
+                progress = self.tracker.at(buf, pos, line)
             if is_block:
                 if index in self.open_rules:
                     # The latest start wins: the earlier one has had no end so far.
                     self._drop(index)
-                block = _Block(index, line, seg, rank, _groups(m))
+                block = _Block(index, line, seg, rank, _groups(m), progress)
                 block.add(_excerpt_line(visible_excerpt(raw)))
                 self.open.append(block)
                 self.open_rules.add(index)
             else:
                 excerpt = _single_excerpt(raw, seg, m.start())
-                self.pending.append((line, index, line, seg, excerpt, _groups(m), rank))
+                self.pending.append((line, index, line, seg, excerpt, _groups(m), rank, progress))
 
     def _feed(self, block: _Block, segments: List[str], excerpt_line: str, line: int) -> None:
         rule = self.rules[block.index]
@@ -324,7 +356,9 @@ class _SourceScan:
         if block.count > len(block.lines):
             excerpt += f"\n[... {block.count - len(block.lines)} more lines not shown]"
         end_line = max(end_line, block.line)
-        pending = (block.line, block.index, end_line, block.text, excerpt, block.groups, block.rank)
+        pending = (
+            block.line, block.index, end_line, block.text, excerpt, block.groups, block.rank, block.progress
+        )
         self.pending.append(pending)
 
     def _flush(self) -> Iterator[Match]:
@@ -342,10 +376,10 @@ class _SourceScan:
         ready.sort(key=lambda p: (p[0], p[1]))
         rules = self.rules
         path = self.path
-        for line, index, end_line, text, excerpt, groups, rank in ready:
+        for line, index, end_line, text, excerpt, groups, rank, progress in ready:
             match = Match(
                 rule=rules[index], path=path, line=line, end_line=end_line, text=text, excerpt=excerpt,
-                seq=self.seq, groups=groups, rank=rank,
+                seq=self.seq, groups=groups, rank=rank, progress=progress,
             )
             self.seq += 1
             yield match
@@ -363,18 +397,34 @@ class _SourceScan:
         return None
 
     def _search_user(self, index: int, compiled, segments: Sequence[str]):
-        """``_search`` for a user's pattern: under the catalogue's timeout, dropped after repeats."""
-        if self.timeouts.get(index, 0) >= MAX_TIMEOUTS_PER_RULE:
+        """``_search`` for a user's pattern, charged to its budget; switched off once it is spent."""
+        budget = self.budget
+        key = self.rules[index].id
+        if budget.is_off(key):
             return None
         for seg in segments:
-            try:
-                m = compiled.search(seg, timeout=self.timeout_s)
-            except TimeoutError:
-                self.timeouts[index] = self.timeouts.get(index, 0) + 1
-                return None
+            m = budget.search(key, compiled, seg)
             if m is not None:
                 return seg, m
+            if budget.is_off(key):
+                self._switched_off(key)
+                return None
         return None
+
+    def _switched_off(self, rule_id: str) -> None:
+        """Record the scan-incomplete match saying that user rule ``rule_id`` is off from this line on."""
+        reason = BUDGET_SPENT.format(rule=rule_id, budget=format_duration(self.budget.total_s))
+        line = self.line_now
+        self.notices.append(
+            Match(rule=self.incomplete, path=self.path, line=line, end_line=line, text=reason, excerpt="",
+                  seq=0, groups={"reason": reason, "rule": rule_id})
+        )
+
+    def _notices(self) -> Iterator[Match]:
+        notices, self.notices = self.notices, []
+        for notice in notices:
+            yield dataclasses.replace(notice, seq=self.seq)
+            self.seq += 1
 
 
 def _groups(m) -> Dict[str, str]:

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Mapping, Optional
 
 from ..rules.model import Rule
+from .attribution import TestLine
 
 
 @dataclass(frozen=True)
@@ -27,5 +28,11 @@ class Match:
     seq: int
     groups: Mapping[str, str] = field(default_factory=dict)
     rank: Optional[int] = None
-    # The test the log showed running at this line (see ``analyzer.scan.attribution``), if any.
-    test: Optional[str] = None
+    # The last test runner progress line at or before this line (``analyzer.scan.attribution``).
+    progress: Optional[TestLine] = None
+
+    @property
+    def test(self) -> Optional[str]:
+        """The test of the progress line in force, when it names one that ran here (not xdist's)."""
+        progress = self.progress
+        return progress.test if progress is not None and not progress.xdist else None

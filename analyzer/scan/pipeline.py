@@ -3,16 +3,21 @@
 
 from __future__ import annotations
 
-import dataclasses
-from typing import Callable, List, Mapping, Optional, Sequence, Union
+from typing import Callable, List, Optional, Sequence, Union
 
 from ..model import Finding
 from ..rules.model import Catalogue
-from .engine import Prepared, prepare, scan_source
-from .match import Match
+from .engine import Prepared, prepare, source_scanner
+from .rank import LineClocks, path_kept, preliminary_finding, rank
 from .sources import Source
+from .state import LogFindings, LogState
 
 EventCallback = Callable[[Finding], None]
+# The tracker remembers the outcome of every test a match happened in; past this many, only those
+# of the events the log keeps are kept.
+_PRUNE_OUTCOMES = 4096
+
+__all__ = ["EventCallback", "LogFindings", "LogScan", "combine", "engine_for"]
 
 
 def engine_for(catalogue: Catalogue, engine: Union[str, Prepared] = "auto") -> Prepared:
@@ -22,22 +27,14 @@ def engine_for(catalogue: Catalogue, engine: Union[str, Prepared] = "auto") -> P
     return prepare(catalogue, engine)
 
 
-@dataclasses.dataclass(frozen=True)
-class LogFindings:
-    """What one log left for ranking: its path and its matches (bounded state comes next)."""
-
-    path: str
-    matches: Sequence[Match]
-
-
 class LogScan:
     """Scan one log in bounded memory; ``run`` may be called from any thread (once).
 
     ``engine`` is an engine name (``"auto"``, ``"hyperscan"``, ``"python"``) or a ``Prepared`` engine
     from ``engine_for``. ``on_event(finding)`` is called from the scanning thread the first time each
     non-marker event is seen: a preliminary Finding (kind, severity before any handled-demotion, path,
-    line, message), meant for ``--abort-on``. Raises ``InputError`` from ``run`` when the source cannot
-    be read, ``UsageError`` from ``__init__`` for a bad engine.
+    line, message, the test it happened in), meant for ``--abort-on``. Raises ``InputError`` from
+    ``run`` when the source cannot be read, ``UsageError`` from ``__init__`` for a bad engine.
     """
 
     def __init__(
@@ -51,29 +48,36 @@ class LogScan:
         self.catalogue = catalogue
         self.prepared = engine_for(catalogue, engine)
         self.on_event = on_event
-        self._matches: List[Match] = []
-        self._done = False
+        self._result: Optional[LogFindings] = None
 
     def run(self) -> None:
         """Read the source to EOF (its stream may block, as a live log's does)."""
-        from .rank import preliminary_finding
-
-        for match in scan_source(self.source, self.prepared):
-            self._matches.append(match)
-            if self.on_event is not None and not match.rule.marker:
-                self.on_event(preliminary_finding(match))
-        self._done = True
+        path = self.source.display_path
+        if not path_kept(path, self.catalogue):
+            self._result = LogFindings(path, ignored=True)
+            return
+        state = LogState(path, self.catalogue, self.on_event, preliminary_finding)
+        scanner = source_scanner(self.source, self.prepared)
+        tracker = scanner.tracker
+        for match in scanner.run(self.source):
+            state.feed(match)
+            if len(tracker.outcomes) > _PRUNE_OUTCOMES:
+                wanted = state.progress_lines()
+                tracker.outcomes = {k: v for k, v in tracker.outcomes.items() if k in wanted}
+        self._result = state.finish(tracker.carry, tracker.outcomes)
 
     def result(self) -> LogFindings:
-        """The log's state for ``combine`` (call after ``run`` returned)."""
-        return LogFindings(self.source.display_path, tuple(self._matches))
+        """The log's state for ``combine``; raises ``RuntimeError`` before ``run`` returned."""
+        if self._result is None:
+            raise RuntimeError(f"{self.source.display_path}: LogScan.result() before run() finished")
+        return self._result
 
 
 def combine(
     results: Sequence[LogFindings],
     catalogue: Catalogue,
     guard_findings: Sequence[Finding] = (),
-    line_clocks: Optional[Mapping[str, Callable[[int], float]]] = None,
+    line_clocks: Optional[LineClocks] = None,
 ) -> List[Finding]:
     """Ranked findings (root cause first) of several logs' results and the guard's own findings.
 
@@ -81,10 +85,4 @@ def combine(
     when given, findings of different logs of the same rank are ordered by arrival time (stdout and
     stderr of one command), otherwise each log is ranked on its own and logs follow in the given order.
     """
-    from .rank import rank_findings
-
-    matches: List[Match] = []
-    for result in results:
-        for match in result.matches:
-            matches.append(dataclasses.replace(match, seq=len(matches)))
-    return rank_findings(matches, catalogue, guard_findings=guard_findings)
+    return rank(results, catalogue, guard_findings=guard_findings, line_clocks=line_clocks)

@@ -16,7 +16,7 @@ from analyzer.model import Finding, Kind, Severity
 from analyzer.rules.config import parse_config, parse_yaml
 from analyzer.rules.loader import apply_config, load_catalogue
 from analyzer.rules.model import Catalogue
-from analyzer.scan.engine import iter_matches
+from analyzer.scan import scan_sources
 from analyzer.scan.match import Match
 from analyzer.scan.rank import format_message, rank_findings
 from analyzer.scan.sources import Source
@@ -107,7 +107,7 @@ def scan(
         Source(display_path=path, opener=lambda text=text: io.BytesIO(text.encode("utf-8")))
         for path, text in logs.items()
     ]
-    return rank_findings(iter_matches(sources, catalogue, engine="python"), catalogue, guard_findings=guard)
+    return scan_sources(sources, catalogue, guard_findings=guard, engine="python")
 
 
 def configured(text: str) -> Catalogue:

@@ -1,0 +1,218 @@
+"""Which test a log line belongs to, worked out lazily from the engine's window, never line by line.
+
+A test-heavy log is mostly test runners' progress lines: pytest ``-v`` prints a node id when a test
+starts and its outcome on the same line when it ends (``tests/x.py::t[p] PASSED [ 45%]``), xdist prints
+``[gw3] [ 45%] PASSED tests/x.py::t`` when a worker reports, unittest ``-v`` prints ``test_m
+(mod.Class) ... ok``. None of these lines is a match: the engine never looks at them one by one. Only
+when a rule matches (rare) does the ``TestTracker`` search the window the engine already holds, backwards
+from the match, for the last progress line (``bytes.rfind`` for ``.py::`` and ``) ... ``); once per
+window it remembers the window's last progress line for the windows after it. The cost per innocent
+line is the engine's; the Python work is per window and per match.
+
+A progress line that already carries its outcome (``PASSED`` on the same line, or a bare outcome line
+after it as ``pytest -s`` prints) is a *finished* test: what follows it is its teardown, or the time
+between tests. xdist's lines are printed after the test ran on another worker, so they say nothing about
+the lines after them and attribute nothing.
+
+Unittest ids are normalised to ``test_m (mod.Class)``: Python 3.11+ prints ``test_m (mod.Class.test_m)``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Dict, Optional, Tuple
+
+from .clean import clean_stripped
+
+PYTEST_NEEDLE = b".py::"
+UNITTEST_NEEDLE = b") ... "
+# A window full of lines that mention a node id without being progress lines (a long short test
+# summary) is searched this many candidates deep, then counts as showing no test.
+MAX_CANDIDATES = 64
+
+_PYTEST_LINE = re.compile(r"(?P<test>[\w./-]+\.py::\S+)(?P<rest>.*)")
+_XDIST_LINE = re.compile(r"\[gw\d+\] \[\s*\d+%\] [A-Z]+ (?P<test>\S+)")
+_UNITTEST_LINE = re.compile(r"(?P<name>\w+) \((?P<cls>[\w.]+)\)(?: .*?)? \.\.\. ?(?P<rest>.*)")
+_PYTEST_OUTCOME = re.compile(r"\s(?:PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS)\b")
+_UNITTEST_OUTCOME = re.compile(r"^(?:ok|FAIL|ERROR|skipped\b|expected failure|unexpected success)")
+# The outcome word alone at the start of a line: pytest -s after a test's own output, or unittest
+# after a test that printed. The timestamp GitHub puts first may precede it.
+_BARE_OUTCOME = re.compile(
+    rb"(?m)^(?:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+Z )?[ \t]*"
+    rb"(?:PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS|ok|FAIL|skipped|expected failure|unexpected success)\b"
+)
+_UNITTEST_ID = re.compile(r"^(?P<name>\w+) \((?P<cls>[\w.]+)\)")
+
+
+@dataclass(frozen=True)
+class TestLine:
+    """A progress line: the test it names, its line number, and whether it already reported."""
+
+    test: str
+    line: int
+    finished: bool
+    xdist: bool = False
+
+
+def unittest_id(name: str, cls: str) -> str:
+    """``test_m (mod.Class)`` for both spellings unittest uses (3.11+ appends ``.test_m``)."""
+    suffix = "." + name
+    if cls.endswith(suffix):
+        cls = cls[: -len(suffix)]
+    return f"{name} ({cls})"
+
+
+def normal_test_id(test: str) -> str:
+    """A test id as attribution spells it (unittest ids normalised, whitespace trimmed)."""
+    test = test.strip()
+    m = _UNITTEST_ID.match(test)
+    if m is not None and m.end() == len(test):
+        return unittest_id(m.group("name"), m.group("cls"))
+    return test
+
+
+def parse_progress(raw: bytes) -> Optional[Tuple[str, bool, bool]]:
+    """``(test, finished, xdist)`` when ``raw`` (one line, controls stripped) is a progress line."""
+    text, _ = clean_stripped(raw)
+    text = text.lstrip()
+    m = _PYTEST_LINE.match(text)
+    if m is not None:
+        return m.group("test"), bool(_PYTEST_OUTCOME.search(m.group("rest"))), False
+    m = _XDIST_LINE.match(text)
+    if m is not None:
+        return m.group("test"), True, True
+    m = _UNITTEST_LINE.match(text)
+    if m is not None:
+        rest = m.group("rest")
+        return unittest_id(m.group("name"), m.group("cls")), bool(_UNITTEST_OUTCOME.match(rest)), False
+    return None
+
+
+def _last_progress(buf: bytes, hi: int) -> Optional[Tuple[int, int, Tuple[str, bool, bool]]]:
+    """The last progress line starting before ``hi``: ``(start, end, parsed)``, or None."""
+    best: Optional[Tuple[int, int, Tuple[str, bool, bool]]] = None
+    for needle in (PYTEST_NEEDLE, UNITTEST_NEEDLE):
+        lo = best[0] if best is not None else 0
+        at = buf.rfind(needle, lo, hi)
+        tries = 0
+        while at != -1 and tries < MAX_CANDIDATES:
+            tries += 1
+            start = buf.rfind(b"\n", 0, at) + 1
+            end = buf.find(b"\n", at)
+            if end == -1:
+                end = len(buf)
+            parsed = parse_progress(buf[start:end])
+            if parsed is not None:
+                if best is None or start > best[0]:
+                    best = (start, end, parsed)
+                break
+            if start <= lo:
+                break
+            at = buf.rfind(needle, lo, start)
+    return best
+
+
+def _next_progress(buf: bytes, lo: int) -> int:
+    """Where the first progress line starting at or after ``lo`` starts (``len(buf)`` if none)."""
+    best = len(buf)
+    for needle in (PYTEST_NEEDLE, UNITTEST_NEEDLE):
+        at = buf.find(needle, lo, best)
+        tries = 0
+        while at != -1 and tries < MAX_CANDIDATES:
+            tries += 1
+            start = buf.rfind(b"\n", 0, at) + 1
+            end = buf.find(b"\n", at)
+            if end == -1:
+                end = len(buf)
+            if start >= lo and parse_progress(buf[start:end]) is not None:
+                best = min(best, start)
+                break
+            at = buf.find(needle, end, best)
+    return best
+
+
+class TestTracker:
+    """Per source: the last progress line of the windows already scanned, and the outcome of the one
+    test a finding waits on (mutable, engine-internal).
+
+    ``outcomes`` maps the line number of a watched progress line to whether that test reported an
+    outcome before the next test started (or the log ended). Only tests a finding happened in are
+    watched, one at a time, so this costs nothing on innocent lines.
+    """
+
+    __slots__ = ("carry", "outcomes", "_watch", "_watch_from")
+
+    def __init__(self) -> None:
+        self.carry: Optional[TestLine] = None
+        self.outcomes: Dict[int, bool] = {}
+        self._watch: Optional[TestLine] = None
+        self._watch_from = 0  # offset in the current window from which the watched test is read
+
+    def at(self, buf: bytes, pos: int, line: int) -> Optional[TestLine]:
+        """The progress line in force at the line starting at ``buf[pos]`` (number ``line``)."""
+        line_end = buf.find(b"\n", pos)
+        if line_end == -1:
+            line_end = len(buf)
+        found = _last_progress(buf, line_end)
+        if found is None:
+            result = self.carry
+            if result is not None and not result.finished and _BARE_OUTCOME.search(buf, 0, pos):
+                result = TestLine(result.test, result.line, True, result.xdist)
+                self.carry = result
+            start = 0
+        else:
+            start, end, (test, finished, xdist) = found
+            if not finished and end < pos:
+                finished = _BARE_OUTCOME.search(buf, end, pos) is not None
+            result = TestLine(test, line - buf.count(b"\n", start, pos), finished, xdist)
+        self._rewatch(buf, result, start, line_end)
+        return result
+
+    def _rewatch(self, buf: bytes, result: Optional[TestLine], start: int, pos: int) -> None:
+        # ``pos``: the end of the matched line; the watched test's outcome can only come after it.
+        watch = self._watch
+        if watch is not None and (result is None or result.line != watch.line):
+            # The watched test's time ended where the one in force now starts.
+            self._settle(watch, _BARE_OUTCOME.search(buf, self._watch_from, start) is not None)
+            watch = None
+        if result is not None and result.finished and not result.xdist:
+            self.outcomes[result.line] = True
+            self._watch = None
+        elif result is not None and watch is None and not result.xdist:
+            self._watch = result
+            self._watch_from = pos
+        else:
+            self._watch = watch
+            if watch is not None:
+                self._watch_from = max(self._watch_from, pos)
+
+    def _settle(self, watch: TestLine, finished: bool) -> None:
+        self.outcomes[watch.line] = finished or self.outcomes.get(watch.line, False)
+        self._watch = None
+
+    def end_window(self, buf: bytes, first_line: int) -> None:
+        """Remember the last progress line of ``buf`` (its first line is ``first_line``)."""
+        watch = self._watch
+        if watch is not None:
+            stop = _next_progress(buf, self._watch_from)
+            if _BARE_OUTCOME.search(buf, self._watch_from, stop) is not None:
+                self._settle(watch, True)
+            elif stop < len(buf):
+                self._settle(watch, False)
+            self._watch_from = 0
+        found = _last_progress(buf, len(buf))
+        if found is None:
+            carry = self.carry
+            if carry is not None and not carry.finished and _BARE_OUTCOME.search(buf):
+                self.carry = TestLine(carry.test, carry.line, True, carry.xdist)
+            return
+        start, end, (test, finished, xdist) = found
+        if not finished:
+            finished = _BARE_OUTCOME.search(buf, end) is not None
+        self.carry = TestLine(test, first_line + buf.count(b"\n", 0, start), finished, xdist)
+
+    def end_log(self) -> None:
+        """The log ended: a test still watched never reported an outcome."""
+        if self._watch is not None:
+            self._settle(self._watch, False)

@@ -1,0 +1,411 @@
+"""One log's matches folded into bounded state as they arrive: what ranking needs, nothing more.
+
+``LogState.feed`` takes the engine's matches of one log in line order. Marker matches update compact
+context and are dropped:
+- ``test-header`` (pytest's ``____ test_y ____``) and unittest's ``FAIL: test_m (mod.Class)`` (a
+  test-failure rule with a ``header`` group): the lines after it show that test's captured output;
+- ``test-section`` (pytest's ``=== short test summary info ===`` and friends): no test is running;
+  ``test session starts`` inside a test is an inner (pytester, subprocess) run, whose sections,
+  verdict and failures belong to the outer test and are not the log's own;
+- ``verdict-printed``: the run is over; what follows before the next test is its exit path;
+- ``traceback``: kept per rank or process only while a failure can still ask for it;
+- any marker a rule's ``collateral_after`` names: the last one per name.
+Other matches fold by (rule, cleaned text, groups, test) into at most ``MAX_PER_RULE`` distinct events
+per rule; past that they are counted, not kept. Test failures fold by test id. Memory is bounded by
+those caps, whatever the size of the log.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable, Dict, List, Optional, Set, Tuple
+
+import regex
+
+from ..model import Finding, Kind
+from ..rules.model import Catalogue, LineIgnore, Rule
+from .attribution import TestLine, normal_test_id
+from .clean import clean_line
+from .match import Match
+
+TRACEBACK_MARKER = "traceback"
+VERDICT_MARKER = "verdict-printed"
+HEADER_MARKER = "test-header"
+SECTION_MARKER = "test-section"
+SESSION_STARTS = "test session starts"
+# Sections whose test reports are of tests that did not fail: an event shown there was handled.
+PASSING_SECTIONS = ("passes", "xpasses", "xfailures")
+RANK_GROUPS = ("rank", "proc")  # torch.multiprocessing.spawn's process index is the rank
+PROCESS_GROUPS = ("process", "name")
+EXCEPTION_GROUPS = ("exception", "exc")
+MAX_PER_RULE = 100
+MAX_FAILED_TESTS = 10_000
+MAX_IDENTITIES = 1024
+# A user line pattern that times out this often is skipped for the rest of the log.
+MAX_IGNORE_TIMEOUTS = 3
+
+_ADDRESS = regex.compile(r"0x[0-9a-fA-F]+")
+# torchrun's ChildFailedError report names the failed rank on a line of its own inside the block:
+# "  rank      : 1 (local_rank: 1)".
+_REPORT_RANK = regex.compile(r"\brank\s*:\s*(\d+) \(local_rank:")
+_FAILING_VERDICT = regex.compile(r"\b(?:failed|errors?)\b")
+
+Identity = Tuple[str, str]
+# The context of a failure header, as if it were a progress line (line 0: no line of its own).
+_HEADER_PASSED = TestLine("", 0, True)
+_HEADER_FAILED = TestLine("", 0, False)
+
+
+@dataclasses.dataclass(frozen=True)
+class LogEvent:
+    """One folded event of one log with the context ranking reads.
+
+    ``test`` is the test it happened in as the log spelled it there (a node id, a failure header's
+    name, a unittest id); ``LogFindings.test_of`` resolves a header name to its node id. ``exit_path``:
+    it came after the run's verdict, before any test started again. ``test_finished``: the test it
+    happened in reported an outcome afterwards (``None`` when it happened in no test).
+    """
+
+    match: Match
+    repeats: int = 1
+    test: Optional[str] = None
+    exit_path: bool = False
+    test_finished: Optional[bool] = None
+    progress_line: int = 0  # the progress line ``test`` came from (0: a header, or none)
+    verdict_before: Optional[Match] = None
+    shutdown: Optional[Match] = None
+    traceback: Optional[Tuple[str, Match]] = None
+    reason: Optional[str] = None  # a test failure's one-line reason
+
+
+@dataclasses.dataclass(frozen=True)
+class LogFindings:
+    """What one log left for ranking (see ``analyzer.scan.combine``); small whatever the log's size."""
+
+    path: str
+    events: Tuple[LogEvent, ...] = ()
+    failed: Tuple[str, ...] = ()  # ids of failed or errored tests, first failure first
+    failed_overflow: bool = False  # more failed tests than MAX_FAILED_TESTS: "did t fail" is unsure
+    dropped: Tuple[Tuple[str, int], ...] = ()  # (rule id, distinct findings dropped past the cap)
+    final_verdict: Optional[Match] = None  # the verdict in force when the log ended
+    unfinished: Optional[TestLine] = None  # the test running when the log ended, if it never reported
+    ignored: bool = False  # the whole log matched an ignore.paths glob
+
+    def test_of(self, raw: Optional[str]) -> Optional[str]:
+        """The node id for a failure header's name (``TestC.test_y[p]`` -> ``x.py::TestC::test_y[p]``)."""
+        if raw is None or "::" in raw or raw in self.failed:
+            return raw
+        if raw.endswith(".py"):  # xdist's report of a crashed worker is headed by the test's file
+            return next((t for t in self.failed if t.startswith(raw + "::")), raw)
+        head, bracket, rest = raw.partition("[")
+        tail = "::" + head.replace(".", "::") + bracket + rest
+        return next((t for t in self.failed if t.endswith(tail)), raw)
+
+
+class _Open:
+    """A folded event while its log is still being read (mutable, internal)."""
+
+    __slots__ = ("event", "repeats", "identity", "reason")
+
+    def __init__(self, event: LogEvent, identity: Optional[Identity]) -> None:
+        self.event = event
+        self.repeats = 1
+        self.identity = identity
+        self.reason = event.reason
+
+
+class LogState:
+    """Bounded state of one log, fed its matches in order (mutable; one per ``LogScan``)."""
+
+    def __init__(
+        self,
+        path: str,
+        catalogue: Catalogue,
+        on_event: Optional[Callable[[Finding], None]] = None,
+        preliminary: Optional[Callable[[Match], Finding]] = None,
+    ) -> None:
+        self.path = path
+        self.catalogue = catalogue
+        self.on_event = on_event
+        self.preliminary = preliminary
+        self.collateral_names: Set[str] = {n for r in catalogue.rules for n in r.collateral_after}
+        self.events: Dict[tuple, _Open] = {}
+        self.per_rule: Dict[str, int] = {}
+        self.dropped: Dict[str, int] = {}
+        self.ignored_keys: Set[tuple] = set()
+        self.ignore_timeouts = [0] * len(catalogue.ignore_lines)
+        self.failed: Dict[str, None] = {}
+        self.failed_overflow = False
+        # Context from markers: the latest one's kind ("header", "uheader", "reset", "verdict"), line
+        # and test (a header's); the verdict in force; inner runs' depth and the outer test's context.
+        self.ctx_kind = "reset"
+        self.ctx_line = 0
+        self.ctx_test: Optional[str] = None
+        self.ctx_passed = False  # the header's section shows tests that did not fail
+        self.section = ""
+        self.verdict: Optional[Match] = None
+        self.depth = 0
+        self.inner_ctx: Tuple[str, Optional[str], Optional[TestLine]] = ("reset", None, None)
+        self.shutdowns: Dict[str, Match] = {}
+        self.tracebacks: Dict[Identity, Match] = {}
+        self.wanting: Dict[Identity, List[_Open]] = {}
+
+    # -- context ----------------------------------------------------------------------------------
+
+    def _context(self, match: Match) -> Tuple[str, Optional[str], Optional[TestLine]]:
+        """(kind, test, progress line) in force at ``match``: kind is "test", "xdist", "verdict" or ""."""
+        if self.depth:
+            return self.inner_ctx
+        progress = match.progress
+        if self.ctx_kind == "header":
+            # Progress lines after a pytest failure header are the captured output of an inner run.
+            return ("test", self.ctx_test, _HEADER_PASSED if self.ctx_passed else _HEADER_FAILED)
+        if progress is not None and progress.line > self.ctx_line:
+            if progress.xdist:
+                return ("xdist", None, progress)
+            return ("test", progress.test, progress)
+        if self.ctx_kind == "uheader":
+            return ("test", self.ctx_test, _HEADER_FAILED)
+        if self.ctx_kind == "verdict":
+            return ("verdict", None, None)
+        return ("", None, None)
+
+    def _set_context(self, kind: str, line: int, test: Optional[str] = None) -> None:
+        self.ctx_kind, self.ctx_line, self.ctx_test = kind, line, test
+
+    # -- feeding ------------------------------------------------------------------------------------
+
+    def feed(self, match: Match) -> None:
+        """Take the next match of this log (line order)."""
+        rule = match.rule
+        marker = rule.marker
+        if marker:
+            self._marker(match, marker)
+        elif rule.kind is Kind.TEST_FAILURE:
+            self._test_failure(match)
+        else:
+            self._event(match)
+
+    def _marker(self, match: Match, marker: str) -> None:
+        if marker == HEADER_MARKER:
+            if not self.depth:
+                name = (match.groups.get("test") or "").strip()
+                self._set_context("header", match.line, normal_test_id(name) if name else None)
+                self.ctx_passed = self.section in PASSING_SECTIONS
+        elif marker == SECTION_MARKER:
+            section = (match.groups.get("section") or "").strip().lower()
+            if section == SESSION_STARTS:
+                kind, test, progress = self._context(match)
+                if self.depth or (kind == "test" and (progress is None or progress.line == 0
+                                                      or not progress.finished)):
+                    if not self.depth:
+                        self.inner_ctx = (kind, test, progress)
+                    self.depth += 1
+                    return
+            if not self.depth:
+                self.section = section
+                self._set_context("reset", match.line)
+        elif marker == VERDICT_MARKER:
+            if self.depth:
+                self.depth -= 1
+                return
+            kind, _, progress = self._context(match)
+            if self.ctx_kind == "header" or (kind == "test" and progress is not None and not progress.finished
+                                             and progress.line > 0):
+                return  # printed while a test was still running: an inner run's verdict
+            self.verdict = match
+            self._set_context("verdict", match.line)
+        elif marker == TRACEBACK_MARKER:
+            self._traceback(match)
+        elif marker in self.collateral_names:
+            self.shutdowns[marker] = match
+
+    def _traceback(self, match: Match) -> None:
+        identity = identity_of(match, use_rank_prefix=True)
+        if identity is None:
+            return
+        for waiting in self.wanting.pop(identity, ()):
+            failure = waiting.event.match
+            if waiting.event.traceback is None and not failure.line <= match.line <= failure.end_line:
+                waiting.event = dataclasses.replace(waiting.event, traceback=(_who(identity), match))
+        if identity not in self.tracebacks and len(self.tracebacks) >= MAX_IDENTITIES:
+            self.tracebacks.pop(next(iter(self.tracebacks)))
+        self.tracebacks[identity] = match
+
+    def _test_failure(self, match: Match) -> None:
+        header = bool(match.groups.get("header"))
+        if self.depth and not header:
+            return  # an inner run's failing test, reported inside the outer test's output
+        test = normal_test_id(match.groups.get("test") or "")
+        if not test:
+            return
+        kind, _, _ = self._context(match)
+        if kind == "test" and self.ctx_kind == "header" and not header:
+            return  # a failure printed inside another test's captured output (an inner run)
+        if header:
+            self._set_context("uheader", match.line, test)
+        if test not in self.failed:
+            if len(self.failed) < MAX_FAILED_TESTS:
+                self.failed[test] = None
+            else:
+                self.failed_overflow = True
+        reason = (match.groups.get("reason") or "").strip() or None
+        key = ("test-failure", test)
+        found = self.events.get(key)
+        if found is not None:
+            if found.reason is None and reason is not None:
+                found.reason = reason
+            return
+        self._add(key, match, LogEvent(match, test=test, reason=reason), None)
+
+    def _event(self, match: Match) -> None:
+        kind, test, progress = self._context(match)
+        key = _repeat_key(match, test)
+        found = self.events.get(key)
+        if found is not None:
+            found.repeats += 1
+            return
+        if key in self.ignored_keys:
+            return
+        if self.catalogue.ignore_lines and self._line_ignored(match):
+            if len(self.ignored_keys) < MAX_PER_RULE * 10:
+                self.ignored_keys.add(key)
+            return
+        event = LogEvent(
+            match,
+            test=test,
+            exit_path=kind == "verdict",
+            test_finished=progress.finished if progress is not None and test is not None else None,
+            progress_line=progress.line if progress is not None and test is not None else 0,
+            verdict_before=self.verdict if kind == "verdict" else None,
+            shutdown=self._shutdown_before(match.rule),
+        )
+        identity = identity_of(match, use_rank_prefix=False)
+        if identity is not None:
+            earlier = self.tracebacks.get(identity)
+            if earlier is not None and not match.line <= earlier.line <= match.end_line:
+                event = dataclasses.replace(event, traceback=(_who(identity), earlier))
+        self._add(key, match, event, identity)
+
+    def _add(self, key: tuple, match: Match, event: LogEvent, identity: Optional[Identity]) -> None:
+        rule_id = match.rule.id
+        count = self.per_rule.get(rule_id, 0)
+        if count >= MAX_PER_RULE:
+            self.dropped[rule_id] = self.dropped.get(rule_id, 0) + 1
+            return
+        self.per_rule[rule_id] = count + 1
+        opened = _Open(event, identity)
+        self.events[key] = opened
+        if identity is not None and event.traceback is None:
+            self.wanting.setdefault(identity, []).append(opened)
+        if self.on_event is not None and self.preliminary is not None:
+            self.on_event(dataclasses.replace(self.preliminary(match), test=event.test))
+
+    def _shutdown_before(self, rule: Rule) -> Optional[Match]:
+        best: Optional[Match] = None
+        for name in rule.collateral_after:
+            found = self.shutdowns.get(name)
+            if found is not None and (best is None or found.seq > best.seq):
+                best = found
+        return best
+
+    def _line_ignored(self, match: Match) -> bool:
+        texts: Optional[List[str]] = None
+        catalogue = self.catalogue
+        for index, ignore in enumerate(catalogue.ignore_lines):
+            if ignore.rules and match.rule.id not in ignore.rules:
+                continue
+            if self.ignore_timeouts[index] >= MAX_IGNORE_TIMEOUTS:
+                continue
+            if texts is None:
+                texts = _cleaned_lines(match)
+            try:
+                if any(_search(ignore, text, catalogue.match_timeout_s) for text in texts):
+                    return True
+            except TimeoutError:
+                self.ignore_timeouts[index] += 1
+        return False
+
+    def progress_lines(self) -> Set[int]:
+        """Line numbers of the progress lines the kept events happened after."""
+        return {o.event.progress_line for o in self.events.values() if o.event.progress_line}
+
+    # -- the end ------------------------------------------------------------------------------------
+
+    def finish(self, final: Optional[TestLine], outcomes: Dict[int, bool]) -> LogFindings:
+        """The log ended: ``final`` is the last progress line, ``outcomes`` the watched tests' outcomes."""
+        events = []
+        for opened in self.events.values():
+            event = opened.event
+            if event.test_finished is False and event.progress_line and outcomes.get(event.progress_line):
+                event = dataclasses.replace(event, test_finished=True)
+            if opened.repeats != 1 or opened.reason != event.reason:
+                event = dataclasses.replace(event, repeats=opened.repeats, reason=opened.reason)
+            events.append(event)
+        final_verdict = None
+        unfinished = None
+        if self.ctx_kind == "verdict" and (final is None or final.line < self.ctx_line):
+            final_verdict = self.verdict
+        elif final is not None and final.line > self.ctx_line and not final.finished and not final.xdist:
+            unfinished = final
+        return LogFindings(
+            path=self.path,
+            events=tuple(events),
+            failed=tuple(self.failed),
+            failed_overflow=self.failed_overflow,
+            dropped=tuple(sorted(self.dropped.items())),
+            final_verdict=final_verdict,
+            unfinished=unfinished,
+        )
+
+
+def identity_of(match: Match, use_rank_prefix: bool) -> Optional[Identity]:
+    """Who a match belongs to: ``("rank", "1")`` or ``("process", "SpawnProcess-2")``, if it says."""
+    for name in PROCESS_GROUPS:
+        process = match.groups.get(name)
+        if process and process.strip():
+            return ("process", process.strip())
+    rank = next((match.groups[n] for n in RANK_GROUPS if match.groups.get(n)), None)
+    if rank is None and use_rank_prefix and match.rank is not None:
+        rank = str(match.rank)
+    if rank is None and match.rule.is_block:
+        found = _REPORT_RANK.search(match.excerpt)
+        rank = found.group(1) if found else None
+    if rank is not None:
+        try:
+            return ("rank", str(int(rank.strip())))
+        except ValueError:
+            return None
+    return None
+
+
+def verdict_failed(verdict: Match) -> bool:
+    """Whether a verdict marker reports failures or errors (pytest's summary, unittest's FAILED)."""
+    outcome = verdict.groups.get("outcome")
+    if outcome:
+        return outcome.strip().upper() != "OK"
+    return bool(_FAILING_VERDICT.search(verdict.groups.get("summary") or verdict.text))
+
+
+def _who(identity: Identity) -> str:
+    return f"rank {identity[1]}" if identity[0] == "rank" else f"process {identity[1]}"
+
+
+def _repeat_key(match: Match, test: Optional[str]) -> tuple:
+    groups = tuple(sorted((k, _ADDRESS.sub("0x?", v)) for k, v in match.groups.items() if v is not None))
+    return (match.rule.id, _ADDRESS.sub("0x?", match.text.strip()), groups, test)
+
+
+def _search(ignore: LineIgnore, text: str, timeout_s: float) -> bool:
+    compiled = ignore.pattern_re if ignore.pattern_re is not None else regex.compile(ignore.pattern)
+    return compiled.search(text, timeout=timeout_s) is not None
+
+
+def _cleaned_lines(match: Match) -> List[str]:
+    """The matched line, or for a block every line of it, as rules see them (cleaned)."""
+    if not match.rule.is_block:
+        return [match.text]
+    lines = [match.text]
+    for raw in match.excerpt.split("\n"):
+        lines.append(clean_line(raw.encode("utf-8", "surrogatepass"))[0])
+    return lines
