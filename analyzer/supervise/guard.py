@@ -1,15 +1,18 @@
-"""Guard one command: run it, stream and save its output, enforce its clocks, diagnose, end its tree.
+"""Guard one command: run it, stream and save its output, enforce its clocks, end its tree. The lifecycle.
 
 ``supervise`` is the whole lifecycle with one monotonic clock::
 
-    start (own session, subreaper, env token) -> pump output -> wait for exit / wall / idle / cancel
-      exit:    wait ``leak_grace_s`` for descendants and pipes -> end the leftovers -> leaked-process
-      timeout: snapshot processes, py-spy every Python process, nvidia-smi -> hang finding
-               -> SIGCONT+SIGTERM, wait ``kill_grace_s``, SIGKILL, wait briefly -> unkillable-process
-    -> stop the pumps without waiting for EOF beyond a bound -> CommandResult
+    contain (own cgroup where the kernel lets us, else session + subreaper + env token) -> start
+      -> pump output (log first, then console), reap adopted orphans -> wait for exit / clock / cancel
+      exit:    wait ``leak_grace_s`` for descendants -> end the leftovers -> leaked-process findings
+      clock:   one deadline -> processes, py-spy every Python process at once, nvidia-smi
+               -> ``diagnosis`` (pure) -> SIGCONT+SIGTERM, wait, SIGKILL, wait -> unkillable-process
+    -> drain the pipes into the logs (bounded), cut the echo -> CommandResult
 
-It returns within timeout + kill grace + a few seconds whatever the tree does, and nothing the command
-started is left running unless the kernel refused SIGKILL (then it is reported, never waited on).
+Every stage after a clock ran out takes its time from one ``Deadline``; a cancel (SIGINT, SIGTERM,
+SIGHUP) at any stage brings that deadline inside the runner's window. It returns within timeout +
+kill grace + a few seconds whatever the tree does, and nothing the command started is left running
+unless the kernel refused SIGKILL or the signal itself (then it is reported, never waited on).
 """
 
 from __future__ import annotations
@@ -17,84 +20,49 @@ from __future__ import annotations
 import os
 import select
 import signal
+import subprocess
 import sys
 import threading
 import time
 from dataclasses import dataclass
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
-import psutil
-
 from ..errors import UsageError
 from ..exits import shell_status, signal_name
-from ..durations import format_duration
-from ..model import (
-    GUARD_CANCELLED_RULE,
-    GUARD_IDLE_TIMEOUT_RULE,
-    GUARD_LEAKED_RULE,
-    GUARD_TIMEOUT_RULE,
-    GUARD_UNKILLABLE_RULE,
-    CommandResult,
-    Diagnostic,
-    Finding,
-    Kind,
-    ProcessInfo,
-    Severity,
-    TimeoutReason,
-)
-from . import escalate, snapshot, spawn, tree, workflow
+from ..model import CommandResult, Diagnostic, Finding, ProcessInfo, TimeoutReason
+from . import diagnosis, escalate, snapshot, spawn, tree, workflow
+from .containment import CHOICES, Containment, open_containment
+from .deadline import Deadline
+from .diagnosis import GPU_FILE, PROCESSES_FILE, RULE_FOR_REASON, STACKS_FILE  # noqa: F401 - re-exported
 from .pump import Activity, Console, StreamPump
-
-try:
-    from ..model import GUARD_ABORTED_RULE
-except ImportError:  # until the shared model names it
-    GUARD_ABORTED_RULE = "guard-aborted"
 
 STDOUT_LOG = "stdout.log"
 STDERR_LOG = "stderr.log"
-STACKS_FILE = "stacks.txt"
-PROCESSES_FILE = "processes.txt"
-GPU_FILE = "gpu.txt"
 EVIDENCE_FILES = (STACKS_FILE, PROCESSES_FILE, GPU_FILE)
 
-RULE_FOR_REASON = {
-    TimeoutReason.WALL: GUARD_TIMEOUT_RULE,
-    TimeoutReason.IDLE: GUARD_IDLE_TIMEOUT_RULE,
-    TimeoutReason.CANCELLED: GUARD_CANCELLED_RULE,
-    TimeoutReason.ABORTED: GUARD_ABORTED_RULE,
-}
 ABORT_POLL_S = 0.25
-
 DUMP_TIMEOUT_S = 3.0
 NATIVE_DUMP_TIMEOUT_S = 2.0
 _PAUSABLE_STATES = ("R", "S")  # py-spy --native attaches with ptrace: not to stopped or D-state ones
 GPU_TIMEOUT_S = 3.0
-# The runner's cancel sends SIGINT, SIGTERM 7.5 s later and SIGKILL 2.5 s after that: everything from
-# the first signal to our return must fit in about 7 s.
+MAX_DUMPS = 32  # a tree of thousands of Python processes gets the first 32 in tree order dumped
+# The runner's cancel sends SIGINT, SIGTERM 7.5 s later and SIGKILL 2.5 s after that
+# (actions/runner src/Runner.Sdk/ProcessInvoker.cs, CancelAndKillProcessTree): the guard's part
+# must be over CANCEL_WINDOW_S after the first signal, leaving the rest for the scan and the report;
+# a second signal leaves LAST_WINDOW_S.
+CANCEL_WINDOW_S = 6.0
+LAST_WINDOW_S = 1.0
 CANCEL_DUMP_TIMEOUT_S = 1.5
 CANCEL_KILL_GRACE_S = 3.0
 PIPE_DRAIN_S = 2.0
 CANCEL_PIPE_DRAIN_S = 0.5
 DRAIN_AFTER_STOP_S = 0.5  # copying what is left in a pipe into the log: 1 MiB takes milliseconds
 CONSOLE_CUT_WAIT_S = 0.5
+_SWEEP_ROUNDS = 3
+_STREAM_SETTLE_S = 0.05
 _CREATE_TRIES = 3
 CHUNK_COPY_BYTES = 1 << 20
-_STREAM_SETTLE_S = 0.05
-_MAX_EXCERPT = 4000
-_MAX_OTHERS_NAMED = 3
-# Innermost frames of a process that is only waiting for its children (torchrun's agent, a
-# multiprocessing parent, subprocess.wait): the hang is in a child, so name the child's frame.
-_WAITING_ON_CHILDREN = frozenset(
-    {"wait", "_wait", "_try_wait", "poll", "join", "_wait_for_tstate_lock", "communicate", "_invoke_run",
-     "_monitor_workers", "wait_procs"}
-)
-# Innermost frames of a rank that waits for its peers: when one rank hangs elsewhere, the others
-# sit in a collective; the rank that never arrived is the root cause, so it is named first.
-_WAITING_ON_PEERS = frozenset(
-    {"all_reduce", "all_gather", "all_gather_into_tensor", "reduce_scatter", "reduce_scatter_tensor",
-     "broadcast", "barrier", "monitored_barrier", "all_to_all", "all_to_all_single", "gather", "scatter",
-     "reduce", "recv", "send", "irecv", "isend"}
-)
+_CANCEL_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 @dataclass(frozen=True)
@@ -113,6 +81,8 @@ class GuardOptions:
       description (``"NCCL watchdog timeout at stderr.log:812"``) makes the guard diagnose and end the
       tree as for a wall timeout, with ``TimeoutReason.ABORTED``.
     - ``extra_env`` is set in the command's environment and ``remove_env`` names are removed from it.
+
+    ``containment`` is ``"auto"`` (the strongest the host allows) or one of ``containment.CHOICES``.
     """
 
     argv: Tuple[str, ...]
@@ -128,11 +98,16 @@ class GuardOptions:
     abort_requested: Optional[Callable[[], Optional[str]]] = None
     extra_env: Tuple[Tuple[str, str], ...] = ()
     remove_env: Tuple[str, ...] = ()
+    containment: str = "auto"
 
 
 @dataclass(frozen=True)
 class Supervision:
-    """The outcome: how the command ended, the guard's own findings and evidence, and the saved logs."""
+    """The outcome: how the command ended, the guard's own findings and evidence, and the saved logs.
+
+    ``stdout_path`` and ``stderr_path`` name the files the guard wrote: if the command replaced them,
+    the guard restored its own copy before returning.
+    """
 
     command: CommandResult
     findings: Tuple[Finding, ...]
@@ -142,19 +117,32 @@ class Supervision:
 
 
 class _Cancel:
-    """Set by the SIGINT/SIGTERM handler; wakes the watch loop through a self-pipe."""
+    """Set by the SIGINT/SIGTERM/SIGHUP handler; wakes the watch loop and pulls the deadline in."""
 
     def __init__(self, wake_fd: int) -> None:
         self.signum: Optional[int] = None
+        self.at = 0.0
+        self.deadline: Optional[Deadline] = None  # the stage in progress, if one has a deadline
         self._wake_fd = wake_fd
 
+    @property
+    def name(self) -> str:
+        return signal_name(self.signum) if self.signum else "a signal"
+
     def handle(self, signum: int, _frame: object) -> None:
-        if self.signum is None:
-            self.signum = signum
+        first = self.signum is None
+        if first:
+            self.signum, self.at = signum, time.monotonic()
+        if self.deadline is not None:
+            self.deadline.cap(CANCEL_WINDOW_S if first else LAST_WINDOW_S)
         try:
             os.write(self._wake_fd, b"x")
         except OSError:
             pass
+
+    def window(self) -> float:
+        """Seconds the runner still gives the guard's part after the cancel."""
+        return max(0.0, self.at + CANCEL_WINDOW_S - time.monotonic())
 
 
 def _validate(options: GuardOptions) -> None:
@@ -166,13 +154,16 @@ def _validate(options: GuardOptions) -> None:
     for name, value in (("--kill-grace", options.kill_grace_s), ("leak grace", options.leak_grace_s)):
         if value < 0:
             raise UsageError(f"{name}: {value!r} must not be negative")
+    if options.containment not in CHOICES:
+        raise UsageError(f"containment: {options.containment!r} is not one of {', '.join(CHOICES)}")
 
 
 class _Run:
     """The state of one guarded run; ``supervise`` drives it step by step."""
 
-    def __init__(self, options: GuardOptions) -> None:
+    def __init__(self, options: GuardOptions, cancel: _Cancel) -> None:
         self.options = options
+        self.cancel = cancel
         self.log_dir = options.log_dir
         self.stdout_path = os.path.join(options.log_dir, STDOUT_LOG)
         self.stderr_path = os.path.join(options.log_dir, STDERR_LOG)
@@ -184,56 +175,75 @@ class _Run:
         self.unkillable: Dict[int, ProcessInfo] = {}
         self.leftover_pids: List[int] = []
         self.activity = Activity()
-        self.proc = None
+        self.containment: Containment = Containment()
+        self.proc: Optional[subprocess.Popen] = None
+        self.root: Optional[tree.Proc] = None
+        self.reaper: Optional[spawn.Reaper] = None
         self.pumps: List[StreamPump] = []
         self.started = time.monotonic()
-        self.started_wall = time.time()
         self.ended: Optional[float] = None
-        self.abort_reason = ""
+        self.abort_event = ""
+        self.cancelled_after_exit = False
+
+    # -- start ----------------------------------------------------------------------------------
+    def start(self, env: Dict[str, str]) -> None:
+        """Start the command inside the strongest containment available (``UsageError`` if it can't)."""
+        self.containment = open_containment(self.token, self.options.containment)
+        self.started = time.monotonic()
+        try:
+            self.proc = spawn.start(self.options.argv, env, before_exec=self.containment.before_exec())
+        except subprocess.SubprocessError:
+            # The kernel refused the move into the cgroup (a delegation that does not reach here).
+            self.containment.close()
+            self.containment = Containment()
+            self.proc = spawn.start(self.options.argv, env)
+        self.root = tree.proc_of(self.proc.pid) or tree.Proc(self.proc.pid, 0)
+        self.reaper = spawn.Reaper(self.proc, self.helper_pids)
+        self.reaper.start()
 
     # -- tree -----------------------------------------------------------------------------------
-    def living_tree(self) -> List[psutil.Process]:
+    def living_tree(self) -> List[tree.Proc]:
         found = tree.find_tree(
-            self.proc.pid, spawn.TOKEN_ENV, self.token, self.started_wall, self.helper_pids
+            self.root, spawn.TOKEN_ENV, self.token, self.helper_pids, self.containment.members()
         )
         return [p for p in found if p.pid not in self.unkillable]
 
-    def end(self, procs: Sequence[psutil.Process], grace_s: float) -> None:
-        ending = escalate.end_tree(procs, grace_s, self.protect_pgid, self.proc)
+    def end(
+        self, procs: Sequence[tree.Proc], grace_s: float, deadline: Deadline, reserve_s: float = 0.0
+    ) -> None:
+        self.cancel.deadline = deadline
+        ending = escalate.end_tree(
+            procs, grace_s, self.protect_pgid, self.proc, deadline=deadline,
+            containment=self.containment, reserve_s=reserve_s,
+        )
         self._record_survivors(ending.survivors)
 
-    def sweep(self) -> None:
+    def sweep(self, deadline: Deadline, reserve_s: float = 0.0) -> None:
         """SIGKILL whatever of the tree appeared or was missed during teardown (bounded rounds)."""
-        for _ in range(3):
+        for _ in range(_SWEEP_ROUNDS):
             extra = self.living_tree()
             if not extra:
                 return
+            if self.containment.kernel:
+                self.containment.kill(deadline.within(escalate.KILL_WAIT_S / 2, reserve_s))
             escalate.send(extra, (signal.SIGCONT, signal.SIGKILL), self.protect_pgid)
-            self._record_survivors(escalate.wait_gone(extra, escalate.KILL_WAIT_S, self.proc))
+            self._record_survivors(
+                escalate.wait_gone(extra, deadline.within(escalate.KILL_WAIT_S, reserve_s), self.proc)
+            )
+            if deadline.remaining() <= reserve_s:
+                return
 
-    def _record_survivors(self, survivors: Sequence[psutil.Process]) -> None:
+    def _record_survivors(self, survivors: Sequence[tree.Proc]) -> None:
         for proc in survivors:
-            if proc.pid in self.unkillable:
+            if proc.pid in self.unkillable or not tree.is_alive(proc):
                 continue
             info = tree.describe(proc)
             self.unkillable[proc.pid] = info
-            self.findings.append(
-                Finding(
-                    kind=Kind.UNKILLABLE_PROCESS,
-                    rule=GUARD_UNKILLABLE_RULE,
-                    severity=Severity.ERROR,
-                    path=os.path.join(self.log_dir, PROCESSES_FILE),
-                    line=0,
-                    message=(
-                        f"pid {info.pid} survived SIGKILL (state {info.state}, wchan "
-                        f"{info.wchan or '?'}): `{info.cmdline}`; the host may need recycling"
-                    ),
-                    excerpt=info.kernel_stack,
-                )
-            )
+            refused = not escalate.may_signal(proc.pid)
+            self.findings.append(diagnosis.unkillable(info, self.log_dir, refused))
 
     # -- clocks ---------------------------------------------------------------------------------
-    def watch(self, cancel: _Cancel, wake_fd: int) -> Optional[TimeoutReason]:
+    def watch(self, wake_fd: int) -> Optional[TimeoutReason]:
         """Block until the command exits (None) or a clock runs out, a cancel or an abort comes."""
         options = self.options
         pidfd = _pidfd(self.proc.pid)
@@ -241,12 +251,12 @@ class _Run:
             while True:
                 if self.proc.poll() is not None:
                     return None
-                if cancel.signum is not None:
+                if self.cancel.signum is not None:
                     return TimeoutReason.CANCELLED
                 if options.abort_requested is not None:
-                    why = options.abort_requested()
-                    if why:
-                        self.abort_reason = why
+                    event = options.abort_requested()
+                    if event:
+                        self.abort_event = event
                         return TimeoutReason.ABORTED
                 now = time.monotonic()
                 waits = [1.0 if pidfd is not None else 0.05]
@@ -271,158 +281,137 @@ class _Run:
                 os.close(pidfd)
 
     # -- after a clock ran out ------------------------------------------------------------------
-    def diagnose_and_end(self, reason: TimeoutReason, cancel_signum: Optional[int]) -> None:
+    def teardown_budget(self, cancelled: bool) -> Tuple[Deadline, float]:
+        """The one deadline for diagnosis, teardown and drains, and the SIGTERM grace inside it."""
+        if cancelled:
+            grace = min(self.options.kill_grace_s, CANCEL_KILL_GRACE_S)
+            return Deadline(self.cancel.window()), grace
+        grace = self.options.kill_grace_s
+        total = DUMP_TIMEOUT_S + NATIVE_DUMP_TIMEOUT_S + grace + escalate.KILL_WAIT_S + PIPE_DRAIN_S
+        return Deadline(total), grace
+
+    def diagnose_and_end(self, reason: TimeoutReason) -> Deadline:
         hit = time.monotonic()
         cancelled = reason == TimeoutReason.CANCELLED
+        deadline, grace = self.teardown_budget(cancelled)
+        self.cancel.deadline = deadline
+        evidence = self.collect_evidence(deadline, cancelled, grace)
+        hang = diagnosis.Hang(
+            reason=reason,
+            root_pid=self.proc.pid,
+            elapsed_s=hit - self.started,
+            timeout_s=self.options.timeout_s,
+            idle_timeout_s=self.options.idle_timeout_s,
+            signal_name=self.cancel.name if cancelled else "",
+            event=self.abort_event,
+        )
+        self.apply(diagnosis.diagnose_hang(hang, evidence, self.log_dir))
+        drain = CANCEL_PIPE_DRAIN_S if self.cancel.signum is not None else PIPE_DRAIN_S
+        # What lives now: children spawned while the stacks were taken are ended too.
+        self.end(self.living_tree(), grace, deadline, reserve_s=drain / 2)
+        self.sweep(deadline, reserve_s=drain / 2)
+        return deadline
+
+    def collect_evidence(self, deadline: Deadline, cancelled: bool, grace: float) -> diagnosis.Evidence:
+        """Processes, stacks (all dumps at once) and GPUs, within the deadline's share for evidence."""
+        reserve = grace + escalate.KILL_WAIT_S + (CANCEL_PIPE_DRAIN_S if cancelled else PIPE_DRAIN_S)
         procs = self.living_tree()
-        infos = [tree.describe(p) for p in procs]
-        python_pids = [p.pid for p in procs if tree.is_python(p)]
+        infos = tree.describe_all(procs)
+        python_pids = [p.pid for p in procs if tree.is_python(p.pid)]
+        if self.proc.pid in python_pids:  # the command's own stack first, whatever the cap
+            python_pids.remove(self.proc.pid)
+            python_pids.insert(0, self.proc.pid)
+        skipped = max(0, len(python_pids) - MAX_DUMPS)
+        python_pids = python_pids[:MAX_DUMPS]
+        dump_s = deadline.within(CANCEL_DUMP_TIMEOUT_S if cancelled else DUMP_TIMEOUT_S, reserve)
         gpu_box: List[Optional[snapshot.GpuSnapshot]] = [None]
-        gpu_thread = threading.Thread(
-            target=lambda: gpu_box.__setitem__(0, snapshot.gpu_snapshot(GPU_TIMEOUT_S, self.helper_pids)),
-            daemon=True,
-        )
-        gpu_thread.start()
-        dumps = snapshot.dump_stacks(
-            python_pids, CANCEL_DUMP_TIMEOUT_S if cancelled else DUMP_TIMEOUT_S, self.helper_pids
-        )
-        native: List[snapshot.StackDump] = []
-        if not cancelled:
-            pausable = [i.pid for i in infos if i.pid in python_pids and i.state in _PAUSABLE_STATES]
-            native = snapshot.dump_stacks(pausable, NATIVE_DUMP_TIMEOUT_S, self.helper_pids, native=True)
-        gpu_thread.join(CANCEL_DUMP_TIMEOUT_S if cancelled else GPU_TIMEOUT_S + 0.5)
-        self._write_evidence(infos, dumps, native, gpu_box[0])
-        self.findings.append(self._hang_finding(reason, cancel_signum, hit - self.started, infos, dumps))
-        grace = self.options.kill_grace_s
-        if cancelled:
-            grace = min(grace, CANCEL_KILL_GRACE_S)
-        self.end(procs, grace)
-        self.sweep()
+        with self.reaper.paused():  # no helper may be reaped before its pid is known
+            gpu_thread = threading.Thread(
+                target=lambda: gpu_box.__setitem__(0, snapshot.gpu_snapshot(dump_s, self.helper_pids)),
+                daemon=True,
+            )
+            gpu_thread.start()
+            dumps = snapshot.dump_stacks(python_pids, dump_s, self.helper_pids)
+            native: List[snapshot.StackDump] = []
+            native_s = deadline.within(NATIVE_DUMP_TIMEOUT_S, reserve)
+            if not cancelled and self.cancel.signum is None and native_s > 0.2:
+                states = {info.pid: info.state for info in infos}
+                pausable = [pid for pid in python_pids if states.get(pid) in _PAUSABLE_STATES]
+                native = snapshot.dump_stacks(pausable, native_s, self.helper_pids, native=True)
+            gpu_thread.join(deadline.within(0.5))
+        return diagnosis.Evidence(tuple(infos), tuple(dumps), tuple(native), gpu_box[0], skipped)
 
-    def _write_evidence(
-        self,
-        infos: Sequence[ProcessInfo],
-        dumps: Sequence[snapshot.StackDump],
-        native: Sequence[snapshot.StackDump],
-        gpu: Optional[snapshot.GpuSnapshot],
-    ) -> None:
-        cmdlines = {info.pid: info.cmdline for info in infos}
-        blocks = []
-        for dump, label in [(d, "") for d in dumps] + [(d, " (native frames)") for d in native]:
-            head = f"=== pid {dump.pid}{label}: {cmdlines.get(dump.pid, '?')}"
-            body = dump.text.rstrip() if dump.text.strip() else ""
-            if dump.error:
-                body = (body + "\n" if body else "") + f"(py-spy: {dump.error})"
-            blocks.append(f"{head}\n{body}\n")
-        stacks = "\n".join(blocks) if blocks else "No Python process was found in the tree.\n"
-        table = tree.format_table(infos)
-        _write_text(os.path.join(self.log_dir, STACKS_FILE), stacks)
-        _write_text(os.path.join(self.log_dir, PROCESSES_FILE), table)
-        self.diagnostics.append(Diagnostic("Python stacks before any signal (py-spy dump)", stacks))
-        self.diagnostics.append(Diagnostic("Processes of the guarded tree before any signal", table))
-        if gpu is not None:
-            text = gpu.render([info.pid for info in infos])
-            _write_text(os.path.join(self.log_dir, GPU_FILE), text)
-            self.diagnostics.append(Diagnostic("GPU snapshot (nvidia-smi)", text))
-
-    def _hang_finding(
-        self,
-        reason: TimeoutReason,
-        cancel_signum: Optional[int],
-        elapsed: float,
-        infos: Sequence[ProcessInfo],
-        dumps: Sequence[snapshot.StackDump],
-    ) -> Finding:
-        chosen, where = _where_it_hung(self.proc.pid, infos, dumps)
-        if reason == TimeoutReason.WALL:
-            message = f"hung in {where} for {format_duration(self.options.timeout_s or elapsed)}"
-        elif reason == TimeoutReason.IDLE:
-            message = f"hung in {where}: no output for {format_duration(self.options.idle_timeout_s or 0)}"
-        elif reason == TimeoutReason.ABORTED:
-            message = f"aborted after {format_duration(elapsed)} on {self.abort_reason}, while in {where}"
-        else:
-            by = signal_name(cancel_signum) if cancel_signum else "a signal"
-            message = f"cancelled ({by}) after {format_duration(elapsed)} while in {where}"
-        others = [
-            f"pid {dump.pid} in {snapshot.Frame.where(dump.main_thread_frames())}"
-            for dump in dumps
-            if dump is not chosen and dump.main_thread_frames()
-        ]
-        if others:
-            message += "; also " + ", ".join(others[:_MAX_OTHERS_NAMED])
-            if len(others) > _MAX_OTHERS_NAMED:
-                message += f" and {len(others) - _MAX_OTHERS_NAMED} more (see {STACKS_FILE})"
-        excerpt = chosen.text.strip() if chosen is not None else tree.format_table(infos[:1]).strip()
-        return Finding(
-            kind=Kind.HANG,
-            rule=RULE_FOR_REASON[reason],
-            severity=Severity.ERROR,
-            path=os.path.join(self.log_dir, STACKS_FILE),
-            line=0,
-            message=message,
-            excerpt=excerpt[:_MAX_EXCERPT],
-        )
+    def apply(self, result: diagnosis.Diagnosis) -> None:
+        """Take a diagnosis's findings and diagnostics, and write its evidence files."""
+        self.findings.extend(result.findings)
+        self.diagnostics.extend(result.diagnostics)
+        for name, text in result.files:
+            _write_text(os.path.join(self.log_dir, name), text)
 
     # -- after the command exited ---------------------------------------------------------------
-    def collect_leftovers(self) -> None:
+    def collect_leftovers(self) -> Deadline:
         exited = time.monotonic()
-        deadline = exited + self.options.leak_grace_s
+        options = self.options
+        deadline = Deadline(options.leak_grace_s + options.kill_grace_s + escalate.KILL_WAIT_S + PIPE_DRAIN_S)
+        self.cancel.deadline = deadline
+        if self.cancel.signum is not None:
+            deadline.cap(self.cancel.window())
+        leak_by = exited + options.leak_grace_s
         # A process holding the pipes is in the tree, so an empty tree also means the pipes will close.
         procs = self.living_tree()
-        while procs:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                break
-            escalate.wait_gone(procs, min(0.1, remaining))
+        while procs and time.monotonic() < leak_by and self.cancel.signum is None:
+            escalate.wait_gone(procs, min(0.1, leak_by - time.monotonic()))
             procs = self.living_tree()
-        if not procs:
-            return
-        now = time.time()
-        infos = [tree.describe(p, now) for p in procs]
-        table = tree.format_table(infos)
-        _write_text(os.path.join(self.log_dir, PROCESSES_FILE), table)
-        self.diagnostics.append(Diagnostic("Processes still running after the command exited", table))
-        self.end(procs, self.options.kill_grace_s)
-        self.sweep()
-        ran_on = time.monotonic() - exited
-        for info in infos:
-            self.leftover_pids.append(info.pid)
-            self.findings.append(
-                Finding(
-                    kind=Kind.LEAKED_PROCESS,
-                    rule=GUARD_LEAKED_RULE,
-                    severity=Severity.WARNING,
-                    path=os.path.join(self.log_dir, PROCESSES_FILE),
-                    line=0,
-                    message=(
-                        f"pid {info.pid} `{info.cmdline}` was still running {format_duration(ran_on)} "
-                        f"after the command exited; the guard ended it"
-                    ),
-                )
-            )
+        if procs:
+            infos = tree.describe_all(procs)
+            drain = CANCEL_PIPE_DRAIN_S if self.cancel.signum is not None else PIPE_DRAIN_S
+            self.end(procs, options.kill_grace_s, deadline, reserve_s=drain / 2)
+            self.sweep(deadline, reserve_s=drain / 2)
+            self.apply(diagnosis.leftovers(infos, time.monotonic() - exited, self.log_dir))
+            self.leftover_pids.extend(info.pid for info in infos)
+        return deadline
 
-    def close_pumps(self, bound_s: float, consoles: Sequence[Console]) -> None:
-        """Wait for EOF up to ``bound_s``, then stop the pumps: drain the pipes into the logs, cut the echo.
+    def note_cancel_after_exit(self) -> None:
+        """A cancel during the teardown after exit still ends the run as cancelled: never a pass."""
+        if self.cancel.signum is None:
+            return
+        self.cancelled_after_exit = True
+        self.findings.insert(0, diagnosis.cancelled_in_teardown(
+            self.cancel.name, self.cancel.at - self.started, len(self.leftover_pids), self.log_dir
+        ))
+
+    def close_pumps(self, deadline: Deadline, consoles: Sequence[Console]) -> None:
+        """Wait for EOF (bounded), then stop the pumps: drain the pipes into the logs, cut the echo.
 
         After this returns no byte of the command reaches a console any more.
         """
-        deadline = time.monotonic() + bound_s
+        bound = CANCEL_PIPE_DRAIN_S if self.cancel.signum is not None or self.unkillable else PIPE_DRAIN_S
+        wait_until = time.monotonic() + deadline.within(bound, reserve=DRAIN_AFTER_STOP_S)
         for pump in self.pumps:
-            pump.join(deadline - time.monotonic())
+            pump.join(wait_until - time.monotonic())
+        drain = max(0.1, deadline.within(DRAIN_AFTER_STOP_S))
         for pump in self.pumps:
-            pump.stop(drain_s=DRAIN_AFTER_STOP_S)
+            pump.stop(drain_s=drain)
         for console in consoles:
             console.cut(CONSOLE_CUT_WAIT_S)
         for pump in self.pumps:
-            if not pump.join(DRAIN_AFTER_STOP_S + 0.5):
+            if not pump.join(drain + 0.5):
                 pump.stop(now=True)
                 pump.join(0.5)
         if all(pump.finished for pump in self.pumps):
             for stream in (self.proc.stdout, self.proc.stderr):
                 stream.close()
 
+    def finish_containment(self) -> None:
+        if self.reaper is not None:
+            self.reaper.stop()
+            self.reaper.reap_now()
+        self.containment.close()
+
     def result(self, reason: Optional[TimeoutReason]) -> CommandResult:
         returncode = self.proc.poll()
+        if reason is None and self.cancelled_after_exit:
+            reason = TimeoutReason.CANCELLED
         return CommandResult(
             argv=tuple(self.options.argv),
             exit_code=shell_status(returncode) if returncode is not None else None,
@@ -433,6 +422,7 @@ class _Run:
             leftover_pids=tuple(self.leftover_pids),
             unkillable_pids=tuple(sorted(self.unkillable)),
             log_dir=os.path.abspath(self.log_dir),
+            containment=self.containment.name,
         )
 
 
@@ -440,9 +430,9 @@ def supervise(options: GuardOptions) -> Supervision:
     """Run ``options.argv`` under the guard and return how it went; raises ``UsageError`` for bad options.
 
     Saves ``stdout.log`` and ``stderr.log`` byte-exact in ``options.log_dir`` (plus ``stacks.txt``,
-    ``processes.txt`` and ``gpu.txt`` when it diagnoses). Installs SIGINT/SIGTERM handlers for the
-    duration when called from the main thread: either signal cancels the run (``timeout_reason ==
-    "cancelled"``) with the same diagnosis, inside the runner's 10 s window.
+    ``processes.txt`` and ``gpu.txt`` when it diagnoses). Installs SIGINT/SIGTERM/SIGHUP handlers for
+    the duration when called from the main thread: each cancels the run (``timeout_reason ==
+    "cancelled"``) with the same diagnosis, inside the runner's 10 s window, at whatever stage it comes.
     """
     _validate(options)
     log_fds: Dict[str, int] = {}
@@ -462,7 +452,6 @@ def supervise(options: GuardOptions) -> Supervision:
     if options.on_log_ready is not None:
         for stream, fd in log_fds.items():
             options.on_log_ready(stream, _reopen_read_only(fd))
-    run = _Run(options)
     spawn.become_subreaper()
     stop_token = workflow.stop_token()
     stop_commands = options.echo and workflow.should_stop_commands(
@@ -477,6 +466,7 @@ def supervise(options: GuardOptions) -> Supervision:
     wake_read, wake_write = os.pipe()
     os.set_blocking(wake_write, False)
     cancel = _Cancel(wake_write)
+    run = _Run(options, cancel)
     restore = _install_handlers(cancel.handle)
     reason: Optional[TimeoutReason] = None
     fenced = False
@@ -486,9 +476,8 @@ def supervise(options: GuardOptions) -> Supervision:
         if stop_commands:
             out_console.write_own(workflow.stop_line(stop_token))
             fenced = True
-        run.started, run.started_wall = time.monotonic(), time.time()
         env = spawn.child_environment(os.environ, run.token, options.extra_env, options.remove_env)
-        run.proc = spawn.start(options.argv, env)
+        run.start(env)
         try:
             run.pumps = [
                 StreamPump("stdout", run.proc.stdout.fileno(), log_fds.pop("stdout"),
@@ -498,23 +487,26 @@ def supervise(options: GuardOptions) -> Supervision:
             ]
             for pump in run.pumps:
                 pump.start()
-            reason = run.watch(cancel, wake_read)
+            reason = run.watch(wake_read)
             if reason is None:
                 run.ended = time.monotonic()
-                run.collect_leftovers()
+                deadline = run.collect_leftovers()
             else:
-                run.diagnose_and_end(reason, cancel.signum)
+                deadline = run.diagnose_and_end(reason)
                 run.ended = time.monotonic()
-            quick = reason == TimeoutReason.CANCELLED or bool(run.unkillable)  # a survivor may hold pipes
-            run.close_pumps(CANCEL_PIPE_DRAIN_S if quick else PIPE_DRAIN_S, consoles)
+            run.close_pumps(deadline, consoles)
+            if reason is None:
+                run.note_cancel_after_exit()
         except BaseException:
             # Never leave the tree behind, even when the guard itself fails.
-            run.end(run.living_tree(), 0.0)
+            if run.containment.kernel:
+                run.containment.kill(escalate.KILL_WAIT_S)
+            run.end(run.living_tree(), 0.0, Deadline(escalate.KILL_WAIT_S))
             for pump in run.pumps:
                 pump.stop(now=True)
-            for console in consoles:
-                console.cut(CONSOLE_CUT_WAIT_S)
             raise
+        finally:
+            run.finish_containment()
     finally:
         for fd in log_fds.values():  # never handed to a pump: the command could not start
             os.close(fd)
@@ -545,43 +537,15 @@ def supervise(options: GuardOptions) -> Supervision:
     )
 
 
-def _innermost(dump: snapshot.StackDump) -> str:
-    # py-spy names methods with their class on 3.11+ ("Popen.poll"), so compare the last part.
-    return dump.main_thread_frames()[0].function.rsplit(".", 1)[-1]
-
-
-def _only_waits(dump: snapshot.StackDump) -> bool:
-    return _innermost(dump) in _WAITING_ON_CHILDREN
-
-
-def _where_it_hung(
-    root_pid: int, infos: Sequence[ProcessInfo], dumps: Sequence[snapshot.StackDump]
-) -> Tuple[Optional[snapshot.StackDump], str]:
-    """The dump to quote and where its main thread is: the command's own, unless it only waits for a child.
-
-    Then the first descendant that is neither waiting for children nor for its peers in a collective.
-    """
-    with_frames = [dump for dump in dumps if dump.main_thread_frames()]
-    root = next((dump for dump in with_frames if dump.pid == root_pid), None)
-    chosen = root
-    if root is None or _only_waits(root):
-        busy = [d for d in with_frames if d.pid != root_pid and not _only_waits(d)]
-        busy.sort(key=lambda d: _innermost(d) in _WAITING_ON_PEERS)  # stable: tree order otherwise
-        chosen = busy[0] if busy else (root or (with_frames[0] if with_frames else None))
-    if chosen is not None:
-        where = snapshot.Frame.where(chosen.main_thread_frames())
-        return chosen, (where if chosen.pid == root_pid else f"{where} (pid {chosen.pid})")
-    info = next((i for i in infos if i.pid == root_pid), infos[0] if infos else None)
-    if info is None:
-        return None, "an unknown place (the command was gone before it could be inspected)"
-    return None, f"`{info.cmdline}` (pid {info.pid}, state {info.state}, wchan {info.wchan or '?'})"
-
-
 def _install_handlers(handler: Callable[[int, object], None]) -> Callable[[], None]:
-    """Route SIGINT and SIGTERM to ``handler`` (main thread only); returns the function that undoes it."""
+    """Route SIGINT, SIGTERM and SIGHUP to ``handler`` (main thread only); returns the undo function.
+
+    SIGHUP (the runner's terminal or an ssh session went away) would otherwise kill the guard and
+    orphan the tree.
+    """
     if threading.current_thread() is not threading.main_thread():
         return lambda: None
-    previous = {signum: signal.signal(signum, handler) for signum in (signal.SIGINT, signal.SIGTERM)}
+    previous = {signum: signal.signal(signum, handler) for signum in _CANCEL_SIGNALS}
 
     def restore() -> None:
         for signum, old in previous.items():

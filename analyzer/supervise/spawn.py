@@ -9,15 +9,18 @@ instead of to init; and every process inherits an environment token, readable fr
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import fcntl
 import os
 import subprocess
 import sys
+import threading
 import uuid
-from typing import Callable, Dict, Mapping, Optional, Sequence, Tuple
+from typing import Callable, Dict, Iterator, Mapping, Optional, Sequence, Tuple
 
 from ..errors import UsageError
+from . import tree
 
 TOKEN_ENV = "GPU_HANG_GUARD_TOKEN"
 
@@ -116,3 +119,85 @@ def _enlarge_pipe(fd: int) -> None:
 def own_process_group() -> int:
     """The guard's own process group, which must never be signalled."""
     return os.getpgrp()
+
+
+class Reaper:
+    """Reap the orphans the subreaper adopts, continuously, without stealing anyone's exit status.
+
+    Adopted orphans become the guard's zombies; left there they pile up by the thousand (``for i in
+    $(seq 2000); do ( true & ); done``) and every later walk of ``/proc`` pays for them. A thread
+    peeks at the next ended child (``waitid(WNOWAIT)``) and reaps it, except: the command itself is
+    reaped through its ``Popen`` (which records its status), pids in ``protect`` (the guard's own
+    helpers, reaped by their ``Popen``) and children older than the command (someone else's) are
+    left alone; ``paused()`` stops it while helpers start, so none is reaped before it is known.
+    """
+
+    def __init__(self, command: subprocess.Popen, protect: Sequence[int], interval_s: float = 0.05):
+        self._command = command
+        self._protect = protect
+        self._interval_s = interval_s
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._since = _start_ticks(command.pid)
+        self.reaped = 0
+        self._thread = threading.Thread(target=self._run, name="guard-reaper", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(5.0)
+
+    @contextlib.contextmanager
+    def paused(self) -> Iterator[None]:
+        with self._lock:
+            yield
+
+    def _run(self) -> None:
+        while not self._stop.wait(self._interval_s):
+            with self._lock:
+                self.reap_now()
+
+    def reap_now(self) -> None:
+        """Reap every ended child that may be reaped; returns when none is left or the next is not ours."""
+        while True:
+            try:
+                info = os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+            except (ChildProcessError, OSError):
+                return
+            if info is None or info.si_pid == 0:
+                return
+            pid = info.si_pid
+            if pid == self._command.pid:
+                if self._command.poll() is None:
+                    return  # another thread is reaping it right now
+                continue
+            if pid in self._protect or _start_ticks(pid) < self._since:
+                self._reap_behind(pid)
+                return
+            try:
+                os.waitpid(pid, os.WNOHANG)
+                self.reaped += 1
+            except ChildProcessError:
+                continue
+
+    def _reap_behind(self, blocker: int) -> None:
+        """The next ended child is not ours to reap: reap the adopted zombies behind it one by one."""
+        guard = os.getpid()
+        for entry in os.listdir("/proc"):
+            pid = int(entry) if entry.isdigit() else 0
+            if not pid or pid in (blocker, self._command.pid) or pid in self._protect:
+                continue
+            stat = tree.read_stat(pid)
+            if stat and stat.state == "Z" and stat.ppid == guard and stat.start >= self._since:
+                try:
+                    os.waitpid(pid, os.WNOHANG)
+                    self.reaped += 1
+                except ChildProcessError:
+                    pass
+
+
+def _start_ticks(pid: int) -> int:
+    stat = tree.read_stat(pid)
+    return stat.start if stat else 0

@@ -1,24 +1,106 @@
 """Find every process of the guarded tree and describe each one as the kernel sees it.
 
-The tree is the union of: the command and its descendants; every process whose environment holds
-the run's token (descendants that ``setsid()`` or double-fork away keep it); and the guard's own
-children adopted after the command started (orphans re-parented to the subreaper, found even if they
-cleared their environment), with their descendants.
+The tree is the union of: the members of the run's cgroup when the kernel holds it (see
+``containment``); the command and its descendants; every process whose environment holds the run's
+token (descendants that ``setsid()`` or double-fork away keep it); and the guard's own children
+adopted after the command started (orphans re-parented to the subreaper, found even if they cleared
+their environment), with their descendants.
+
+One walk reads ``/proc`` once and builds one parent map, so it costs O(processes) however many
+orphans and zombies there are (psutil's ``children()`` rebuilds that map on every call, which made
+a walk of 2,000 adopted orphans quadratic). A process is named by its pid *and* its start time, so a
+recycled pid is never mistaken for the process it replaced.
 """
 
 from __future__ import annotations
 
+import collections
 import os
 import time
-from typing import Dict, Iterable, List, Optional, Set
-
-import psutil
+from dataclasses import dataclass
+from typing import Dict, Iterable, List, Optional, Sequence, Set
 
 from ..model import ProcessInfo
+from ..redact import redact
 
 _MAX_CMDLINE = 300
 _MAX_KERNEL_STACK = 2000
 _PRINTABLE = str.maketrans({"\n": "\\n", "\r": "\\r", "\t": "\\t"})  # one process, one line
+_GONE_STATES = ("Z", "X", "x")
+
+
+@dataclass(frozen=True)
+class Proc:
+    """One process: its pid and its start time in clock ticks after boot (``/proc/PID/stat`` field 22)."""
+
+    pid: int
+    start: int
+
+
+@dataclass(frozen=True)
+class Stat:
+    """The fields of ``/proc/PID/stat`` the guard uses."""
+
+    state: str
+    ppid: int
+    start: int
+
+
+def _read(path: str, limit: int) -> str:
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(limit).decode("utf-8", "backslashreplace").strip()
+    except OSError:
+        return ""
+
+
+def read_stat(pid: int) -> Optional[Stat]:
+    """State, parent and start time of ``pid``, or None when it is gone.
+
+    The command name (field 2) may hold spaces and parentheses, so fields are counted after its last ``)``.
+    """
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            text = handle.read(4096)
+    except OSError:
+        return None
+    _, paren, rest = text.rpartition(b")")
+    fields = rest.split()
+    if not paren or len(fields) < 20:
+        return None
+    try:
+        return Stat(fields[0].decode("ascii", "replace"), int(fields[1]), int(fields[19]))
+    except ValueError:
+        return None
+
+
+def proc_of(pid: int) -> Optional[Proc]:
+    """The process now running as ``pid`` (None when there is none or it already exited)."""
+    stat = read_stat(pid)
+    if stat is None or stat.state in _GONE_STATES:
+        return None
+    return Proc(pid, stat.start)
+
+
+def is_alive(proc: Proc) -> bool:
+    """Running (same process, not a zombie): what "still alive" means for teardown and leak checks."""
+    stat = read_stat(proc.pid)
+    return stat is not None and stat.start == proc.start and stat.state not in _GONE_STATES
+
+
+def all_stats() -> Dict[int, Stat]:
+    """One pass over ``/proc``: every process's state, parent and start time."""
+    table: Dict[int, Stat] = {}
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return table
+    for entry in entries:
+        if entry.isdigit():
+            stat = read_stat(int(entry))
+            if stat is not None:
+                table[int(entry)] = stat
+    return table
 
 
 def _has_token(pid: int, needle: bytes) -> bool:
@@ -30,138 +112,119 @@ def _has_token(pid: int, needle: bytes) -> bool:
     return needle in b"\0" + data
 
 
-def _token_pids(token_env: str, token: str) -> Set[int]:
-    needle = f"\0{token_env}={token}\0".encode()
-    pids = set()
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return pids
-    for entry in entries:
-        if entry.isdigit() and _has_token(int(entry), needle):
-            pids.add(int(entry))
-    return pids
-
-
 def find_tree(
-    root_pid: int,
+    root: Proc,
     token_env: str,
     token: str,
-    started_at: float,
     exclude: Iterable[int] = (),
-) -> List[psutil.Process]:
+    members: Iterable[int] = (),
+) -> List[Proc]:
     """Living processes of the tree, parents before their descendants; the guard itself never.
 
-    ``started_at`` is the command's start in ``time.time()`` seconds: guard children created before it
-    are not the command's. ``exclude`` holds the guard's helpers (py-spy, nvidia-smi).
+    Processes started before ``root`` (the command) are not its, except ``members`` (the kernel's
+    cgroup membership, authoritative). ``exclude`` holds the guard's helpers (py-spy, nvidia-smi),
+    which are left out with their descendants.
     """
-    skip = set(exclude) | {os.getpid()}
-    found: Dict[int, psutil.Process] = {}
-
-    def add_with_descendants(proc: psutil.Process) -> None:
-        if proc.pid in skip or proc.pid in found:
-            return
-        found[proc.pid] = proc
-        try:
-            for child in proc.children(recursive=True):
-                if child.pid not in skip:
-                    found.setdefault(child.pid, child)
-        except psutil.Error:
-            pass
-
-    for pid in [root_pid, *sorted(_token_pids(token_env, token))]:
-        try:
-            add_with_descendants(psutil.Process(pid))
-        except psutil.Error:
+    guard_pid = os.getpid()
+    skip = set(exclude) | {guard_pid}
+    table = all_stats()
+    children: Dict[int, List[int]] = {}
+    for pid, stat in table.items():
+        children.setdefault(stat.ppid, []).append(pid)
+    needle = f"\0{token_env}={token}\0".encode()
+    roots: List[int] = [root.pid] if root.pid in table and table[root.pid].start == root.start else []
+    roots.extend(sorted(set(members)))
+    for pid, stat in sorted(table.items()):
+        if pid in skip or stat.state in _GONE_STATES or stat.start < root.start:
             continue
+        if stat.ppid == guard_pid or _has_token(pid, needle):
+            roots.append(pid)
+    found: Dict[int, Proc] = {}
+    queue = collections.deque(roots)
+    while queue:
+        pid = queue.popleft()
+        stat = table.get(pid)
+        if pid in skip or pid in found or stat is None:
+            continue
+        if stat.state not in _GONE_STATES:
+            found[pid] = Proc(pid, stat.start)
+        queue.extend(sorted(children.get(pid, ())))
+    return _parents_first(found, table)
+
+
+def _parents_first(found: Dict[int, Proc], table: Dict[int, Stat]) -> List[Proc]:
+    """``found`` ordered so each process comes after its parent when its parent is in ``found`` too."""
+
+    def depth(pid: int) -> int:
+        seen: Set[int] = set()
+        steps = 0
+        while pid in found and pid not in seen:
+            seen.add(pid)
+            pid = table[pid].ppid
+            steps += 1
+        return steps
+
+    return [found[pid] for pid in sorted(found, key=lambda pid: (depth(pid), table[pid].start, pid))]
+
+
+def _age_s(start_ticks: int) -> Optional[float]:
+    """Seconds since the process started (more precise than psutil's whole-second boot time)."""
     try:
-        for child in psutil.Process().children():
-            try:
-                if child.create_time() >= started_at - 1.0:
-                    add_with_descendants(child)
-            except psutil.Error:
-                continue
-    except psutil.Error:
-        pass
-    return [proc for proc in found.values() if is_alive(proc)]
-
-
-def is_alive(proc: psutil.Process) -> bool:
-    """Running (same process, not a zombie): what "still alive" means for teardown and leak checks."""
-    try:
-        return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
-    except psutil.Error:
-        return False
-
-
-def _read(path: str, limit: int) -> str:
-    try:
-        with open(path, "rb") as handle:
-            return handle.read(limit).decode("utf-8", "backslashreplace").strip()
-    except OSError:
-        return ""
-
-
-def _stat_fields(pid: int) -> Optional[List[str]]:
-    """Fields of ``/proc/PID/stat`` after the command name (which may hold spaces and parentheses)."""
-    text = _read(f"/proc/{pid}/stat", 4096)
-    if ")" not in text:
-        return None
-    return text.rsplit(")", 1)[1].split()
-
-
-def _age_s(fields: Optional[List[str]]) -> Optional[float]:
-    """Seconds since the process started, from its start time in clock ticks after boot.
-
-    More precise than ``psutil.create_time()``, whose boot time is rounded to whole seconds.
-    """
-    try:
-        started = int(fields[19]) / os.sysconf("SC_CLK_TCK")  # field 22 of /proc/PID/stat
+        started = start_ticks / os.sysconf("SC_CLK_TCK")
         uptime = float(_read("/proc/uptime", 100).split()[0])
-    except (TypeError, IndexError, ValueError, OSError):
+    except (IndexError, ValueError, OSError):
         return None
     return max(0.0, uptime - started)
 
 
-def describe(proc: psutil.Process, now: Optional[float] = None) -> ProcessInfo:
-    """Pid, parent, state letter, command line, kernel wait channel and stack of one process."""
-    pid = proc.pid
-    fields = _stat_fields(pid)
-    state = fields[0] if fields else "?"
-    ppid = int(fields[1]) if fields else 0
+def cmdline(pid: int) -> str:
+    """The command line of ``pid`` on one line, credentials redacted; ``[comm]`` for a kernel-ish one."""
     try:
-        cmdline = " ".join(proc.cmdline()).translate(_PRINTABLE) or f"[{proc.name()}]"
-    except psutil.Error:
-        cmdline = "?"
-    age = _age_s(fields)
-    if age is None:
-        try:
-            age = (now or time.time()) - proc.create_time()
-        except psutil.Error:
-            age = 0.0
+        with open(f"/proc/{pid}/cmdline", "rb") as handle:
+            raw = handle.read(64 * 1024)
+    except OSError:
+        return "?"
+    text = raw.rstrip(b"\0").replace(b"\0", b" ").decode("utf-8", "backslashreplace")
+    if not text:
+        comm = _read(f"/proc/{pid}/comm", 100)
+        return f"[{comm}]" if comm else "?"
+    return redact(text.translate(_PRINTABLE))
+
+
+def describe(proc: Proc, now: Optional[float] = None) -> ProcessInfo:
+    """Pid, parent, state letter, command line (redacted), kernel wait channel and stack of one process."""
+    pid = proc.pid
+    stat = read_stat(pid)
+    age = _age_s(stat.start if stat else proc.start)
     wchan = _read(f"/proc/{pid}/wchan", 200)
     return ProcessInfo(
         pid=pid,
-        ppid=ppid,
-        state=state,
-        cmdline=cmdline[:_MAX_CMDLINE],
+        ppid=stat.ppid if stat else 0,
+        state=stat.state if stat else "?",
+        cmdline=cmdline(pid)[:_MAX_CMDLINE],
         wchan="" if wchan == "0" else wchan,
         kernel_stack=_read(f"/proc/{pid}/stack", _MAX_KERNEL_STACK),
-        started_s_ago=max(0.0, age),
+        started_s_ago=max(0.0, age if age is not None else 0.0),
     )
 
 
-def is_python(proc: psutil.Process) -> bool:
-    """Whether ``proc`` runs a Python interpreter (worth a ``py-spy dump``)."""
+def describe_all(procs: Sequence[Proc]) -> List[ProcessInfo]:
+    now = time.time()
+    return [describe(proc, now) for proc in procs]
+
+
+def is_python(pid: int) -> bool:
+    """Whether ``pid`` runs a Python interpreter (worth a ``py-spy dump``)."""
+    names = []
     try:
-        names = [os.path.basename(proc.exe())]
-    except psutil.Error:
-        names = []
+        names.append(os.path.basename(os.readlink(f"/proc/{pid}/exe")))
+    except OSError:
+        pass
     try:
-        cmdline = proc.cmdline()
-        if cmdline:
-            names.append(os.path.basename(cmdline[0]))
-    except psutil.Error:
+        with open(f"/proc/{pid}/cmdline", "rb") as handle:
+            first = handle.read(4096).split(b"\0", 1)[0]
+        names.append(os.path.basename(first.decode("utf-8", "replace")))
+    except OSError:
         pass
     return any(name.startswith(("python", "pypy")) for name in names)
 
@@ -172,7 +235,7 @@ def format_table(infos: Iterable[ProcessInfo]) -> str:
     for info in infos:
         lines.append(
             f"{info.pid:<7} {info.ppid:<7} {info.state:<6} {info.started_s_ago:<8.1f} "
-            f"{(info.wchan or '-'):<25} {info.cmdline}"
+            f"{(info.wchan or '-'):<25} {redact(info.cmdline)}"
         )
         if info.kernel_stack:
             lines.extend("        " + row for row in info.kernel_stack.splitlines())

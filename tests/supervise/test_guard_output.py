@@ -186,7 +186,7 @@ def test_a_failing_guard_still_ends_the_tree(tmp_path, monkeypatch):
     # The one injected fault in this suite: the watch loop breaks after a real tree has started.
     from analyzer.supervise import guard as guard_module
 
-    def broken_watch(self, cancel, wake_fd):
+    def broken_watch(self, wake_fd):
         time.sleep(0.5)  # let the command start its background child
         raise RuntimeError("guard bug")
 

@@ -11,11 +11,10 @@ import time
 import uuid
 from pathlib import Path
 
-import psutil
 import pytest
 
 from analyzer.model import Kind, Severity
-from analyzer.supervise import escalate
+from analyzer.supervise import escalate, tree
 from analyzer.supervise.escalate import KILL_WAIT_S
 
 from .conftest import alive, program
@@ -132,7 +131,7 @@ def test_send_never_signals_the_guards_own_group():
     previous = signal.signal(signal.SIGUSR1, lambda signum, frame: received.append(signum))
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
     try:
-        escalate.send([psutil.Process(child.pid)], (signal.SIGUSR1,), os.getpgrp())
+        escalate.send([tree.proc_of(child.pid)], (signal.SIGUSR1,), os.getpgrp())
         assert child.wait(timeout=10) == -signal.SIGUSR1
         time.sleep(0.1)
         assert received == []
@@ -145,7 +144,7 @@ def test_send_never_signals_the_guards_own_group():
 
 def test_ending_a_tree_that_is_already_gone_is_silent():
     child = subprocess.Popen([sys.executable, "-c", "pass"])
-    proc = psutil.Process(child.pid)
+    proc = tree.proc_of(child.pid)
     child.wait()
     ending = escalate.end_tree([proc], 1.0, os.getpgrp())
     assert ending.survivors == ()

@@ -1,0 +1,254 @@
+"""What the evidence says: where a hang sits, and the guard's findings about the tree. Pure: no I/O.
+
+The guard collects process infos, Python stack dumps and a GPU snapshot before any signal; these
+functions turn them into a finding (the hang's root cause: the user's frame a rank is stuck in, the
+rank that never reached the collective named before the ranks waiting in it), the diagnostics shown
+in the report, and the text of the evidence files, credentials redacted. ``guard`` writes the files.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Optional, Sequence, Tuple
+
+from ..durations import format_duration
+from ..model import (
+    GUARD_CANCELLED_RULE,
+    GUARD_IDLE_TIMEOUT_RULE,
+    GUARD_LEAKED_RULE,
+    GUARD_TIMEOUT_RULE,
+    GUARD_UNKILLABLE_RULE,
+    Diagnostic,
+    Finding,
+    Kind,
+    ProcessInfo,
+    Severity,
+    TimeoutReason,
+)
+from ..redact import redact
+from . import tree
+from .snapshot import Frame, GpuSnapshot, StackDump
+
+try:
+    from ..model import GUARD_ABORTED_RULE
+except ImportError:  # until the shared model names it
+    GUARD_ABORTED_RULE = "guard-aborted"
+
+STACKS_FILE = "stacks.txt"
+PROCESSES_FILE = "processes.txt"
+GPU_FILE = "gpu.txt"
+
+RULE_FOR_REASON = {
+    TimeoutReason.WALL: GUARD_TIMEOUT_RULE,
+    TimeoutReason.IDLE: GUARD_IDLE_TIMEOUT_RULE,
+    TimeoutReason.CANCELLED: GUARD_CANCELLED_RULE,
+    TimeoutReason.ABORTED: GUARD_ABORTED_RULE,
+}
+
+_MAX_EXCERPT = 4000
+_MAX_OTHERS_NAMED = 3
+# Innermost frames of a process that is only waiting for its children (torchrun's agent, a
+# multiprocessing parent, subprocess.wait): the hang is in a child, so name the child's frame.
+_WAITING_ON_CHILDREN = frozenset(
+    {"wait", "_wait", "_try_wait", "poll", "join", "_wait_for_tstate_lock", "communicate", "_invoke_run",
+     "_monitor_workers", "wait_procs"}
+)
+# Innermost frames of a rank that waits for its peers: when one rank hangs elsewhere, the others
+# sit in a collective; the rank that never arrived is the root cause, so it is named first.
+_WAITING_ON_PEERS = frozenset(
+    {"all_reduce", "all_gather", "all_gather_into_tensor", "reduce_scatter", "reduce_scatter_tensor",
+     "broadcast", "barrier", "monitored_barrier", "all_to_all", "all_to_all_single", "gather", "scatter",
+     "reduce", "recv", "send", "irecv", "isend"}
+)
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What was taken before any signal: the tree's processes, their stacks, the GPUs."""
+
+    infos: Tuple[ProcessInfo, ...]
+    dumps: Tuple[StackDump, ...] = ()
+    native: Tuple[StackDump, ...] = ()
+    gpu: Optional[GpuSnapshot] = None
+    skipped_dumps: int = 0  # Python processes not dumped for lack of time
+
+
+@dataclass(frozen=True)
+class Hang:
+    """Why the clock ran out, as the finding needs it; durations in seconds."""
+
+    reason: TimeoutReason
+    root_pid: int
+    elapsed_s: float
+    timeout_s: Optional[float] = None
+    idle_timeout_s: Optional[float] = None
+    signal_name: str = ""  # of a cancel
+    event: str = ""  # of an abort: "NCCL watchdog timeout at stderr.log:812"
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    """A finding, the diagnostics for the report, and the evidence files' (name, text)."""
+
+    findings: Tuple[Finding, ...]
+    diagnostics: Tuple[Diagnostic, ...]
+    files: Tuple[Tuple[str, str], ...]
+
+
+def diagnose_hang(hang: Hang, evidence: Evidence, log_dir: str) -> Diagnosis:
+    """The hang finding and its evidence for a run the guard had to end."""
+    stacks = render_stacks(evidence)
+    table = tree.format_table(evidence.infos)
+    diagnostics = [
+        Diagnostic("Python stacks before any signal (py-spy dump)", stacks),
+        Diagnostic("Processes of the guarded tree before any signal", table),
+    ]
+    files = [(STACKS_FILE, stacks), (PROCESSES_FILE, table)]
+    if evidence.gpu is not None:
+        text = evidence.gpu.render([info.pid for info in evidence.infos])
+        diagnostics.append(Diagnostic("GPU snapshot (nvidia-smi)", text))
+        files.append((GPU_FILE, text))
+    finding = hang_finding(hang, evidence, log_dir)
+    return Diagnosis((finding,), tuple(diagnostics), tuple(files))
+
+
+def render_stacks(evidence: Evidence) -> str:
+    """The text of ``stacks.txt``: one block per dump, headed by the pid and its (redacted) command."""
+    cmdlines = {info.pid: info.cmdline for info in evidence.infos}
+    blocks = []
+    labelled = [(d, "") for d in evidence.dumps] + [(d, " (native frames)") for d in evidence.native]
+    for dump, label in labelled:
+        head = f"=== pid {dump.pid}{label}: {cmdlines.get(dump.pid, '?')}"
+        body = dump.text.rstrip() if dump.text.strip() else ""
+        if dump.error:
+            body = (body + "\n" if body else "") + f"(py-spy: {dump.error})"
+        blocks.append(f"{head}\n{body}\n")
+    if evidence.skipped_dumps:
+        blocks.append(f"({evidence.skipped_dumps} more Python processes were not dumped: no time was left)\n")
+    text = "\n".join(blocks) if blocks else "No Python process was found in the tree.\n"
+    return redact(text)
+
+
+def hang_finding(hang: Hang, evidence: Evidence, log_dir: str) -> Finding:
+    """The guard's hang finding: where the tree hung, how long, and what ended it."""
+    chosen, where = where_it_hung(hang.root_pid, evidence.infos, evidence.dumps)
+    elapsed = format_duration(hang.elapsed_s)
+    if hang.reason == TimeoutReason.WALL:
+        message = f"hung in {where} for {format_duration(hang.timeout_s or hang.elapsed_s)}"
+    elif hang.reason == TimeoutReason.IDLE:
+        message = f"hung in {where}: no output for {format_duration(hang.idle_timeout_s or 0)}"
+    elif hang.reason == TimeoutReason.ABORTED:
+        message = f"aborted after {elapsed} on {hang.event or 'a fatal event'}, while in {where}"
+    else:
+        message = f"cancelled ({hang.signal_name or 'a signal'}) after {elapsed} while in {where}"
+    others = [
+        f"pid {dump.pid} in {Frame.where(dump.main_thread_frames())}"
+        for dump in evidence.dumps
+        if dump is not chosen and dump.main_thread_frames()
+    ]
+    if others:
+        message += "; also " + ", ".join(others[:_MAX_OTHERS_NAMED])
+        if len(others) > _MAX_OTHERS_NAMED:
+            message += f" and {len(others) - _MAX_OTHERS_NAMED} more (see {STACKS_FILE})"
+    excerpt = chosen.text.strip() if chosen is not None else tree.format_table(evidence.infos[:1]).strip()
+    return Finding(
+        kind=Kind.HANG,
+        rule=RULE_FOR_REASON[hang.reason],
+        severity=Severity.ERROR,
+        path=os.path.join(log_dir, STACKS_FILE),
+        line=0,
+        message=redact(message),
+        excerpt=redact(excerpt)[:_MAX_EXCERPT],
+    )
+
+
+def cancelled_in_teardown(signal_name: str, elapsed_s: float, leftovers: int, log_dir: str) -> Finding:
+    """The runner cancelled while the guard was ending what the command left running."""
+    return Finding(
+        kind=Kind.HANG,
+        rule=GUARD_CANCELLED_RULE,
+        severity=Severity.ERROR,
+        path=os.path.join(log_dir, PROCESSES_FILE),
+        line=0,
+        message=(
+            f"cancelled ({signal_name}) after {format_duration(elapsed_s)} while ending {leftovers} "
+            f"process{'es' if leftovers != 1 else ''} the command left running"
+        ),
+    )
+
+
+def leftovers(infos: Sequence[ProcessInfo], ran_on_s: float, log_dir: str) -> Diagnosis:
+    """Leaked-process findings for what still ran after the command exited, and their table."""
+    table = tree.format_table(infos)
+    findings = tuple(
+        Finding(
+            kind=Kind.LEAKED_PROCESS,
+            rule=GUARD_LEAKED_RULE,
+            severity=Severity.WARNING,
+            path=os.path.join(log_dir, PROCESSES_FILE),
+            line=0,
+            message=(
+                f"pid {info.pid} `{redact(info.cmdline)}` was still running {format_duration(ran_on_s)} "
+                f"after the command exited; the guard ended it"
+            ),
+        )
+        for info in infos
+    )
+    diagnostic = Diagnostic("Processes still running after the command exited", table)
+    return Diagnosis(findings, (diagnostic,), ((PROCESSES_FILE, table),))
+
+
+def unkillable(info: ProcessInfo, log_dir: str, refused: bool) -> Finding:
+    """A survivor of teardown: SIGKILL failed on it, or (``refused``) the kernel denied the signal."""
+    if refused:
+        message = (
+            f"pid {info.pid} could not be signalled (EPERM: it belongs to another user) and still runs "
+            f"(state {info.state}): `{redact(info.cmdline)}`"
+        )
+    else:
+        message = (
+            f"pid {info.pid} survived SIGKILL (state {info.state}, wchan {info.wchan or '?'}): "
+            f"`{redact(info.cmdline)}`; the host may need recycling"
+        )
+    return Finding(
+        kind=Kind.UNKILLABLE_PROCESS,
+        rule=GUARD_UNKILLABLE_RULE,
+        severity=Severity.ERROR,
+        path=os.path.join(log_dir, PROCESSES_FILE),
+        line=0,
+        message=message,
+        excerpt=info.kernel_stack,
+    )
+
+
+def _innermost(dump: StackDump) -> str:
+    # py-spy names methods with their class on 3.11+ ("Popen.poll"), so compare the last part.
+    return dump.main_thread_frames()[0].function.rsplit(".", 1)[-1]
+
+
+def _only_waits(dump: StackDump) -> bool:
+    return _innermost(dump) in _WAITING_ON_CHILDREN
+
+
+def where_it_hung(
+    root_pid: int, infos: Sequence[ProcessInfo], dumps: Sequence[StackDump]
+) -> Tuple[Optional[StackDump], str]:
+    """The dump to quote and where its main thread is: the command's own, unless it only waits for a child.
+
+    Then the first descendant that is neither waiting for children nor for its peers in a collective.
+    """
+    with_frames = [dump for dump in dumps if dump.main_thread_frames()]
+    root = next((dump for dump in with_frames if dump.pid == root_pid), None)
+    chosen = root
+    if root is None or _only_waits(root):
+        busy = [d for d in with_frames if d.pid != root_pid and not _only_waits(d)]
+        busy.sort(key=lambda d: _innermost(d) in _WAITING_ON_PEERS)  # stable: tree order otherwise
+        chosen = busy[0] if busy else (root or (with_frames[0] if with_frames else None))
+    if chosen is not None:
+        where = Frame.where(chosen.main_thread_frames())
+        return chosen, (where if chosen.pid == root_pid else f"{where} (pid {chosen.pid})")
+    info = next((i for i in infos if i.pid == root_pid), infos[0] if infos else None)
+    if info is None:
+        return None, "an unknown place (the command was gone before it could be inspected)"
+    return None, f"`{info.cmdline}` (pid {info.pid}, state {info.state}, wchan {info.wchan or '?'})"
