@@ -5,6 +5,7 @@ Layout, one directory per API host and repository (GHES and github.com never mix
     DIR/<host>/<owner>/<repo>/runs/<run_id>.json            the run object
     DIR/<host>/<owner>/<repo>/runs/<run_id>/jobs-<mode>.json  a job list (latest, all, attempt-N)
     DIR/<host>/<owner>/<repo>/logs/<job_id>.log             a completed job's whole log
+    DIR/<host>/<owner>/<repo>/logs/<job_id>.gone            GitHub said the log is gone (expired)
 
 Run objects and job lists are refreshed whenever the API answers (a run can be re-run); a log is
 stored only once its job completed and its whole body arrived, and is then never fetched again.
@@ -67,6 +68,17 @@ class Cache:
             os.replace(part, path)
         except OSError as err:
             raise InputError(f"--cache-dir: cannot write {path}: {err.strerror or err}") from None
+
+    def gone_path(self, job_id: int) -> str:
+        return os.path.join(self.base, "logs", f"{job_id}.gone")
+
+    def is_gone(self, job_id: int) -> bool:
+        return self.enabled and os.path.isfile(self.gone_path(job_id))
+
+    def mark_gone(self, job_id: int) -> None:
+        """Remember that GitHub expired this log: it never comes back, so offline says the same."""
+        if self.enabled:
+            self.write_json(self.gone_path(job_id), {"job_id": job_id, "log": "gone"})
 
     def has_log(self, job_id: int) -> bool:
         return self.enabled and os.path.isfile(self.log_path(job_id))

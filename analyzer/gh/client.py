@@ -17,6 +17,7 @@ The token lives only in the request headers; every message this module raises pa
 from __future__ import annotations
 
 import os
+import re
 import threading
 import time
 from dataclasses import dataclass
@@ -52,7 +53,7 @@ class RetryPolicy:
     rate_limit_retries: int = 5
     max_wait_s: float = 60.0
     network_retries: int = 3
-    backoff_s: float = 1.0  # doubled after each failed try
+    backoff_s: float = 0.5  # doubled after each failed try
     download_tries: int = 3  # a log that ends short is asked for again (its URL expires in a minute)
     timeout_s: float = 60.0  # connect and read, per request
 
@@ -339,10 +340,16 @@ def _remove(path: str) -> None:
         pass
 
 
+_ERRNO = re.compile(r"\[Errno -?\d+\][^'\")]*")
+
+
 def _reason(err: BaseException) -> str:
     """A short reason for a requests error, without the URL and query it may quote."""
     name = type(err).__name__
     text = str(err)
+    errno = _ERRNO.search(text)
+    if errno:
+        return errno.group().strip()
     if "(" in text and "Caused by" in text:
         text = text.split("Caused by", 1)[1].strip(" ()")
     text = " ".join(text.split())

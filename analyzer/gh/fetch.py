@@ -87,13 +87,17 @@ class Fetcher:
         self.progress = progress
         self.totals = Totals()
         self._lock = threading.Lock()
+        self._offline: Optional[Unreachable] = None
 
     # -- run objects and job lists --------------------------------------------------------------
 
     def _api_or_cache(self, call: Callable[[], Any], path: str, what: str) -> Any:
         try:
+            if self._offline is not None:
+                raise self._offline  # once unreachable, the rest comes from the cache without waiting
             data = call()
         except Unreachable as err:
+            self._offline = err
             cached = self.cache.read_json(path)
             if cached is None:
                 missing = (
@@ -147,6 +151,8 @@ class Fetcher:
         job_id = int(job["id"])
         if self.cache.has_log(job_id):
             return self.cache.log_path(job_id), True
+        if self.cache.is_gone(job_id):
+            return None, True
         completed = job.get("status") == "completed"
         dest = (
             self.cache.prepare_log(job_id)
@@ -154,12 +160,16 @@ class Fetcher:
             else os.path.join(scratch, f"{job_id}.log")
         )
         try:
+            if self._offline is not None:
+                raise self._offline
             ok = self.client.download_log(self.owner_repo, job_id, dest)
         except Unreachable as err:
             raise GitHubError(f"{err}; and the log of job {job_id} is not in the cache") from None
         if ok:
             with self._lock:
                 self.totals.fetched_bytes += os.path.getsize(dest)
+        elif completed:
+            self.cache.mark_gone(job_id)
         return (dest if ok else None), False
 
     def scan_jobs(

@@ -25,10 +25,10 @@ def github() -> Iterator[FakeGitHub]:
     try:
         yield FakeGitHub(api, blobs)
     finally:
-        api.clear()
-        blobs.clear()
-        api.stop()
-        blobs.stop()
+        for server in (api, blobs):
+            server.clear()
+            if server.is_running():
+                server.stop()
 
 
 def run_cli(

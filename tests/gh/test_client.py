@@ -175,7 +175,7 @@ def test_unreachable_api_after_bounded_retries():
     dead = Client(f"http://127.0.0.1:{port}", TOKEN, policy=RetryPolicy(network_retries=3), sleep=sleeps)
     with pytest.raises(Unreachable, match=f"cannot reach http://127.0.0.1:{port}"):
         dead.get_json(f"repos/{REPO}/actions/runs/7", "run 7")
-    assert sleeps.waits == [1.0, 2.0, 4.0]
+    assert sleeps.waits == [0.5, 1.0, 2.0]
 
 
 def test_server_errors_are_retried_then_reported(github):
