@@ -25,7 +25,7 @@ def find_reports(paths: Sequence[str]) -> List[str]:
     found: List[str] = []
     for path in paths:
         if os.path.isdir(path):
-            inside = sorted(_walk(path))
+            inside = list(_walk(path))
             if not inside:
                 raise InputError(f"{path}: no {REPORT_NAME} below this directory")
             found.extend(inside)
@@ -127,7 +127,7 @@ def identity(facts: JobFacts) -> Tuple[Any, ...]:
 
 
 def read_reports(paths: Sequence[str], warn: Callable[[str], None]) -> List[ScannedJob]:
-    """Each distinct job of the reports under ``paths``, in path order."""
+    """Each distinct job of the reports under ``paths``, ordered by name, run and attempt."""
     jobs: List[ScannedJob] = []
     first: Dict[Tuple[Any, ...], str] = {}
     for path in find_reports(paths):
@@ -141,4 +141,6 @@ def read_reports(paths: Sequence[str], warn: Callable[[str], None]) -> List[Scan
             continue
         first[key] = path
         jobs.append(job)
+    # Read like gh's jobs: by name, then run and attempt, whatever the artifacts were called.
+    jobs.sort(key=lambda j: (j.facts.name, j.facts.run_id or 0, j.facts.attempt or 0))
     return jobs
