@@ -7,11 +7,21 @@ base class once; nothing else prints these.
 
 from __future__ import annotations
 
+from .markup import one_line_message
+
 USAGE_EXIT_STATUS = 2
 
 
 class AnalyzerError(Exception):
-    """Base of every user-facing error; ``str(err)`` is the whole one-line message."""
+    """Base of every user-facing error; ``str(err)`` is the whole one-line message.
+
+    Messages name paths and values the user (or a hostile archive) chose: ``str`` shows their line
+    breaks, controls and undecodable bytes as escapes and breaks GitHub's ``##[`` command prefix, so
+    the message stays one line that no terminal or runner acts on, whatever it quotes.
+    """
+
+    def __str__(self) -> str:
+        return one_line_message(super().__str__())
 
 
 class UsageError(AnalyzerError):

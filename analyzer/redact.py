@@ -27,31 +27,41 @@ _SECRET_NAME = (
     r"|password|passwd|pass[-_]?phrase|private[-_]?key|credentials?|auth[-_]?key)"
 )
 
-_PATTERNS: Tuple[Tuple["re.Pattern[str]", str], ...] = (
+# Each rule: the lower-case words one of which the text must hold for the rule to apply (a cheap
+# test that spares the regex on the vast majority of log text), the pattern, the replacement.
+_Rule = Tuple[Tuple[str, ...], "re.Pattern[str]", str]
+_NAME_WORDS = ("token", "key", "secret", "pass", "credential")
+_RULES: Tuple[_Rule, ...] = (
     # HTTP authorization headers: "Authorization: Bearer X", "Authorization: token X", "Basic X".
     (
+        ("authorization",),
         re.compile(r"(?i)(\bauthorization\s*[:=]\s*(?:bearer|token|basic|digest)?\s*)([^\s'\"]+)"),
         r"\1" + REDACTED,
     ),
-    (re.compile(r"(?i)(\bbearer\s+)([A-Za-z0-9._~+/=-]{8,})"), r"\1" + REDACTED),
+    (("bearer",), re.compile(r"(?i)(\bbearer\s+)([A-Za-z0-9._~+/=-]{8,})"), r"\1" + REDACTED),
     # Command-line options: --token=X, --token X, --hf-token X, -password=X.
     (
+        _NAME_WORDS,
         re.compile(r"(?i)(?<![\w-])(--?(?:[a-z0-9][\w-]*?)?" + _SECRET_NAME + r")(=|\s+)" + _VALUE),
         r"\1\2" + REDACTED,
     ),
-    # Environment-like assignments and config lines: HF_TOKEN=X, aws_secret_access_key = X.
+    # Environment-like assignments and config lines: HF_TOKEN=X, aws_secret_access_key = X. The
+    # lookahead first makes sure an "=" follows the word, so other words cost one scan each.
     (
-        re.compile(r"(?i)(?<![\w-])([a-z0-9_]*" + _SECRET_NAME + r")(\s*=\s*)" + _VALUE),
+        _NAME_WORDS,
+        re.compile(
+            r"(?i)(?<![\w-])(?=[a-z0-9_]+\s*=)([a-z0-9_]*" + _SECRET_NAME + r")(\s*=\s*)" + _VALUE
+        ),
         r"\1\2" + REDACTED,
     ),
     # Credentials in a URL: https://user:PASSWORD@host/.
-    (re.compile(r"(?i)(\b[a-z][a-z0-9+.-]*://[^\s/:@]+:)([^\s/@]+)(@)"), r"\1" + REDACTED + r"\3"),
+    (("://",), re.compile(r"(?i)(\b[a-z][a-z0-9+.-]*://[^\s/:@]+:)([^\s/@]+)(@)"), r"\1" + REDACTED + r"\3"),
     # Well-known token shapes, wherever they stand.
-    (re.compile(r"\bgh[pousr]_[A-Za-z0-9]{30,}\b"), REDACTED),  # GitHub classic and app tokens
-    (re.compile(r"\bgithub_pat_[A-Za-z0-9_]{30,}\b"), REDACTED),  # GitHub fine-grained tokens
-    (re.compile(r"\bhf_[A-Za-z0-9]{30,}\b"), REDACTED),  # Hugging Face user access tokens
-    (re.compile(r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b"), REDACTED),  # AWS access key ids
-    (re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}\b"), REDACTED),  # Slack tokens
+    (("ghp_", "gho_", "ghu_", "ghs_", "ghr_"), re.compile(r"\bgh[pousr]_[A-Za-z0-9]{30,}\b"), REDACTED),
+    (("github_pat_",), re.compile(r"\bgithub_pat_[A-Za-z0-9_]{30,}\b"), REDACTED),  # fine-grained
+    (("hf_",), re.compile(r"\bhf_[A-Za-z0-9]{30,}\b"), REDACTED),  # Hugging Face user access tokens
+    (("akia", "asia"), re.compile(r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b"), REDACTED),  # AWS access key ids
+    (("xox",), re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}\b"), REDACTED),  # Slack tokens
 )
 
 
@@ -65,6 +75,8 @@ def redact(text: str) -> str:
     """
     if not text:
         return text
-    for pattern, replacement in _PATTERNS:
-        text = pattern.sub(replacement, text)
+    lower = text.lower()
+    for words, pattern, replacement in _RULES:
+        if any(word in lower for word in words):
+            text = pattern.sub(replacement, text)
     return text

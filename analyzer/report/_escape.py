@@ -7,20 +7,31 @@ these functions before placing it anywhere.
 
 from __future__ import annotations
 
+import dataclasses
+import enum
 import html
 import re
-from typing import List
+from typing import Any, List
 
-from ..markup import backtick_fence
+from ..markup import backtick_fence, visible
+from ..model import Report
+from ..redact import redact
 
 # CSI (colour, cursor), OSC (titles, hyperlinks; ended by BEL or ST) and two-byte escapes.
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]")
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _CODE_SPAN = re.compile(r"(`+)(.+?)\1", re.DOTALL)
+_WORDS = re.compile(r"(\s+)")
+# GFM's extended autolinks start at "www." or a scheme's "://" (spec 6.9); a character reference there
+# stops them (checked with cmark-gfm in tests/report/test_gfm.py). An e-mail autolink and GitHub's
+# @mention and #123 links look at the decoded text, so a word holding "@" or "#" goes in a code span.
+_WWW = re.compile(r"(?i)\b(www)\.")
+_SCHEME = re.compile(r":(?=//)")
+_CODE_WORTHY = ("@", "#")
 
-# Characters that mean something to Markdown (or to GitHub: @mentions) written as character
-# references: CommonMark never treats a reference as structure, so they show as themselves. The text
-# never starts a line (it follows a marker or a cell pipe), so `#`, `-` and `1.` need nothing.
+# Characters that mean something to Markdown written as character references: CommonMark never treats
+# a reference as structure, so they show as themselves. The text never starts a line (it follows a
+# marker or a cell pipe), so `#`, `-` and `1.` need nothing. `!` and `(` stay: a link or an image
+# needs `[...]` right before `(`, and both brackets are always references here.
 _MARKDOWN_ENTITIES = {
     ord("&"): "&amp;",
     ord("<"): "&lt;",
@@ -38,15 +49,51 @@ _MARKDOWN_ENTITIES = {
 }
 
 
+def _safe_value(value: Any) -> Any:
+    if isinstance(value, enum.Enum):
+        return value
+    if isinstance(value, str):
+        return safe_text(value)
+    if isinstance(value, tuple):
+        return tuple(_safe_value(item) for item in value)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        changes = {f.name: _safe_value(getattr(value, f.name)) for f in dataclasses.fields(value) if f.init}
+        return dataclasses.replace(value, **changes)
+    return value
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _displayable(text: str) -> str:
+    """Lone surrogates (a file name's undecodable bytes) as ``\\xNN``; everything else kept."""
+    return _SURROGATE.sub(lambda m: visible(m.group()), text) if _SURROGATE.search(text) else text
+
+
+def safe_text(text: str) -> str:
+    """One string as ``safe_report`` makes every string of a report: redacted, no lone surrogates."""
+    return redact(_displayable(text))
+
+
+def safe_report(report: Report) -> Report:
+    """``report`` with every string credential-free (``redact``) and free of lone surrogates.
+
+    Every renderer starts here, so no format can show a token from a command line or an excerpt,
+    and none can fail to encode a file name that is not UTF-8. Idempotent.
+    """
+    return _safe_value(report)
+
+
 def clean_text(text: str) -> str:
     """Text fit for display: ANSI escapes removed, line endings as ``\\n``, other controls visible.
 
     A lone ``\\r`` (a progress bar redrawing itself) becomes a line break so each redraw is readable;
-    other C0 controls become ``\\xNN`` so a NUL or a bell cannot reach a terminal or a browser.
+    other controls, Unicode separators, bidi overrides and lone surrogates become ``\\xNN`` or
+    ``\\uNNNN`` so a NUL, a bell or an undecodable byte cannot reach a terminal or a browser.
     """
     text = _ANSI.sub("", text)
     text = text.replace("\r\n", "\n").replace("\r", "\n")
-    return _CONTROL.sub(lambda m: "\\x%02x" % ord(m.group()), text)
+    return visible(text, keep="\n\t")
 
 
 def one_line(text: str) -> str:
@@ -55,31 +102,89 @@ def one_line(text: str) -> str:
 
 
 def html_text(text: str) -> str:
-    """For HTML context (``<summary>``, ``<code>``): cleaned, one line, ``& < > "`` escaped."""
+    """For HTML context (``<summary>``): cleaned, one line, ``& < > "`` escaped."""
     return html.escape(one_line(text), quote=True)
 
 
-def markdown_text(text: str) -> str:
-    """For Markdown paragraphs and table cells: one line, every structural character neutralised."""
-    return one_line(text).translate(_MARKDOWN_ENTITIES)
+def html_inline(text: str) -> str:
+    """For text inside a raw HTML block (``<summary>``), where Markdown is not parsed.
 
-
-def markdown_inline(text: str) -> str:
-    """Like ``markdown_text`` but a backtick span in ``text`` (`` `_prepare_to_exit` ``) shows as code.
-
-    Code spans are written as ``<code>`` with HTML escaping, not as backticks, so that a ``|`` inside
-    cannot split a table cell and ``<`` cannot open a tag.
+    HTML-escaped; a backtick span and any word holding ``@`` or ``#`` become ``<code>``, which
+    GitHub's mention and issue-reference filters leave alone.
     """
-    text = one_line(text)
     out: List[str] = []
+    for code, part in _spans(one_line(text)):
+        if code:
+            out.append(f"<code>{html.escape(part, quote=True)}</code>")
+            continue
+        for word in _WORDS.split(part):
+            escaped = html.escape(word, quote=True).replace("@", "&#64;")
+            out.append(f"<code>{escaped}</code>" if _code_worthy(word) else escaped)
+    return "".join(out)
+
+
+def markdown_code(text: str, table: bool = False) -> str:
+    """``text`` as a Markdown code span: shown literally, never a link, mention, image or tag.
+
+    The span's backtick run is longer than any inside (CommonMark 6.1), with a space inside each end
+    so text starting or ending with a backtick is safe. In a table cell ``|`` is written ``\\|``:
+    GFM splits cells before it parses code spans (spec 4.10), and takes ``\\|`` back as ``|``.
+    """
+    body = one_line(text)
+    if not body:
+        return ""
+    if table:
+        body = body.replace("|", "\\|")
+    fence = backtick_fence(body, minimum=1)
+    return f"{fence} {body} {fence}"
+
+
+def _code_worthy(word: str) -> bool:
+    return any(mark in word for mark in _CODE_WORTHY)
+
+
+def _entities(text: str) -> str:
+    text = text.translate(_MARKDOWN_ENTITIES)
+    return _WWW.sub(r"\1&#46;", _SCHEME.sub("&#58;", text))
+
+
+def markdown_text(text: str, table: bool = False) -> str:
+    """For Markdown paragraphs and table cells: one line, nothing of it can become structure.
+
+    Structural characters are character references, autolinks are broken at ``www.`` and ``://``,
+    and a word with ``@`` or ``#`` (an e-mail, a mention, an issue reference) is a code span.
+    """
+    return _markdown_words(one_line(text), table)
+
+
+def _markdown_words(text: str, table: bool) -> str:
+    return "".join(
+        markdown_code(word, table) if _code_worthy(word) else _entities(word) for word in _WORDS.split(text)
+    )
+
+
+def _spans(text: str) -> List[Any]:
+    """``text`` split into ``(is_code, part)``: backtick code spans and the text between them."""
+    parts: List[Any] = []
     pos = 0
     for match in _CODE_SPAN.finditer(text):
-        out.append(text[pos : match.start()].translate(_MARKDOWN_ENTITIES))
-        code = html.escape(match.group(2).strip() or match.group(2), quote=True).replace("|", "&#124;")
-        out.append(f"<code>{code}</code>")
+        parts.append((False, text[pos : match.start()]))
+        parts.append((True, match.group(2).strip() or match.group(2)))
         pos = match.end()
-    out.append(text[pos:].translate(_MARKDOWN_ENTITIES))
-    return "".join(out)
+    parts.append((False, text[pos:]))
+    return parts
+
+
+def markdown_inline(text: str, table: bool = False) -> str:
+    """Like ``markdown_text`` but a backtick span in ``text`` (`` `_prepare_to_exit` ``) shows as code.
+
+    The span is written as a Markdown code span (never as ``<code>``: GFM still parses Markdown and
+    autolinks inside a raw ``<code>`` tag).
+    """
+    return "".join(
+        markdown_code(part, table) if code else _markdown_words(part, table)
+        for code, part in _spans(one_line(text))
+    )
 
 
 def code_fence(text: str) -> str:

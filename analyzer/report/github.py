@@ -13,7 +13,8 @@ import uuid
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ..model import Finding, Report, Severity
-from ._escape import one_line
+from ..markup import visible
+from ._escape import one_line, safe_report
 from .headline import plural, root_cause
 
 RUNNER_ANNOTATIONS_PER_TYPE = 10
@@ -41,7 +42,7 @@ def workflow_command(command: str, properties: Dict[str, str], message: str) -> 
 def _annotation(finding: Finding) -> str:
     properties: Dict[str, str] = {}
     if finding.path and finding.line > 0:
-        properties["file"] = finding.path
+        properties["file"] = visible(finding.path)  # as every format shows it: one line, no controls
         properties["line"] = str(finding.line)
     properties["title"] = f"{TITLE_PREFIX}: {finding.kind.value} [{finding.rule}]"
     message = one_line(finding.message) or finding.rule
@@ -92,6 +93,7 @@ def render_annotations(
     Findings beyond the cap are summed up in exactly one ``::notice`` pointing at the job summary.
     Only the one-line message is annotated; excerpts live in the summary and the JSON report.
     """
+    report = safe_report(report)
     cause = root_cause(report)
     ordered = list(report.findings)
     if cause is not None:
@@ -118,6 +120,24 @@ def render_annotations(
             )
         )
     return "".join(line + "\n" for line in lines)
+
+
+def fence_commands(text: str, token: str, markdown: bool = False) -> str:
+    """``text`` between ``::stop-commands::TOKEN`` and ``::TOKEN::``: the runner runs no command in it.
+
+    The runner matches ``::cmd::`` after leading whitespace and legacy ``##[cmd]`` anywhere in a line
+    (actions/runner ``src/Runner.Common/ActionCommand.cs``: ``TryParseV2`` trims, ``TryParse`` uses
+    ``IndexOf("##[")``), and while stopped it acts only on a line that is exactly the token as a
+    command (``src/Runner.Worker/ActionCommandManager.cs``, ``TryProcessCommand``). A line break is
+    written before both fence lines, so an unterminated line that someone else left on our stdout
+    (or the end of ``text``) cannot swallow either. ``token`` must be fresh and unguessable per run.
+    With ``markdown`` each fence line sits in an HTML comment, so the document still renders the same
+    when the console output is kept as Markdown.
+    """
+    stop, resume = f"::stop-commands::{token}", f"::{token}::"
+    if markdown:
+        stop, resume = f"<!--\n{stop}\n-->", f"<!--\n{resume}\n-->"
+    return f"\n{stop}\n{text}\n{resume}\n"
 
 
 def _output_line(name: str, value: str, delimiter: Optional[str] = None) -> str:

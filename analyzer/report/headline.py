@@ -11,6 +11,7 @@ from typing import Optional, Sequence
 
 from ..durations import format_duration
 from ..exits import describe_exit
+from ..markup import visible
 from ..model import CommandResult, Finding, Kind, Report, Severity, Verdict
 
 PASSED = "Passed"
@@ -33,10 +34,15 @@ def root_cause(report: Report) -> Optional[Finding]:
 
 
 def location(finding: Finding) -> str:
-    """``path:line``; ``path`` alone for line 0; ``(guard)`` for a finding the guard made itself."""
+    """``path:line``; ``path`` alone for line 0; ``(guard)`` for a finding the guard made itself.
+
+    The path is ``visible``: a line break, a control or an undecodable byte in a file name shows as
+    an escape (``bad\\xff\\nname.log``), so a location is always one line and says exactly which file.
+    """
     if not finding.path:
         return "(guard)"
-    return f"{finding.path}:{finding.line}" if finding.line > 0 else finding.path
+    path = visible(finding.path)
+    return f"{path}:{finding.line}" if finding.line > 0 else path
 
 
 def severity_counts(findings: Sequence[Finding]) -> str:

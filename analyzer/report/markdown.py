@@ -17,8 +17,17 @@ from dataclasses import dataclass
 from typing import List, Optional, Tuple
 
 from ..exits import describe_exit
+from ..markup import visible
 from ..model import CommandResult, Finding, Report, Verdict
-from ._escape import code_fence, html_text, markdown_inline, markdown_text
+from ._escape import (
+    code_fence,
+    html_inline,
+    markdown_code,
+    markdown_inline,
+    markdown_text,
+    safe_report,
+    safe_text,
+)
 from ..durations import format_duration
 from .headline import FAILED, PASSED, headline, location, plural, root_cause
 
@@ -84,13 +93,13 @@ def _header(report: Report) -> str:
 def _where_found(finding: Finding) -> str:
     if not finding.path:
         return "found by the guard"
-    return f"at <code>{html_text(location(finding))}</code>"
+    return f"at {markdown_code(location(finding))}"
 
 
 def _root_section(cause: Finding, excerpt_max_bytes: int) -> str:
     out = [
         "### Root cause\n",
-        f"**{markdown_text(cause.kind.value)}** <code>{html_text(cause.rule)}</code> {_where_found(cause)}: "
+        f"**{markdown_text(cause.kind.value)}** {markdown_code(cause.rule)} {_where_found(cause)}: "
         f"{markdown_inline(_short(cause.message, CELL_MAX_CHARS))}\n",
     ]
     if cause.excerpt.strip():
@@ -108,23 +117,25 @@ def _table_head(count: int) -> str:
 
 def _row(number: int, finding: Finding) -> str:
     return (
-        f"| {number} | {finding.severity.value} | {markdown_text(finding.kind.value)} "
-        f"| <code>{html_text(finding.rule).replace('|', '&#124;')}</code> "
-        f"| <code>{html_text(_short(location(finding), CELL_MAX_CHARS)).replace('|', '&#124;')}</code> "
-        f"| {markdown_inline(_short(finding.message, CELL_MAX_CHARS))} |\n"
+        f"| {number} | {finding.severity.value} | {markdown_text(finding.kind.value, table=True)} "
+        f"| {markdown_code(finding.rule, table=True)} "
+        f"| {markdown_code(_short(location(finding), CELL_MAX_CHARS), table=True)} "
+        f"| {markdown_inline(_short(finding.message, CELL_MAX_CHARS), table=True)} |\n"
     )
 
 
 def _excerpt_details(number: int, finding: Finding) -> str:
-    summary = markdown_inline(_short(f"#{number} {location(finding)}: {finding.message}", SUMMARY_MAX_CHARS))
+    # Inside <details> the line is a raw HTML block: Markdown is not parsed there, HTML is.
+    text = _short(f"{location(finding)}: {finding.message}", SUMMARY_MAX_CHARS)
+    summary = f"{number}. {html_inline(text)}"
     return _details(summary, _excerpt_block(finding.excerpt, EXCERPT_MAX_BYTES))
 
 
 def _command_section(command: CommandResult) -> str:
-    argv = _short(shlex.join(command.argv), ARGV_MAX_CHARS)
+    argv = _short(visible(shlex.join(command.argv)), ARGV_MAX_CHARS)
     lines = [
         "### Command\n",
-        f"- Command: <code>{html_text(argv)}</code>",
+        f"- Command: {markdown_code(argv)}",
         f"- Ended: {describe_exit(command.exit_code)} after {format_duration(command.duration_s)}",
         f"- Timed out: {'yes (' + (command.timeout_reason or 'wall') + ')' if command.timed_out else 'no'}",
     ]
@@ -141,9 +152,9 @@ def _command_section(command: CommandResult) -> str:
 def _where(log_dir: Optional[str], report_path: Optional[str]) -> str:
     parts = []
     if log_dir:
-        parts.append(f"Full logs: <code>{html_text(log_dir)}</code>")
+        parts.append(f"Full logs: {markdown_code(log_dir)}")
     if report_path:
-        parts.append(f"JSON report: <code>{html_text(report_path)}</code>")
+        parts.append(f"JSON report: {markdown_code(report_path)}")
     return ("\n\n".join(parts) + "\n") if parts else ""
 
 
@@ -167,10 +178,10 @@ def _trimmed_line(
         what = (what + " and " if what else "") + "the root cause's excerpt cut"
     where = []
     if report_path:
-        where.append(f"the JSON report <code>{html_text(_short(report_path, 200))}</code>")
+        where.append(f"the JSON report {markdown_code(_short(report_path, 200))}")
     if log_dir:
-        where.append(f"the logs in <code>{html_text(_short(log_dir, 200))}</code>")
-    full = " and ".join(where) if where else "the JSON report (<code>--json FILE</code>)"
+        where.append(f"the logs in {markdown_code(_short(log_dir, 200))}")
+    full = " and ".join(where) if where else "the JSON report (`--json FILE`)"
     return f"> **Trimmed:** {what} to stay under GitHub's 1 MiB summary limit; full report in {full}.\n"
 
 
@@ -183,7 +194,10 @@ def render_markdown(
     All log-derived text is escaped: excerpts are fenced with a fence longer than any backtick run
     inside them, and text in HTML or table context is HTML-escaped.
     """
-    log_dir = report.log_dir
+    report = safe_report(report)
+    # Paths show their line breaks and controls as escapes (one line, exactly which file).
+    report_path = visible(safe_text(report_path)) if report_path is not None else None
+    log_dir = visible(report.log_dir) if report.log_dir else None
     # A passing report has no root cause to lead with; its findings are only listed.
     cause = root_cause(report) if report.verdict is Verdict.FAIL else None
     cause_index = report.findings.index(cause) if cause is not None else -1
@@ -204,7 +218,8 @@ def render_markdown(
     diagnostic_blocks = []
     for i, diagnostic in enumerate(report.diagnostics):
         body = _excerpt_block(diagnostic.text, DIAGNOSTIC_MAX_BYTES)
-        diagnostic_blocks.append(_Optional(diag_base + i, _details(html_text(diagnostic.title), body), True))
+        title = html_inline(diagnostic.title)
+        diagnostic_blocks.append(_Optional(diag_base + i, _details(title, body), True))
     # Keep first: the best-ranked excerpts, then diagnostics, then the remaining excerpts.
     priority = optional[:TOP_EXCERPTS] + diagnostic_blocks + optional[TOP_EXCERPTS:]
 

@@ -7,7 +7,8 @@ from typing import List
 
 from ..exits import describe_exit
 from ..model import CommandResult, Finding, Report
-from ._escape import clean_text, one_line
+from ..markup import visible
+from ._escape import clean_text, one_line, safe_report
 from ..durations import format_duration
 from .headline import headline, location
 
@@ -43,7 +44,7 @@ def _finding(number: int, finding: Finding, with_excerpt: bool) -> List[str]:
 
 def _command(command: CommandResult) -> List[str]:
     lines = [
-        f"Command: {one_line(shlex.join(command.argv))}",
+        f"Command: {visible(shlex.join(command.argv))}",
         f"  outcome: {describe_exit(command.exit_code)} after {format_duration(command.duration_s)}",
     ]
     if command.timed_out:
@@ -56,7 +57,12 @@ def _command(command: CommandResult) -> List[str]:
 
 
 def render_text(report: Report) -> str:
-    """The report for a terminal: plain text, no colour, every log-derived line cleaned and bounded."""
+    """The report for a terminal: plain text, no colour, every log-derived line cleaned and bounded.
+
+    Under GitHub Actions the CLI prints it inside a stop-commands fence (``github.fence_commands``):
+    an excerpt line is the log's own text and may look like a workflow command.
+    """
+    report = safe_report(report)
     out = [one_line(headline(report))]
     if report.findings:
         out.append("")
@@ -73,5 +79,5 @@ def render_text(report: Report) -> str:
         out.append("")
         out.extend(_command(report.command))
     if report.log_dir:
-        out.append(f"Logs: {one_line(report.log_dir)}")
+        out.append(f"Logs: {visible(report.log_dir)}")
     return "\n".join(out) + "\n"

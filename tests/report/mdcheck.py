@@ -2,7 +2,8 @@
 
 No Markdown library is a dependency, so this follows the few CommonMark rules the summary's safety
 rests on: a backtick fence opens with a run of 3+ backticks and closes only with a run at least as
-long; HTML outside fences is live; a table row splits on every unescaped ``|``.
+long; a code span is literal to the matching backtick run; HTML outside fences and spans is live; a
+table row splits on every unescaped ``|``.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import List, Tuple
 
 _OPEN = re.compile(r"^ {0,3}(`{3,})([^`]*)$")
 _CLOSE = re.compile(r"^ {0,3}(`{3,})\s*$")
+_CODE_SPAN = re.compile(r"(?<!`)(`+)(?!`)(.+?)(?<!`)\1(?!`)")
 
 
 @dataclass
@@ -57,7 +59,7 @@ def problems(markdown: str, columns: int = 6) -> List[Tuple[str, str]]:
         found.append(("unclosed fence", ""))
     opened = closed = 0
     for line in parsed.outside:
-        low = line.lower()
+        low = _CODE_SPAN.sub("`code`", line).lower()
         if "<script" in low or "<img" in low or "<iframe" in low:
             found.append(("live html", line))
         opened += low.count("<details>")

@@ -1,21 +1,40 @@
 """The summary rendered by cmark-gfm, the renderer GitHub itself uses (``cmarkgfm`` on PyPI).
 
 ``mdcheck`` covers the same rules without a dependency; this proves them against the real parser,
-with raw HTML let through (as GitHub does before its sanitizer), so any live tag would show.
+with raw HTML let through (as GitHub does before its sanitizer), so any live tag would show. Nothing
+from a log, a file name or a command line may become a link, an image, a mention or an HTML element:
+the only elements are the ones the renderer writes itself, and every ``@`` and ``#`` of log text sits
+inside ``<code>`` or ``<pre>``, where GitHub's mention and issue-reference filters do not look.
 """
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import List
 
 import pytest
 
+from analyzer.model import CommandResult, Finding, Kind, Report, Severity, Verdict
 from analyzer.report.markdown import render_markdown
 
 from .reports import GOLDEN_REPORTS
 from .test_markdown import _hostile_report
 
 cmarkgfm = pytest.importorskip("cmarkgfm", reason="cmarkgfm (test extra) renders Markdown like GitHub")
+
+REPO = Path(__file__).resolve().parents[2]
+# Every element the summary renderer writes; anything else came from untrusted text.
+OURS = {
+    "h2", "h3", "p", "strong", "em", "code", "pre", "details", "summary", "table", "thead", "tbody",
+    "tr", "th", "td", "ul", "li", "blockquote",
+}
+LINK_BAIT = "`![ok](https://evil/p.svg) [re-run](https://evil/login)`"
+MORE_BAIT = "![passed](https://evil/x.svg) <img src=x> www.evil.com a@b.co @team #12 https://evil/y"
 
 
 def _html(markdown: str) -> str:
@@ -24,15 +43,108 @@ def _html(markdown: str) -> str:
     return cmarkgfm.github_flavored_markdown_to_html(markdown, options=Options.CMARK_OPT_UNSAFE)
 
 
-@pytest.mark.parametrize("name", sorted(GOLDEN_REPORTS) + ["hostile"])
-def test_rendered_html_has_no_live_log_markup(name):
-    report = _hostile_report() if name == "hostile" else GOLDEN_REPORTS[name]
-    markdown = render_markdown(report)
+class _Elements(HTMLParser):
+    """Tags, and the text outside <code>/<pre> (where GitHub would look for mentions)."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.tags: List[str] = []
+        self.plain: List[str] = []
+        self._code = 0
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append(tag)
+        self._code += tag in ("code", "pre")
+
+    def handle_endtag(self, tag):
+        self._code -= tag in ("code", "pre")
+
+    def handle_data(self, data):
+        if not self._code:
+            self.plain.append(data)
+
+
+def _assert_inert(markdown: str) -> None:
     html = _html(markdown)
-    assert not re.search(r"<(script|img|iframe)\b", html)
+    elements = _Elements()
+    elements.feed(html)
+    assert set(elements.tags) <= OURS, set(elements.tags) - OURS
+    assert "<a " not in html and "<img" not in html
+    plain = "".join(elements.plain)
+    assert "@" not in plain and not re.search(r"#\d", plain), plain
     # Only the collapsible blocks we wrote are live; log text cannot open or close one.
     ours = markdown.count("<details><summary>")
     assert html.count("<details>") == html.count("</details>") == ours
-    # Every table row keeps its six cells.
     for row in re.findall(r"<tr>(.*?)</tr>", html, re.DOTALL):
         assert len(re.findall(r"<t[dh]\b", row)) == 6
+
+
+def _baited_report() -> Report:
+    """Bait in every place a summary shows text: message, code span, path, rule, argv, log dir."""
+    finding = Finding(
+        Kind.LEAKED_PROCESS,
+        "guard-leaked-process",
+        Severity.WARNING,
+        "",
+        0,
+        f"pid 4242 (`exec -a '![passed](https://evil/z.svg)' sleep 9`) was still running {MORE_BAIT}",
+        "",
+    )
+    crash = Finding(
+        Kind.CRASH, "segfault", Severity.ERROR, f"logs/{MORE_BAIT}.log", 7, f"{LINK_BAIT} {MORE_BAIT}",
+        f"{LINK_BAIT}\n{MORE_BAIT}\n",
+    )
+    return Report(
+        verdict=Verdict.FAIL,
+        exit_status=1,
+        findings=(crash, finding),
+        command=CommandResult(
+            argv=("bash", "-c", f"exec -a '![passed](https://evil/q.svg)' sleep 9 {MORE_BAIT}"),
+            exit_code=1,
+            log_dir=f"/tmp/{MORE_BAIT}",
+        ),
+    )
+
+
+@pytest.mark.parametrize("name", sorted(GOLDEN_REPORTS) + ["hostile", "baited"])
+def test_rendered_html_has_no_live_log_markup(name):
+    if name == "hostile":
+        report = _hostile_report()
+    elif name == "baited":
+        report = _baited_report()
+    else:
+        report = GOLDEN_REPORTS[name]
+    _assert_inert(render_markdown(report, report_path=f"out/{MORE_BAIT}.json"))
+
+
+def test_the_bait_would_render_without_escaping():
+    """The check above can fail: the same text, unescaped, gives links, images and tags."""
+    html = _html(f"{LINK_BAIT.strip('`')} {MORE_BAIT}")
+    assert "<a " in html and "<img" in html
+
+
+def test_a_real_log_and_file_name_make_an_inert_summary(tmp_path: Path):
+    program = tmp_path / "prog.py"
+    program.write_text(
+        "import atexit, sys\n"
+        "def _prepare_to_exit():\n"
+        "    raise RuntimeError(sys.argv[1])\n"
+        "atexit.register(_prepare_to_exit)\n"
+        "print('=== 3 passed in 0.01s ===')\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, str(program), f"{LINK_BAIT} {MORE_BAIT}"], capture_output=True, timeout=60
+    )
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    log = logs / "![passed](https:evil.svg) @team www.evil.com.log"
+    log.write_bytes(proc.stdout + proc.stderr)
+    summary = tmp_path / "summary.md"
+    done = subprocess.run(
+        [sys.executable, "-m", "analyzer", "scan", "--summary", str(summary), str(logs)],
+        capture_output=True, timeout=120, cwd=str(REPO), env={**os.environ, "GITHUB_ACTIONS": "true"},
+    )
+    assert done.returncode == 1, done.stderr
+    markdown = summary.read_text(encoding="utf-8")
+    assert "evil/login" in markdown and "@team" in markdown  # the bait is shown, as text
+    _assert_inert(markdown)

@@ -69,7 +69,7 @@ def test_hostile_log_text_stays_in_its_place():
     assert len(verbatim) == 3
     assert "progress 10%\n progress 20%" in verbatim[0] and "\x1b" not in md and "\x00" not in md
     assert (
-        "&lt;b&gt;Segmentation&lt;/b&gt; &#124; <code>x&#124;y</code> &amp; &#42;bold&#42; second line" in md
+        "&lt;b&gt;Segmentation&lt;/b&gt; &#124; ` x|y ` &amp; &#42;bold&#42; second line" in md
     )
     assert "<summary>Stack &lt;/summary&gt;&lt;script&gt;</summary>" in md
 
@@ -78,7 +78,7 @@ def test_order_headline_root_cause_table_details_diagnostics_command():
     md = render_markdown(guard_hang())
     marks = [
         "## gpu-hang-guard: Failed",
-        "**Failed:** hung in <code>_prepare_to_exit</code>",
+        "**Failed:** hung in ` _prepare_to_exit `",
         "### Root cause",
         "### Findings (2)",
         "### Diagnostics",
@@ -86,7 +86,7 @@ def test_order_headline_root_cause_table_details_diagnostics_command():
         "<details><summary>GPU snapshot (nvidia-smi)</summary>",
         "### Command",
         "- Ended: exit 143 (SIGTERM) after 10m",
-        "Full logs: <code>/home/runner/work/_temp/gpu-hang-guard/logs</code>",
+        "Full logs: ` /home/runner/work/_temp/gpu-hang-guard/logs `",
     ]
     positions = [md.index(mark) for mark in marks]
     assert positions == sorted(positions)
@@ -96,8 +96,8 @@ def test_order_headline_root_cause_table_details_diagnostics_command():
 
 def test_every_excerpt_is_collapsible_and_the_root_cause_is_open():
     md = render_markdown(flood(errors=3, warnings=2, notices=0))
-    assert md.count("<details><summary>#") == 4  # findings 2..5; #1 is shown open as the root cause
-    assert "<details><summary>#1 " not in md
+    assert md.count("<details><summary>") == 4  # findings 2..5; 1 is shown open as the root cause
+    assert "<details><summary>1. " not in md
     assert mdcheck.problems(md) == []
 
 
@@ -157,7 +157,7 @@ def test_pass_report_is_short_and_clear():
     assert md == "## gpu-hang-guard: Passed\n\n**Passed:** no findings\n"
 
 
-_text = st.text(st.characters(blacklist_categories=("Cs",)), max_size=300)
+_text = st.text(max_size=300)  # lone surrogates too: a file name's undecodable bytes
 
 
 @settings(max_examples=60, deadline=None)
@@ -192,7 +192,7 @@ def test_passing_report_lists_warnings_without_a_root_cause():
     md = render_markdown(Report(verdict=Verdict.PASS, exit_status=0, findings=(warning,)))
     assert md.startswith("## gpu-hang-guard: Passed\n\n**Passed:** 1 warning, none at the failure level\n")
     assert "### Root cause" not in md
-    assert "<details><summary>#1 a.log:3: worker -15</summary>" in md
+    assert "<details><summary>1. a.log:3: worker -15</summary>" in md
 
 
 def test_a_budget_too_small_for_the_essentials_still_holds_and_says_so():
