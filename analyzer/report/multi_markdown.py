@@ -18,7 +18,7 @@ import re
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..model import Finding, JobResult, Kind, Report, TriageEntry, Verdict
-from ._escape import code_fence, markdown_inline, markdown_text, one_line
+from ._escape import code_fence, markdown_text, one_line
 from .headline import FAILED, PASSED, location, plural
 
 DEFAULT_BUDGET_BYTES = 1_000_000
@@ -57,9 +57,9 @@ def safe_text(text: str) -> str:
     return _no_autolink(markdown_text(_short(one_line(text), CELL_MAX_CHARS)))
 
 
-def safe_inline(text: str) -> str:
-    """Like ``safe_text`` but backtick spans in rule messages show as code."""
-    return _no_autolink(markdown_inline(_short(one_line(text), CELL_MAX_CHARS)))
+def code(text: str) -> str:
+    """Untrusted text as inline ``<code>``: GitHub's @mention and #123 filters skip code elements."""
+    return f"<code>{safe_text(text)}</code>"
 
 
 def counts_line(report: Report) -> str:
@@ -83,7 +83,7 @@ def _job_label(index: int, job: JobResult) -> str:
     if facts.run_id is not None:
         where.append(f"run {facts.run_id}")
     suffix = f" ({', '.join(where)})" if where else ""
-    return f"#{index} {safe_text(facts.name or '(unnamed)')}{suffix}"
+    return f"job {index} {code(facts.name or '(unnamed)')}{suffix}"
 
 
 def _list_jobs(indexes: Sequence[int], jobs: Sequence[JobResult]) -> str:
@@ -138,7 +138,7 @@ def _notes(report: Report) -> str:
     if runners:
         lines.append(
             "> **Recycle these runners:** processes survived SIGKILL on "
-            + ", ".join(f"<code>{safe_text(r)}</code>" for r in runners)
+            + ", ".join(code(r) for r in runners)
             + "\n"
         )
     gone = [i for i, j in enumerate(jobs) if j.log == "gone"]
@@ -153,20 +153,19 @@ def _notes(report: Report) -> str:
 def _entry(number: int, entry: TriageEntry, report: Report, excerpt: bool) -> str:
     jobs = report.jobs or ()
     finding = representative(report, entry)
-    head = f"**{number}. <code>{safe_text(entry.signature)}</code>** ({safe_text(entry.kind)})"
+    head = f"**{number}. {code(entry.signature)}** ({safe_text(entry.kind)})"
     lines = [head, ""]
     if finding is not None:
         lines.append(
-            f"- Root cause: {safe_inline(finding.message)} "
-            f"(<code>{safe_text(finding.rule)}</code> at <code>{safe_text(location(finding))}</code>)"
+            f"- Root cause: {code(finding.message)} ({code(finding.rule)} at {code(location(finding))})"
         )
     if entry.test:
-        lines.append(f"- Test: <code>{safe_text(entry.test)}</code>")
+        lines.append(f"- Test: {code(entry.test)}")
     lines.append(f"- Failed in: {_list_jobs(entry.failed_jobs, jobs)}")
     if entry.passed_jobs:
         lines.append(f"- Passed in: {_list_jobs(entry.passed_jobs, jobs)}")
     if entry.runners:
-        lines.append("- Runners: " + ", ".join(f"<code>{safe_text(r)}</code>" for r in entry.runners))
+        lines.append("- Runners: " + ", ".join(code(r) for r in entry.runners))
     text = "\n".join(lines) + "\n"
     if excerpt and finding is not None and finding.excerpt.strip():
         body = finding.excerpt.encode("utf-8")[:EXCERPT_MAX_BYTES].decode("utf-8", "ignore")
@@ -186,9 +185,9 @@ def _job_row(index: int, job: JobResult) -> str:
     facts = job.facts
     verdict = job.verdict.value if job.verdict else ("log gone" if job.log == "gone" else "-")
     return (
-        f"| {index} | {safe_text(facts.name or '(unnamed)')} "
+        f"| {index} | {code(facts.name or '(unnamed)')} "
         f"| {facts.attempt if facts.attempt is not None else '-'} | {safe_text(job.conclusion or '-')} "
-        f"| {verdict} | {job.findings:,} | {safe_text(facts.runner or '-')} |\n"
+        f"| {verdict} | {job.findings:,} | {code(facts.runner or '-')} |\n"
     )
 
 
@@ -200,11 +199,7 @@ def _trimmed(excerpts: int, rows: int, entries: int, report_path: Optional[str])
         dropped.append(plural(excerpts, "excerpt"))
     if rows:
         dropped.append(plural(rows, "job row"))
-    where = (
-        f"<code>{safe_text(report_path)}</code>"
-        if report_path
-        else "the JSON report (<code>--json FILE</code>)"
-    )
+    where = code(report_path) if report_path else "the JSON report (<code>--json FILE</code>)"
     return (
         f"> **Trimmed:** {', '.join(dropped)} omitted to stay under GitHub's 1 MiB summary limit; "
         f"full report in {where}.\n"
