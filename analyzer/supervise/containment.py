@@ -16,11 +16,12 @@ which one held the run (``CommandResult.containment``).
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import signal
 import time
-from typing import Callable, Dict, List, Optional, Sequence, Set
+from typing import Callable, Dict, Iterator, List, Optional, Sequence, Set
 
 PROCESS_SCAN = "process-scan"
 CGROUP_V2 = "cgroup-v2"
@@ -49,6 +50,11 @@ class Containment:
     def signal(self, signum: int) -> Set[int]:
         """Send ``signum`` to every member at one frozen instant; the pids signalled."""
         return set()
+
+    @contextlib.contextmanager
+    def frozen(self) -> Iterator[None]:
+        """Hold every member still (no fork, no exit) for the duration, so a walk sees them all."""
+        yield
 
     def kill(self, deadline_s: float) -> None:
         """SIGKILL every member, for up to ``deadline_s`` seconds against members that keep forking."""
@@ -84,6 +90,17 @@ class _Cgroup(Containment):
 
     def freeze(self, frozen: bool) -> None:
         raise NotImplementedError
+
+    @contextlib.contextmanager
+    def frozen(self) -> Iterator[None]:
+        if not self.members():
+            yield
+            return
+        self.freeze(True)
+        try:
+            yield
+        finally:
+            self.freeze(False)
 
     def signal(self, signum: int) -> Set[int]:
         self.freeze(True)
@@ -191,7 +208,7 @@ def open_containment(token: str, preference: str = "auto") -> Containment:
 def _make(mount: str, own_path: str, token: str, need: Sequence[str]) -> Optional[str]:
     parent = os.path.join(mount, own_path.lstrip("/"))
     _remove_stale(parent)
-    path = os.path.join(parent, NAME_PREFIX + token)
+    path = os.path.join(parent, f"{NAME_PREFIX}{os.getpid()}-{token}")
     try:
         os.mkdir(path)
     except OSError:
@@ -205,13 +222,17 @@ def _make(mount: str, own_path: str, token: str, need: Sequence[str]) -> Optiona
 
 
 def _remove_stale(parent: str) -> None:
-    """Remove empty cgroups an earlier guard left (one whose member SIGKILL could not end)."""
+    """Remove empty cgroups a guard that is gone left behind (one whose member SIGKILL could not end).
+
+    The name carries the guard's pid: a cgroup of a guard that still runs is never touched.
+    """
     try:
         names = os.listdir(parent)
     except OSError:
         return
     for name in names:
-        if name.startswith(NAME_PREFIX):
+        owner = name[len(NAME_PREFIX):].split("-", 1)[0]
+        if name.startswith(NAME_PREFIX) and owner.isdigit() and not os.path.exists(f"/proc/{owner}"):
             _remove_cgroup(os.path.join(parent, name))
 
 

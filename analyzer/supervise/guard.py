@@ -203,9 +203,11 @@ class _Run:
 
     # -- tree -----------------------------------------------------------------------------------
     def living_tree(self) -> List[tree.Proc]:
-        found = tree.find_tree(
-            self.root, spawn.TOKEN_ENV, self.token, self.helper_pids, self.containment.members()
-        )
+        # Frozen, a pid hopper cannot be between two pids while the walk reads them.
+        with self.containment.frozen():
+            found = tree.find_tree(
+                self.root, spawn.TOKEN_ENV, self.token, self.helper_pids, self.containment.members()
+            )
         return [p for p in found if p.pid not in self.unkillable]
 
     def end(

@@ -1,7 +1,8 @@
 """Writes N bytes to stdout and N bytes to stderr at the same time, in odd-sized unaligned chunks.
 
 Content: ``pattern(stream)`` repeated; a test rebuilds it with ``expected(stream, n)``.
-Usage: flood.py N
+Usage: flood.py N [PROGRESS_FILE]. With PROGRESS_FILE, after each complete write of stdout the
+number of stdout bytes written so far is stored there (a lower bound on what reached the pipe).
 """
 
 import os
@@ -19,7 +20,7 @@ def expected(stream: str, n: int) -> bytes:
     return (block * (n // len(block) + 1))[:n]
 
 
-def flood(fd: int, stream: str, n: int) -> None:
+def flood(fd: int, stream: str, n: int, progress: str = "") -> None:
     block = pattern(stream)
     step = 40_001  # not a divisor of anything the pump reads
     data = block * (step // len(block) + 2)
@@ -31,11 +32,19 @@ def flood(fd: int, stream: str, n: int) -> None:
         while view:
             view = view[os.write(fd, view):]
         offset += len(chunk)
+        if progress:
+            os.pwrite(progress_fd, str(offset).encode().ljust(20), 0)
 
 
 if __name__ == "__main__":
     size = int(sys.argv[1])
-    threads = [threading.Thread(target=flood, args=(fd, name, size)) for fd, name in ((1, "out"), (2, "err"))]
+    progress_path = sys.argv[2] if len(sys.argv) > 2 else ""
+    if progress_path:
+        progress_fd = os.open(progress_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    threads = [
+        threading.Thread(target=flood, args=(fd, name, size, progress_path if fd == 1 else ""))
+        for fd, name in ((1, "out"), (2, "err"))
+    ]
     for thread in threads:
         thread.start()
     for thread in threads:
