@@ -154,6 +154,9 @@ TOP_LEVEL = Table(
 TOP_LEVEL_KEYS = TOP_LEVEL.names
 
 
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+
+
 class _BoundedLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
     """``yaml.safe_load`` that refuses a key given twice and a document that aliases expand too far.
 
@@ -169,6 +172,8 @@ class _BoundedLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ig
     def construct_mapping(self, node: Any, deep: bool = False) -> Any:
         seen = set()
         for key_node, _ in node.value:
+            if key_node.tag == _MERGE_TAG:  # "<<: *base": the base class merges; a key may override it
+                continue
             key = self.construct_object(key_node, deep=deep)
             try:
                 duplicate = key in seen
