@@ -4,12 +4,16 @@ attempts and a baseline, triaged from its logs alone; the token goes nowhere it 
 from __future__ import annotations
 
 import json
+import os
+import pty
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from .conftest import run_cli
+from .conftest import ROOT, run_cli
 from .fakegh import PASSING_LOG, REPO, TOKEN, FakeGitHub, Job, Run, _json, fixture_log
 
 TIMEOUT_LOG = fixture_log("timeout/subprocess-uncaught.log")
@@ -248,3 +252,43 @@ def test_bad_arguments(github, tmp_path):
         result = run_cli(args)
         assert result.returncode == 2 and result.stderr.count("\n") == 1, (args, result.stderr)
         assert needle in result.stderr, (args, result.stderr)
+
+
+def test_progress_shows_on_a_terminal_only(github, tmp_path):
+    real_looking_run(github)
+    leader, follower = pty.openpty()
+    env = dict(os.environ, GH_TOKEN=TOKEN)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "analyzer",
+            "gh",
+            REPO,
+            "--run",
+            "100",
+            "--api-url",
+            github.api_url,
+            "--job",
+            "gpu-tests (3)",
+        ],
+        cwd=str(ROOT),
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=follower,
+    )
+    os.close(follower)
+    out, _ = proc.communicate(timeout=120)
+    seen = b""
+    while True:
+        try:
+            chunk = os.read(leader, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        seen += chunk
+    os.close(leader)
+    assert proc.returncode == 0
+    assert b"1/1 jobs fetched and scanned" in seen
+    assert b"jobs fetched" not in out
