@@ -33,7 +33,7 @@ from .attribution import TestTracker
 from ._engine_prefilter import Candidates, Finder, hyperscan_available, hyperscan_finder, python_finder
 from .clean import clean_stripped, strip_controls, visible_excerpt
 from .match import Match
-from .sources import Source
+from .sources import Source, Unscannable
 
 ENGINES = ("auto", "hyperscan", "python")
 READ_SIZE = 1 << 20
@@ -229,7 +229,12 @@ class _SourceScan:
         self.tracker = TestTracker()
 
     def run(self, source: Source) -> Iterator[Match]:
-        stream = source.open()
+        try:
+            stream = source.open()
+        except Unscannable as err:  # skipped by sources.py (a device, an unreadable file in a folder)
+            self._notice(str(err), 0)
+            yield from self._notices()
+            return
         try:
             first_line = 1
             for window in _windows(stream, self.path):
@@ -414,10 +419,13 @@ class _SourceScan:
     def _switched_off(self, rule_id: str) -> None:
         """Record the scan-incomplete match saying that user rule ``rule_id`` is off from this line on."""
         reason = BUDGET_SPENT.format(rule=rule_id, budget=format_duration(self.budget.total_s))
-        line = self.line_now
+        self._notice(reason, self.line_now, {"rule": rule_id})
+
+    def _notice(self, reason: str, line: int, groups: Optional[Dict[str, str]] = None) -> None:
+        """Record a scan-incomplete match: part of this source was not scanned, ``reason`` says which."""
         self.notices.append(
             Match(rule=self.incomplete, path=self.path, line=line, end_line=line, text=reason, excerpt="",
-                  seq=0, groups={"reason": reason, "rule": rule_id})
+                  seq=0, groups={"reason": reason, **(groups or {})})
         )
 
     def _notices(self) -> Iterator[Match]:

@@ -1,8 +1,20 @@
 """Where log bytes come from: files, directories, standard input, ``.gz`` files and GitHub run-log zips.
 
 A ``Source`` is a name to report (``display_path``) and a way to open a binary stream; nothing is read
-until the engine reads it, in bounded windows. Every problem the user can cause (a missing path, an
-unreadable file, a corrupt archive) becomes an ``InputError`` naming the path.
+until the engine reads it, in bounded windows. A problem with a path named on the command line (missing,
+unreadable, a corrupt archive) is an ``InputError`` naming the path (one line, exit 2).
+
+What cannot be scanned is skipped with a warning instead, and the rest is scanned: a file or folder
+inside a scanned directory that cannot be read (permissions, a broken or looping symlink), and any
+device, FIFO or socket, named on the command line or found in a directory (``/dev/zero`` would never
+end; a FIFO may never be written). Standard input is read only as ``-``. Such a ``Source`` has a
+``skipped`` reason: its ``open()`` raises ``Unscannable``, which the engine turns into a
+``scan-incomplete`` finding at line 0 of that path. Display paths are ``str`` as ``os.fsdecode`` gives
+them (undecodable bytes of a file name kept as surrogate escapes), so any name the file system allows
+is carried through; the renderers make it safe to print.
+
+Zip members are opened by their entry, not their name: an archive may hold two members of the same name
+(a job re-run, a hand-made zip), and both are scanned, the second reported as ``name#2``.
 
 GitHub's "Download log archive" zip holds one ``N_<job>.txt`` per job at the top level (the whole job
 log) and, for runs recorded by the newer results service, a ``<job>/`` folder with one ``N_<step>.txt``
@@ -20,7 +32,7 @@ import stat
 import sys
 import zipfile
 from dataclasses import dataclass
-from typing import IO, Callable, Iterator, List, Sequence, Set, Tuple
+from typing import IO, Callable, Dict, Iterator, List, Optional, Sequence, Set, Tuple
 
 from ..errors import InputError
 
@@ -29,18 +41,36 @@ _JOB_FILE = re.compile(r"^(\d+)_(.+)\.txt$")
 _NUMBERED = re.compile(r"^(\d+)_")
 
 
+class Unscannable(Exception):
+    """``Source.open()`` of a log that is skipped, not scanned; ``str(err)`` says why (one line).
+
+    Deliberately not an ``InputError``: the engine reports it as a scan-incomplete finding and goes on.
+    """
+
+
 @dataclass(frozen=True)
 class Source:
-    """One log to scan: ``display_path`` is what findings report; ``open()`` gives a binary stream."""
+    """One log to scan: ``display_path`` is what findings report; ``open()`` gives a binary stream.
+
+    ``skipped``: why this log is not scanned (``open()`` raises ``Unscannable``). ``in_directory``: it
+    was found by walking a directory, so failing to open it is ``Unscannable`` too, not an ``InputError``.
+    """
 
     display_path: str
     opener: Callable[[], IO[bytes]]
+    skipped: Optional[str] = None
+    in_directory: bool = False
 
     def open(self) -> IO[bytes]:
-        """Open the log for binary reading; raises ``InputError`` naming ``display_path``."""
+        """Open the log for binary reading; raises ``InputError`` naming ``display_path``, or
+        ``Unscannable`` for a log that is skipped."""
+        if self.skipped is not None:
+            raise Unscannable(self.skipped)
         try:
             return self.opener()
         except (OSError, EOFError, zipfile.BadZipFile, RuntimeError) as err:
+            if self.in_directory and isinstance(err, OSError):
+                raise Unscannable(f"cannot read: {_reason(err)}") from None
             raise InputError(f"{self.display_path}: cannot read: {_reason(err)}") from None
 
 
@@ -48,13 +78,15 @@ def iter_sources(paths: Sequence[str]) -> Iterator[Source]:
     """Expand command-line paths into sources, in the given order (directories recursed, sorted).
 
     ``-`` is standard input (binary). ``.gz`` files are decompressed while streaming; ``.zip`` files are
-    read member by member (GitHub's layout understood, see the module docstring). Raises
-    ``InputError`` for a missing or unreadable path, a directory without files, or a corrupt zip.
+    read member by member (GitHub's layout understood, see the module docstring). Devices, FIFOs and
+    what cannot be read inside a directory come as skipped sources. Raises ``InputError`` for a
+    missing or unreadable path named here, a directory without readable files, or a corrupt zip.
     """
     for path in paths:
         if path == STDIN_PATH:
             yield Source(STDIN_PATH, _open_stdin)
             continue
+        path = os.fsdecode(path)
         try:
             st = os.stat(path)
         except FileNotFoundError:
@@ -62,61 +94,116 @@ def iter_sources(paths: Sequence[str]) -> Iterator[Source]:
         except OSError as err:
             raise InputError(f"{path}: cannot read: {_reason(err)}") from None
         if stat.S_ISDIR(st.st_mode):
-            found = False
-            for file_path in _walk_sorted(path):
-                found = True
-                yield from _file_sources(file_path)
+            found = 0
+            skipped = 0
+            for source in _walk_sorted(path):
+                if source.skipped is None:
+                    found += 1
+                else:
+                    skipped += 1
+                yield source
             if not found:
-                raise InputError(f"{path}: directory holds no log files")
+                detail = f" ({skipped} skipped, see above)" if skipped else ""
+                raise InputError(f"{path}: directory holds no readable log files{detail}")
+        elif not stat.S_ISREG(st.st_mode):
+            yield _skipped(path, st.st_mode)
         else:
+            if not os.access(path, os.R_OK):
+                raise InputError(f"{path}: cannot read: permission denied")
             yield from _file_sources(path)
 
 
-def _file_sources(path: str) -> Iterator[Source]:
-    if not os.access(path, os.R_OK):
-        raise InputError(f"{path}: cannot read: permission denied")
+def _file_sources(path: str, in_directory: bool = False) -> Iterator[Source]:
     lower = path.lower()
     if lower.endswith(".zip"):
-        yield from _zip_sources(path)
+        yield from _zip_sources(path, in_directory)
     elif lower.endswith(".gz"):
-        yield Source(path, lambda: gzip.open(path, "rb"))
+        yield Source(path, lambda: gzip.open(path, "rb"), in_directory=in_directory)
     else:
-        yield Source(path, lambda: open(path, "rb"))
+        yield Source(path, lambda: open(path, "rb"), in_directory=in_directory)
 
 
-def _walk_sorted(root: str) -> Iterator[str]:
-    def fail(err: OSError) -> None:
-        raise InputError(f"{err.filename or root}: cannot read: {_reason(err)}")
+def _skipped(path: str, mode: int) -> Source:
+    """A source for a device, FIFO or socket: reading it may never end, so it is not read."""
+    what = _FILE_TYPES.get(stat.S_IFMT(mode), "not a regular file")
+    reason = f"{path} is {what}, not a log file; skipped (standard input is read as -)"
+    return Source(path, _not_opened, skipped=reason)
 
-    for dirpath, dirnames, filenames in os.walk(root, onerror=fail):
+
+_FILE_TYPES = {
+    stat.S_IFCHR: "a character device",
+    stat.S_IFBLK: "a block device",
+    stat.S_IFIFO: "a FIFO (named pipe)",
+    stat.S_IFSOCK: "a socket",
+}
+
+
+def _walk_sorted(root: str) -> Iterator[Source]:
+    """The logs under ``root`` in natural order; what cannot be read or is no file comes skipped."""
+    problems: List[OSError] = []
+    for dirpath, dirnames, filenames in os.walk(root, onerror=problems.append):
+        while problems:
+            err = problems.pop(0)
+            where = os.fsdecode(err.filename) if err.filename else root
+            if where == root:
+                raise InputError(f"{root}: cannot read: {_reason(err)}")
+            yield _unreadable(where, err)
         dirnames.sort(key=_natural_key)
         for name in sorted(filenames, key=_natural_key):
             full = os.path.join(dirpath, name)
-            if os.path.isfile(full):
-                yield full
+            try:
+                st = os.stat(full)
+            except OSError as err:
+                yield _unreadable(full, err)
+                continue
+            if stat.S_ISDIR(st.st_mode):
+                continue  # a symlink to a folder: os.walk does not follow them, nor do we
+            if not stat.S_ISREG(st.st_mode):
+                yield _skipped(full, st.st_mode)
+            elif not os.access(full, os.R_OK):
+                yield Source(full, _not_opened, skipped=f"{full}: cannot read: permission denied; skipped")
+            else:
+                yield from _file_sources(full, in_directory=True)
+    for err in problems:  # the last folder's problem comes after its walk ends
+        where = os.fsdecode(err.filename) if err.filename else root
+        if where == root:
+            raise InputError(f"{root}: cannot read: {_reason(err)}")
+        yield _unreadable(where, err)
 
 
-def _zip_sources(path: str) -> Iterator[Source]:
+def _unreadable(path: str, err: OSError) -> Source:
+    return Source(path, _not_opened, skipped=f"{path}: cannot read: {_reason(err)}; skipped")
+
+
+def _zip_sources(path: str, in_directory: bool = False) -> Iterator[Source]:
     try:
         with zipfile.ZipFile(path) as archive:
-            infos = [info for info in archive.infolist() if not info.is_dir()]
-    except (OSError, zipfile.BadZipFile, EOFError) as err:
+            infos = archive.infolist()
+        entries = [(index, info.filename) for index, info in enumerate(infos) if not info.is_dir()]
+    except (OSError, zipfile.BadZipFile, EOFError, ValueError, RuntimeError) as err:
+        if in_directory and isinstance(err, OSError):
+            yield _unreadable(path, err)
+            return
         raise InputError(f"{path}: not a readable zip archive: {_reason(err)}") from None
-    names = [info.filename for info in infos]
-    skipped = _job_files_with_steps(names)
-    for name in sorted(names, key=_member_key):
+    skipped = _job_files_with_steps([name for _, name in entries])
+    seen: Dict[str, int] = {}
+    for index, name in sorted(entries, key=lambda entry: (_member_key(entry[1]), entry[0])):
         if name in skipped:
             continue
-        yield Source(f"{path}!{name}", _member_opener(path, name))
+        seen[name] = seen.get(name, 0) + 1
+        shown = name if seen[name] == 1 else f"{name}#{seen[name]}"
+        yield Source(f"{path}!{shown}", _member_opener(path, index), in_directory=in_directory)
 
 
-def _member_opener(path: str, name: str) -> Callable[[], IO[bytes]]:
+def _member_opener(path: str, index: int) -> Callable[[], IO[bytes]]:
+    """Open the ``index``-th entry of the archive's central directory (names may repeat)."""
+
     def opener() -> IO[bytes]:
         # The archive handle lives as long as the member stream: ZipExtFile keeps a reference to
         # the underlying file, and closing the member closes it.
         archive = zipfile.ZipFile(path)
         try:
-            return _ClosingMember(archive, archive.open(name))
+            return _ClosingMember(archive, archive.open(archive.infolist()[index]))
         except BaseException:
             archive.close()
             raise
@@ -182,6 +269,10 @@ def _member_key(name: str) -> Tuple[Tuple[object, ...], ...]:
     return tuple(_natural_key(part) for part in name.split("/"))
 
 
+def _not_opened() -> IO[bytes]:
+    raise Unscannable("skipped")  # a skipped source's open() raises before it gets here
+
+
 def _open_stdin() -> IO[bytes]:
     return _NoClose(sys.stdin.buffer)
 
@@ -212,4 +303,4 @@ def _reason(err: BaseException) -> str:
     return text[0] if text else type(err).__name__
 
 
-__all__: List[str] = ["Source", "iter_sources", "STDIN_PATH"]
+__all__: List[str] = ["Source", "Unscannable", "iter_sources", "STDIN_PATH"]

@@ -1,17 +1,22 @@
-"""Every input form: file, directory (recursed, stable order), stdin, .gz, GitHub's run-log .zip."""
+"""Every input form: file, directory (recursed, stable order), stdin, .gz, GitHub's run-log .zip; and what
+cannot be scanned (issue 10.10): duplicate zip members, unreadable files inside a directory, devices and
+FIFOs, file names that are not UTF-8."""
 
 from __future__ import annotations
 
 import gzip
+import json
 import os
+import shutil
 import subprocess
 import sys
+import warnings
 import zipfile
 
 import pytest
 
 from analyzer.errors import InputError
-from analyzer.scan.sources import iter_sources
+from analyzer.scan.sources import Unscannable, iter_sources
 from tests.scan.test_engine_helpers import ids_lines, scan, write
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -122,7 +127,7 @@ def test_missing_path_is_an_input_error_naming_it(tmp_path):
 
 
 def test_empty_directory_is_an_input_error(tmp_path):
-    with pytest.raises(InputError, match="directory holds no log files"):
+    with pytest.raises(InputError, match="directory holds no readable log files"):
         list(iter_sources([str(tmp_path)]))
 
 
@@ -171,3 +176,167 @@ def test_directory_dispatches_gz_and_zip_inside_it(tmp_path):
     assert [(m.path, m.line) for m in scan([root])] == [
         (os.path.join(root, "a.log.gz"), 1), (os.path.join(root, "b.zip") + "!1_job.txt", 2),
     ]
+
+
+# ---- issue 10.10: archives, directories, devices ---------------------------------------------------
+
+
+def _cli(args, **kwargs):
+    """``python -m analyzer --format json ARGS`` as a subprocess; (exit, parsed stdout or text, stderr)."""
+    prefix = kwargs.pop("prefix", [])
+    done = subprocess.run(
+        [*prefix, sys.executable, "-m", "analyzer", "--format", "json", *args],
+        cwd=ROOT, capture_output=True, timeout=120, **kwargs,
+    )
+    out = done.stdout.decode("utf-8", "backslashreplace")
+    return done.returncode, (json.loads(out) if out.startswith("{") else out), done.stderr.decode()
+
+
+def _without_dac_override():
+    """A command prefix under which even root gets "permission denied" on a mode-000 file."""
+    if os.geteuid() != 0:
+        return []
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        pytest.fail("running as root without setpriv: cannot make a file unreadable for real")
+    return [setpriv, "--bounding-set=-dac_override,-dac_read_search"]
+
+
+def _incomplete(report):
+    return [
+        (f["path"], f["line"], f["message"]) for f in report["findings"] if f["kind"] == "scan-incomplete"
+    ]
+
+
+def test_a_zip_with_two_members_of_the_same_name_scans_both(tmp_path):
+    path = os.path.join(str(tmp_path), "logs.zip")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # zipfile warns "Duplicate name"; a re-uploaded log does this
+        with zipfile.ZipFile(path, "w") as archive:
+            archive.writestr("1_job.txt", "first attempt\nSegmentation fault\n")
+            archive.writestr("2_other.txt", "ok\n")
+            archive.writestr("1_job.txt", "second attempt\nok\nFatal Python error: Aborted\n")
+    names = [s.display_path for s in iter_sources([path])]
+    assert names == [f"{path}!1_job.txt", f"{path}!1_job.txt#2", f"{path}!2_other.txt"]
+    assert [read_all(s) for s in iter_sources([path])][:2] == [
+        b"first attempt\nSegmentation fault\n", b"second attempt\nok\nFatal Python error: Aborted\n",
+    ]
+    found = [(m.path, m.line) for m in scan([path])]
+    assert found == [(f"{path}!1_job.txt", 2), (f"{path}!1_job.txt#2", 3)]
+
+
+def test_odd_zip_member_names_are_carried_through(tmp_path):
+    path = os.path.join(str(tmp_path), "logs.zip")
+    odd = ["../../etc/passwd.txt", "a\nb.txt", "caf\u00e9/\u65e5\u672c.txt", " .txt", "x" * 300]
+    with zipfile.ZipFile(path, "w") as archive:
+        for name in odd:
+            archive.writestr(name, "Segmentation fault\n")
+    assert sorted(m.path for m in scan([path])) == sorted(f"{path}!{name}" for name in odd)
+
+
+def _tree_with_an_unreadable_file(tmp_path):
+    root = os.path.join(str(tmp_path), "logs")
+    os.makedirs(os.path.join(root, "deep", "er"))
+    write(tmp_path, "logs/a.log", b"Segmentation fault\n")
+    secret = write(tmp_path, "logs/deep/er/secret.log", b"Fatal Python error: Aborted\n")
+    os.chmod(secret, 0)
+    write(tmp_path, "logs/z.log", b"Fatal Python error: Aborted\n")
+    return root, secret
+
+
+def test_an_unreadable_file_deep_in_a_directory_is_a_warning_and_the_rest_is_scanned(tmp_path):
+    root, secret = _tree_with_an_unreadable_file(tmp_path)
+    code, report, err = _cli([root], prefix=_without_dac_override())
+    assert (code, err) == (1, "")
+    assert _incomplete(report) == [
+        (secret, 0, f"part of the input was not scanned: {secret}: cannot read: permission denied; skipped")
+    ]
+    assert {f["path"] for f in report["findings"] if f["severity"] == "error"} == {
+        os.path.join(root, "a.log"), os.path.join(root, "z.log"),
+    }
+
+
+def test_an_unreadable_file_named_on_the_command_line_is_still_exit_2(tmp_path):
+    _, secret = _tree_with_an_unreadable_file(tmp_path)
+    assert _cli([secret], prefix=_without_dac_override()) == (
+        2, "", f"python -m analyzer: error: {secret}: cannot read: permission denied\n",
+    )
+
+
+def test_an_unreadable_folder_and_broken_links_inside_a_directory_are_warnings(tmp_path):
+    root = os.path.join(str(tmp_path), "logs")
+    os.makedirs(os.path.join(root, "locked"))
+    write(tmp_path, "logs/locked/hidden.log", b"Segmentation fault\n")
+    os.chmod(os.path.join(root, "locked"), 0)
+    os.symlink("nowhere.log", os.path.join(root, "broken.log"))
+    os.symlink("loop.log", os.path.join(root, "loop.log"))
+    write(tmp_path, "logs/ok.log", b"Segmentation fault\n")
+    code, report, err = _cli([root], prefix=_without_dac_override())
+    assert (code, err) == (1, "")
+    reasons = {path: message.split(": ", 1)[1] for path, _, message in _incomplete(report)}
+    assert reasons == {
+        f"{root}/broken.log": f"{root}/broken.log: cannot read: no such file or directory; skipped",
+        f"{root}/loop.log": f"{root}/loop.log: cannot read: too many levels of symbolic links; skipped",
+        f"{root}/locked": f"{root}/locked: cannot read: permission denied; skipped",
+    }
+    assert [f["path"] for f in report["findings"] if f["kind"] == "crash"] == [os.path.join(root, "ok.log")]
+
+
+def test_dev_zero_named_on_the_command_line_is_skipped_with_a_warning(tmp_path):
+    log = write(tmp_path, "job.log", b"Segmentation fault\n")
+    code, report, err = _cli(["/dev/zero", log])
+    assert (code, err) == (1, "")
+    assert _incomplete(report) == [(
+        "/dev/zero", 0,
+        "part of the input was not scanned: /dev/zero is a character device, not a log file; skipped "
+        "(standard input is read as -)",
+    )]
+    assert [f["path"] for f in report["findings"] if f["kind"] == "crash"] == [log]
+
+
+def test_a_fifo_in_a_directory_or_on_the_command_line_is_skipped_not_waited_on(tmp_path):
+    root = os.path.join(str(tmp_path), "logs")
+    os.makedirs(root)
+    fifo = os.path.join(root, "pipe.log")
+    os.mkfifo(fifo)  # nobody ever writes to it: opening it for reading would block forever
+    write(tmp_path, "logs/real.log", b"ok\n")
+    sources = list(iter_sources([root, fifo]))
+    assert [(s.display_path, s.skipped) for s in sources] == [
+        (fifo, f"{fifo} is a FIFO (named pipe), not a log file; skipped (standard input is read as -)"),
+        (os.path.join(root, "real.log"), None),
+        (fifo, f"{fifo} is a FIFO (named pipe), not a log file; skipped (standard input is read as -)"),
+    ]
+    with pytest.raises(Unscannable):
+        sources[0].open()
+    code, report, err = _cli([root])
+    assert (code, err) == (0, "")
+    assert [path for path, _, _ in _incomplete(report)] == [fifo]
+
+
+def test_a_directory_of_nothing_but_devices_is_an_input_error_after_its_warnings(tmp_path):
+    root = os.path.join(str(tmp_path), "logs")
+    os.makedirs(root)
+    os.mkfifo(os.path.join(root, "pipe"))
+    with pytest.raises(InputError) as err:
+        list(iter_sources([root]))
+    assert str(err.value) == f"{root}: directory holds no readable log files (1 skipped, see above)"
+
+
+NON_UTF8_NAMES = [b"caf\xe9.log", b"\xff\xfe.log", b"tab\tand\x1b[31mred.log", b"ok-\xe2\x82\xac.log"]
+
+
+def test_file_names_that_are_not_utf8_survive_as_display_paths(tmp_path):
+    root = os.fsencode(os.path.join(str(tmp_path), "logs"))
+    os.makedirs(root)
+    for name in NON_UTF8_NAMES:
+        with open(os.path.join(root, name), "wb") as handle:
+            handle.write(b"Segmentation fault\n")
+    sources = list(iter_sources([os.fsdecode(root)]))
+    assert sorted(os.fsencode(s.display_path) for s in sources) == sorted(
+        os.path.join(root, name) for name in NON_UTF8_NAMES
+    )
+    assert all(read_all(s) == b"Segmentation fault\n" for s in sources)
+    assert len(scan([os.fsdecode(root)])) == len(NON_UTF8_NAMES)
+    # Named on the command line as bytes, too.
+    (source,) = iter_sources([os.path.join(root, NON_UTF8_NAMES[1])])
+    assert os.fsencode(source.display_path) == os.path.join(root, NON_UTF8_NAMES[1])
