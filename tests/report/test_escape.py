@@ -35,7 +35,7 @@ def test_markdown_text_neutralises_structure():
 
 
 def test_markdown_text_breaks_autolinks_and_puts_mentions_in_code():
-    assert markdown_text("see https://evil/x and WWW.evil.com") == "see https&#58;//evil/x and WWW&#46;evil.com"
+    assert markdown_text("see https://evil/x or WWW.evil.com") == "see https&#58;//evil/x or WWW&#46;evil.com"
     assert markdown_text("ping @team, mail a@b.co, see #12") == "ping ` @team, ` mail ` a@b.co, ` see ` #12 `"
     assert markdown_text("a|@b", table=True) == "` a\\|@b `"
 
