@@ -46,8 +46,8 @@ def step_env() -> Dict[str, str]:
 
 @pytest.fixture(scope="session")
 def act(action_path, runner_temp, step_env):
-    def run(cancel=None, **inputs: str) -> ActionRun:
+    def run(cancel=None, timeout_minutes_s=None, container=False, **inputs: str) -> ActionRun:
         return run_action(inputs, runner_temp=runner_temp, action_path=action_path, env=step_env,
-                          cancel=cancel)
+                          cancel=cancel, timeout_minutes_s=timeout_minutes_s, container=container)
 
     return run

@@ -46,6 +46,7 @@ import os
 import re
 import signal
 import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -57,6 +58,7 @@ import yaml
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 ACTION_FILE = REPO_ROOT / "action.yml"
+DOCKER_EXEC = Path(__file__).with_name("docker_exec.py")
 
 # GitHub refuses a step summary larger than this (the runner drops it and adds an error).
 STEP_SUMMARY_LIMIT_BYTES = 1024 * 1024
@@ -680,16 +682,21 @@ def run_action(
     action_file: Optional[Path] = None,
     env: Optional[Mapping[str, str]] = None,
     step_timeout_s: float = 300.0,
-    cancel: Optional[Tuple[str, float]] = None,
+    cancel: Optional[Tuple[Any, ...]] = None,
     timeout_minutes_s: Optional[float] = None,
     extra_runner_issues: Sequence[WorkflowCommand] = (),
+    container: bool = False,
 ) -> ActionRun:
     """Run the composite action with ``inputs`` as a workflow's ``with:`` would give them.
 
     ``cancel=(step_id, seconds)`` cancels the job that many seconds into that step, as the runner does
-    when a user cancels the workflow or the job's ``timeout-minutes`` expires. ``timeout_minutes_s`` is
-    the ``uses:`` step's own ``timeout-minutes``, in seconds. ``step_timeout_s`` is only the harness's
-    guard against a test that hangs.
+    when a user cancels the workflow or the job's ``timeout-minutes`` expires;
+    ``cancel=(step_id, seconds, text)`` that many seconds after ``text`` first appeared in its output.
+    ``timeout_minutes_s`` is the ``uses:`` step's own ``timeout-minutes``, in seconds.
+    ``step_timeout_s`` is only the harness's guard against a test that hangs. ``container=True`` runs
+    each ``run:`` step as a ``container:`` job does, through a ``docker exec -i`` client that forwards no
+    signal (see docker_exec.py); the pid of each step's process "in the container" is in
+    ``runner_temp/_runner_file_commands/STEP.container-pid``.
     """
     action = yaml.safe_load((action_file or action_path / "action.yml").read_text(encoding="utf-8"))
     if action.get("runs", {}).get("using") != "composite":
@@ -736,8 +743,13 @@ def run_action(
             result = _check_uses(step, step_id, name, contexts, status)
         else:
             cancel_after = cancel[1] if cancel and cancel[0] == step_id else None
+            cancel_text = cancel[2] if cancel and cancel[0] == step_id and len(cancel) > 2 else None
+            wrap = None
+            if container:
+                wrap = [sys.executable, str(DOCKER_EXEC), str(scratch / f"{step_id}.container-pid"), "--"]
             result = run_script_step(step, step_id, name, contexts, status, job_env, scratch, workspace,
-                                     step_timeout_s, cancel_after, timeout_after_s=remaining)
+                                     step_timeout_s, cancel_after, timeout_after_s=remaining, wrap=wrap,
+                                     cancel_after_text=cancel_text)
         results.append(result)
         steps_ctx[step_id] = {"outputs": dict(result.outputs), "outcome": result.outcome,
                               "conclusion": result.outcome}
@@ -764,7 +776,10 @@ def _status(failed: bool, cancelled: bool) -> Dict[str, bool]:
 
 
 def _cancel_like_the_runner(proc: subprocess.Popen, after_s: float, done: threading.Event,
-                            sent: List[int]) -> None:
+                            sent: List[int], seen: Optional[Any] = None) -> None:
+    while seen is not None and not seen():
+        if done.wait(0.05):
+            return
     if done.wait(after_s):
         return
     for signum, wait_s in ((signal.SIGINT, CANCEL_SIGINT_WAIT_S), (signal.SIGTERM, CANCEL_SIGTERM_WAIT_S),
@@ -811,7 +826,8 @@ def run_script_step(step: Mapping[str, Any], step_id: str, name: str, contexts: 
                     status: Mapping[str, bool], job_env: Mapping[str, str], scratch: Path, workspace: Path,
                     timeout_s: float, cancel_after_s: Optional[float] = None, *,
                     timeout_after_s: Optional[float] = None, stream_order: str = "stderr-first",
-                    wrap: Optional[Sequence[str]] = None) -> StepResult:
+                    wrap: Optional[Sequence[str]] = None, cancel_after_text: Optional[str] = None
+                    ) -> StepResult:
     """Run one ``run:`` step. ``cancel_after_s``: the job is cancelled then; ``timeout_after_s``: the
     step's clock runs out then (it fails "timed out"). ``stream_order``: ``stderr-first`` (the whole
     step as one batch, the runner's worst case) or ``arrival``. ``wrap``: argv put before the shell
@@ -862,8 +878,18 @@ def run_script_step(step: Mapping[str, Any], step_id: str, name: str, contexts: 
     canceller = None
     stop_after = [t for t in (cancel_after_s, timeout_after_s) if t is not None]
     timed_out = timeout_after_s is not None and (cancel_after_s is None or timeout_after_s <= cancel_after_s)
+    seen = None
+    if cancel_after_text is not None:
+        if timeout_after_s is not None:
+            raise HarnessError("a cancel after a text and a step deadline together are not modelled")
+        needle = cancel_after_text.encode("utf-8")
+
+        def seen() -> bool:
+            with lock:
+                return needle in b"".join(c for _, c in arrived)
     if stop_after:
-        canceller = threading.Thread(target=_cancel_like_the_runner, args=(proc, min(stop_after), done, sent))
+        canceller = threading.Thread(target=_cancel_like_the_runner,
+                                     args=(proc, min(stop_after), done, sent, seen))
         canceller.start()
     deadline = time.monotonic() + timeout_s
     try:

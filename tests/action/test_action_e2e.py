@@ -103,7 +103,8 @@ def test_clean_pass(clean_run):
     assert report["findings"] == []
     assert annotations(clean_run, "error") == [] and annotations(clean_run, "warning") == []
     assert "2 passed" in clean_run.step("guard").output
-    assert [s.outcome for s in clean_run.steps] == ["success", "success", "skipped"], "no upload unasked"
+    outcomes = [s.outcome for s in clean_run.steps]
+    assert outcomes == ["success", "success", "skipped", "skipped"], "no stop, no upload unasked"
 
 
 def test_atexit_exception_after_exit_0_fails_the_job(atexit_run):
@@ -174,7 +175,7 @@ def test_allow_workflow_commands_lets_them_through(act):
 def test_cancelled_job_gets_its_diagnosis_in_the_runners_window_and_nothing_survives(act):
     marker = f"ghg-cancel-{uuid.uuid4().hex}"
     result = act(run=f"python -m pytest -v examples/hang --basetemp={tempfile.gettempdir()}/{marker}",
-                 cancel=("guard", 4.0), **{"upload-logs": "cancelled-logs"})
+                 cancel=("guard", 1.5, "test_data_loader PASSED"), **{"upload-logs": "cancelled-logs"})
     processes = psutil.process_iter(["cmdline"])
     survivors = [p for p in processes if marker in " ".join(p.info["cmdline"] or ())]
     for process in survivors:  # only when the test fails; never leave them running
@@ -240,7 +241,7 @@ def test_self_test_checker_rejects_a_wrong_expectation(clean_run):
 
 def test_missing_interpreter_fails_setup_with_one_clear_annotation(act):
     result = act(run="echo hi", python="no-such-python3.99", **{"upload-logs": "logs"})
-    assert [s.outcome for s in result.steps] == ["failure", "skipped", "skipped"]
+    assert [s.outcome for s in result.steps] == ["failure", "skipped", "skipped", "skipped"]
     [error] = result.annotations
     assert error.name == "error" and "no-such-python3.99" in error.data and "python input" in error.data
     assert result.outputs["verdict"] == ""
@@ -276,7 +277,7 @@ def test_input_values_in_the_actions_own_messages_are_escaped(act):
 def test_a_missing_or_empty_run_fails_with_one_clear_error(act, inputs):
     """ActionRunner.cs:205-236 never checks required: a misspelled input is a warning, run stays ""."""
     result = act(**inputs)
-    assert [s.outcome for s in result.steps] == ["failure", "skipped", "skipped"]
+    assert [s.outcome for s in result.steps] == ["failure", "skipped", "skipped", "skipped"]
     assert result.conclusion == "failure" and result.outputs["verdict"] == ""
     errors = [a for a in result.shown_annotations if a.name == "error"]
     assert len(errors) == 1 and errors[0].data.startswith("run input: no command to run"), errors
@@ -355,3 +356,47 @@ def test_flood_leaves_room_for_the_runners_warning_and_keeps_the_root_cause(floo
         assert annotated + left_out == len(report["findings"])
         # Nothing the guard made was dropped by the cap.
         assert [a for a in run.annotations if a not in shown] == []
+
+
+# --- container jobs -------------------------------------------------------------------------------------
+
+
+def _kill_marked(marker: str) -> list:
+    survivors = [p for p in psutil.process_iter(["cmdline"]) if marker in " ".join(p.info["cmdline"] or ())]
+    for process in survivors:  # only when the test fails; never leave them running
+        try:
+            process.kill()
+        except psutil.NoSuchProcess:
+            pass
+    return survivors
+
+
+def test_container_job_cancel_the_stop_step_reaches_the_guard(act):
+    """In a container: job the runner's SIGINT only kills the docker exec client (docker_exec.py); the
+    guard runs on inside. The stop step signals it, waits for its report and hands on summary and outputs,
+    then the upload runs."""
+    marker = f"ghg-container-{uuid.uuid4().hex}"
+    result = act(run=f"python -m pytest -v examples/hang --basetemp={tempfile.gettempdir()}/{marker}",
+                 timeout="120s", cancel=("guard", 1.5, "test_data_loader PASSED"), container=True,
+                 **{"upload-logs": "container-logs"})
+    survivors = _kill_marked(marker)
+    guard, stop = result.step("guard"), result.step("stop")
+    assert guard.outcome == "cancelled" and guard.cancel_signals == (signal.SIGINT,)
+    # The runner read the guard step's files when the client died: no verdict came from that step.
+    assert "verdict" not in guard.outputs and guard.outputs["pid"]
+    assert stop.ran and stop.outcome == "success", stop.output[-3000:]
+    assert any(a.name == "warning" and "did not reach the guard" in a.data for a in stop.commands)
+    assert survivors == []
+    assert result.outputs["verdict"] == "fail"
+    assert report_of(result)["command"]["timeout_reason"] == "cancelled"
+    assert "wait_for_peers" in stop.summary
+    [upload] = [s for s in result.steps if s.uses]
+    assert upload.ran and upload.with_inputs["path"] == result.outputs["log-dir"]
+
+
+def test_host_job_cancel_the_stop_step_finds_the_guard_gone(act):
+    result = act(run="sleep 60", timeout="120s", cancel=("guard", 2.0))
+    stop = result.step("stop")
+    assert stop.ran and "the guard had already ended" in stop.output
+    assert [c for c in stop.commands if c.name == "warning"] == []
+    assert result.outputs["verdict"] == "fail"

@@ -89,7 +89,12 @@ def test_every_output_write_goes_through_the_one_heredoc_writer():
     for step in RUN_STEPS:
         for line in step["run"].splitlines():
             if "GITHUB_OUTPUT" in line and "--github-output" not in line:
-                assert line.strip().startswith("printf '%s<<%s\\n%s\\n%s\\n'"), line
+                # Only the stop step hands on the guard's own outputs file, written by the guard's writer.
+                assert line.strip().startswith("put_output ") or '"$GHG_OUTPUT_FILE"' in line, line
+    lib = (ACTION_FILE.parent / "scripts" / "action-lib.sh").read_text(encoding="utf-8")
+    writes = [line.strip() for line in lib.splitlines() if "GITHUB_OUTPUT" in line]
+    assert writes == ["printf '%s<<%s\\n%s\\n%s\\n' \"$1\" \"$delimiter\" \"$2\" \"$delimiter\" "
+                      '>> "$GITHUB_OUTPUT"']
 
 
 def test_outputs_come_from_the_guard_step():

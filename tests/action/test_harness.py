@@ -288,3 +288,112 @@ def test_cancel_signals_only_the_step_process_like_the_runner(tmp_path, monkeypa
     assert step.cancel_signals == (signal.SIGINT, signal.SIGTERM) and step.outcome == "cancelled"
     assert "ready" in step.output
     assert result.step("after").outputs == {"ran": "yes"} and result.conclusion == "cancelled"
+
+
+ACTION_DEADLINE = """
+name: deadline
+description: deadline
+outputs:
+  seen: {description: x, value: "${{ steps.s.outputs.seen }}"}
+runs:
+  using: composite
+  steps:
+    - id: s
+      shell: bash
+      run: |
+        trap 'echo "seen=sigint" >> "$GITHUB_OUTPUT"; kill "$!"; exit 130' INT
+        echo "seen=started" >> "$GITHUB_OUTPUT"
+        sleep 30 >/dev/null 2>&1 &
+        wait
+    - id: upload
+      if: ${{ always() }}
+      uses: actions/upload-artifact@ea165f8d65b6e75b540449e92b4886f43607fa02
+      with: {name: logs, path: /tmp}
+    - id: after
+      if: ${{ always() }}
+      shell: bash
+      run: echo "ran=yes" >> "$GITHUB_OUTPUT"
+"""
+
+
+def test_a_uses_steps_timeout_minutes_is_every_embedded_steps_deadline(tmp_path):
+    """CompositeActionHandler.cs:143 creates every embedded context up front with ExecutionContext.cs:500's
+    GetRemainingTimeout(): once the uses: step's time is up, the running step times out (failed, not
+    cancelled: CompositeActionHandler.cs:494-498) and each later step, always() or not, fails at once."""
+    (tmp_path / "action.yml").write_text(ACTION_DEADLINE)
+    result = run_action({}, runner_temp=tmp_path / "t", action_path=tmp_path, timeout_minutes_s=1.0)
+    s, upload, after = result.steps
+    assert s.timed_out and s.outcome == "failure" and s.cancel_signals == (signal.SIGINT,)
+    # The step's files are still read after it was stopped (ActionRunner.cs:276-283), outputs evaluated.
+    assert s.outputs == {"seen": "sigint"} and result.outputs == {"seen": "sigint"}
+    assert not upload.ran and upload.timed_out and not after.ran and after.outcome == "failure"
+    assert [(a.name, a.data) for a in result.annotations] == [("error", harness.TIMED_OUT_MESSAGE)] * 3
+    assert result.conclusion == "failure"
+
+
+def test_a_job_cancel_lets_always_steps_run_on_their_own_clock(tmp_path):
+    """CompositeActionHandler.cs:328-372: on the job's cancel the running step's if: is evaluated again;
+    later steps get their own token (ExecutionContext.cs:436), so always() steps run."""
+    (tmp_path / "action.yml").write_text(ACTION_DEADLINE)
+    result = run_action({}, runner_temp=tmp_path / "t", action_path=tmp_path, cancel=("s", 1.0))
+    s, upload, after = result.steps
+    assert s.outcome == "cancelled" and s.outputs == {"seen": "sigint"}
+    assert upload.ran and upload.with_inputs == {"name": "logs", "path": "/tmp"}
+    assert after.outputs == {"ran": "yes"}
+
+
+ACTION_ORDER = """
+name: order
+description: order
+runs:
+  using: composite
+  steps:
+    - id: s
+      shell: bash
+      run: |
+        echo '::stop-commands::tok-9'
+        echo '::error::from stderr, written after the fence' >&2
+        echo '::tok-9::'
+"""
+
+
+def test_stderr_lines_of_a_batch_are_handled_before_stdout_lines(tmp_path):
+    """ProcessInvoker.cs:398-441: a fence on stdout does not cover stderr written inside it."""
+    (tmp_path / "action.yml").write_text(ACTION_ORDER)
+    result = run_action({}, runner_temp=tmp_path / "t", action_path=tmp_path)
+    errors = [(a.name, a.data) for a in result.annotations]
+    assert errors == [("error", "from stderr, written after the fence")]
+
+
+ACTION_INPUTS = """
+name: inputs
+description: inputs
+inputs:
+  run: {description: x, required: true}
+  Mode: {description: x, default: fast}
+outputs:
+  got: {description: x, value: "[${{ inputs.run }}|${{ inputs.Mode }}]"}
+runs:
+  using: composite
+  steps:
+    - shell: bash
+      run: "true"
+"""
+
+
+def test_required_is_not_enforced_names_match_case_insensitively_unknown_inputs_warn(tmp_path):
+    (tmp_path / "action.yml").write_text(ACTION_INPUTS)
+    result = run_action({"command": "pytest", "MODE": "slow"}, runner_temp=tmp_path / "t",
+                        action_path=tmp_path)
+    assert result.outputs == {"got": "[|slow]"} and result.conclusion == "success"
+    [warning] = result.runner_issues
+    assert warning.name == "warning"
+    assert warning.data.startswith("Unexpected input(s) 'command', valid inputs")
+
+
+def test_shown_annotations_keep_the_runners_own_first_and_ten_of_each_type(tmp_path):
+    lines = "\n        ".join(f"echo '::warning::w{i}'" for i in range(12))
+    (tmp_path / "action.yml").write_text(ACTION_TOY.replace('echo "::warning::$WORD"', lines))
+    result = run_action({"word": "x", "typo": "y"}, runner_temp=tmp_path / "t", action_path=tmp_path)
+    shown = [a.data for a in result.shown_annotations if a.name == "warning"]
+    assert shown[0].startswith("Unexpected input(s) 'typo'") and shown[1:] == [f"w{i}" for i in range(9)]
