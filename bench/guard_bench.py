@@ -4,15 +4,24 @@
    /dev/zero on stdout and the same on stderr, at once), console to /dev/null, logs to a temp dir.
    Goal: the guard within 1.2x of tee's time.
 2. The guard's own CPU while the command is quiet (``sleep``): goal under 1% of one core.
-3. Deadline -> guard returns, for a tree of three Python processes that ignore SIGTERM, stack dumps
-   included. Goal: kill grace + under 1 s.
+3. Deadline -> guard returns, for a tree of three and of ``--processes`` (16) Python processes that
+   ignore SIGTERM, stack dumps included; and the runner's cancel (SIGINT) -> guard returns for the
+   16-process tree, the guard in its own process as the CLI runs it. Goals: kill grace + under 1 s
+   (the cancel caps the grace to 3 s and must end well inside the runner's 7.5 s before SIGTERM).
+4. Total time of a whole guarded run (``python -m analyzer run -- cat LOG``: start-up, pump, the live
+   scan, the report) vs ``cat LOG | tee``, on ``--total-mib`` MiB of a realistic test-heavy log
+   (``logshapes.write_tests_repeated``; ``--total-shape`` picks another), and how long after the
+   command's end the report was written.
+   Goal: within 1.2x of tee. ``--total-only`` runs just this.
 
-Usage: python bench/guard_bench.py [--mib 512] [--quiet-s 10] [--kill-grace 1]
+Usage: python bench/guard_bench.py [--mib 512] [--quiet-s 10] [--kill-grace 1] [--processes 16]
+       [--deadline-only] [--total-mib 512] [--total-rounds 3] [--total-engines auto,python] [--total-only]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import subprocess
@@ -25,6 +34,8 @@ from analyzer.supervise.guard import GuardOptions, supervise
 
 ROOT = Path(__file__).resolve().parents[1]
 IGNORE_SIGTERM = ROOT / "tests" / "bin" / "ignore_sigterm.py"
+DRIVER = ROOT / "tests" / "supervise" / "guard_driver.py"
+RUNNER_SIGTERM_AFTER_S = 7.5  # after SIGINT (actions/runner ProcessInvoker.CancelAndKillProcessTree)
 
 
 def flood_command(mib: int) -> str:
@@ -91,13 +102,19 @@ def quiet_cpu(seconds: float, workdir: str) -> float:
     return 100.0 * cpu / wall
 
 
-def deadline_to_exit(kill_grace: float, workdir: str):
-    script = (
+def stubborn_tree(processes: int) -> str:
+    """A Python command with ``processes - 1`` children, all ignoring SIGTERM, as a stuck job's ranks."""
+    return (
         "import subprocess, sys\n"
-        f"kids = [subprocess.Popen([sys.executable, {str(IGNORE_SIGTERM)!r}]) for _ in range(2)]\n"
+        f"kids = [subprocess.Popen([sys.executable, {str(IGNORE_SIGTERM)!r}])"
+        f" for _ in range({processes - 1})]\n"
         f"exec(open({str(IGNORE_SIGTERM)!r}).read())\n"
     )
-    timeout = 2.0
+
+
+def deadline_to_exit(kill_grace: float, workdir: str, processes: int = 3):
+    script = stubborn_tree(processes)
+    timeout = 2.0 + processes * 0.1  # every process up before the clock runs out
     start = time.monotonic()
     result = supervise(
         GuardOptions(
@@ -109,9 +126,38 @@ def deadline_to_exit(kill_grace: float, workdir: str):
         )
     )
     after_deadline = time.monotonic() - start - timeout
-    text = (Path(result.command.log_dir) / "stacks.txt").read_text()
+    return after_deadline, _dumps(result.command.log_dir), result
+
+
+def _dumps(log_dir: str) -> str:
+    text = (Path(log_dir) / "stacks.txt").read_text()
     native = text.count(" (native frames): ")
-    return after_deadline, f"{text.count('=== pid ') - native} Python + {native} native stack dumps", result
+    failed = text.count("(py-spy: ")
+    return f"{text.count('=== pid ') - native} Python + {native} native stack dumps ({failed} failed)"
+
+
+def cancel_to_exit(kill_grace: float, workdir: str, processes: int):
+    """Seconds from the runner's SIGINT to the guard's return, the guard in its own process."""
+    log_dir = os.path.join(workdir, "cancel")
+    options = {"argv": [sys.executable, "-c", stubborn_tree(processes)], "log_dir": log_dir,
+               "kill_grace_s": kill_grace, "echo": True}
+    result_path = os.path.join(workdir, "cancel.json")
+    proc = subprocess.Popen([sys.executable, str(DRIVER), json.dumps(options), result_path],
+                            stdout=subprocess.PIPE, cwd=str(ROOT))
+    try:
+        for _ in range(processes):
+            proc.stdout.readline()  # "ignoring SIGTERM" from each
+        started = time.monotonic()
+        proc.send_signal(2)  # SIGINT, as the runner's cancel
+        proc.wait(timeout=60)
+        took = time.monotonic() - started
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    with open(result_path) as handle:
+        command = json.load(handle)["command"]
+    return took, _dumps(log_dir), command
 
 
 def _median(values):
@@ -120,15 +166,114 @@ def _median(values):
     return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
 
 
+# -- 4. total time of a guarded run: pump + live scan + report ------------------------------------------
+
+def time_tee_cat(log: str, workdir: str) -> float:
+    out = os.path.join(workdir, "tee-total.log")
+    if os.path.exists(out):
+        os.unlink(out)
+    start = time.monotonic()
+    subprocess.run(["bash", "-c", 'cat "$1" | tee "$2" >/dev/null', "_", log, out], check=True)
+    took = time.monotonic() - start
+    assert os.path.getsize(out) == os.path.getsize(log)
+    return took
+
+
+def time_guarded_cat(log: str, workdir: str, engine: str):
+    """(wall s of the whole CLI run, s from the command's end to the guard's exit, the JSON report)."""
+    log_dir = os.path.join(workdir, f"total-{engine}")
+    ended = os.path.join(workdir, "command-ended")
+    report = os.path.join(workdir, "total.json")
+    command = ["sh", "-c", 'cat "$1"; date +%s.%N > "$2"', "_", log, ended]
+    start = time.monotonic()
+    with open(os.devnull, "wb") as null:
+        subprocess.run(
+            [sys.executable, "-m", "analyzer", "run", "--engine", engine, "--log-dir", log_dir,
+             "--json", report, "--", *command],
+            stdout=null, cwd=str(ROOT), check=False,
+        )
+    took = time.monotonic() - start
+    exited = time.time()
+    with open(ended) as handle:
+        after_end = exited - float(handle.read())
+    assert os.path.getsize(os.path.join(log_dir, "stdout.log")) == os.path.getsize(log)
+    with open(report) as handle:
+        return took, after_end, json.load(handle)
+
+
+def total_time(mib: int, rounds: int, workdir: str, engines, shape: str) -> None:
+    sys.path.insert(0, str(ROOT / "bench"))
+    import logshapes
+
+    log = os.path.join(workdir, f"{shape}.log")
+    getattr(logshapes, f"write_{shape.replace('-', '_')}")(log, mib << 20)
+    size_mb = os.path.getsize(log) / 1e6
+    print(f"total time of a guarded run ({size_mb:.0f} MB {shape} log through `cat`, console to /dev/null,"
+          f" {rounds} interleaved rounds; the machine is shared, so the median is the number)")
+    tee_times = []
+    by_engine = {engine: ([], []) for engine in engines}
+    findings = {}
+    for _ in range(rounds):
+        tee_times.append(time_tee_cat(log, workdir))
+        for engine in engines:
+            took, after_end, report = time_guarded_cat(log, workdir, engine)
+            by_engine[engine][0].append(took)
+            by_engine[engine][1].append(after_end)
+            findings[engine] = [(f["rule"], f["line"]) for f in report["findings"]]
+            incomplete = [f for f in report["findings"] if f["kind"] == "scan-incomplete"]
+            assert not incomplete, incomplete
+    tee = _median(tee_times)
+    print(f"  cat | tee      : min {min(tee_times):5.2f} s  median {tee:5.2f} s  {size_mb / tee:6.0f} MB/s")
+    for engine, (times, after) in by_engine.items():
+        ratio = _median(times) / tee
+        print(f"  guard ({engine:<9}): min {min(times):5.2f} s  median {_median(times):5.2f} s"
+              f"  {size_mb / _median(times):6.0f} MB/s  {ratio:.2f}x tee (goal <= 1.2x) "
+              f"{'OK' if ratio <= 1.2 else 'MISSED'};  report written {_median(after):.2f} s after the"
+              f" command ended; {len(findings[engine])} findings")
+    if len(findings) > 1:
+        same = len({tuple(f) for f in findings.values()}) == 1
+        print(f"  identical findings on every engine: {'yes' if same else 'NO'}")
+
+
+def deadline_and_cancel(args, workdir: str) -> None:
+    for processes in (3, args.processes):
+        extra, stacks, result = deadline_to_exit(args.kill_grace, workdir, processes)
+        beyond = extra - args.kill_grace
+        print(f"deadline -> return, {processes} processes ignoring SIGTERM, kill grace "
+              f"{args.kill_grace:g} s: {extra:.2f} s = grace + {beyond:.2f} s, {stacks}, "
+              f"exit {result.command.exit_code}, "
+              f"{result.command.containment}  (goal grace + < 1 s) {'OK' if beyond < 1 else 'MISSED'}")
+    took, stacks, command = cancel_to_exit(args.kill_grace, workdir, args.processes)
+    beyond = took - args.kill_grace
+    print(f"SIGINT (runner cancel) -> return, {args.processes} processes ignoring SIGTERM, kill grace "
+          f"{args.kill_grace:g} s: {took:.2f} s = grace + {beyond:.2f} s, {stacks}, exit "
+          f"{command['exit_code']}  (goal grace + < 1 s, and < {RUNNER_SIGTERM_AFTER_S:g} s) "
+          f"{'OK' if beyond < 1 and took < RUNNER_SIGTERM_AFTER_S else 'MISSED'}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mib", type=int, default=512, help="MiB per stream (default 512: 1 GiB in all)")
     parser.add_argument("--quiet-s", type=float, default=10.0)
     parser.add_argument("--kill-grace", type=float, default=1.0)
+    parser.add_argument("--processes", type=int, default=16, help="processes in the stuck tree (default 16)")
     parser.add_argument("--rounds", type=int, default=5, help="throughput rounds (min and median)")
+    parser.add_argument("--total-mib", type=int, default=512, help="MiB of log for the total-time run")
+    parser.add_argument("--total-rounds", type=int, default=3)
+    parser.add_argument("--total-engines", default="auto,python", help="engines for the total-time run")
+    parser.add_argument("--total-shape", default="tests-repeated", help="a bench/logshapes.py shape")
+    parser.add_argument("--total-only", action="store_true", help="run only the total-time comparison")
+    parser.add_argument("--deadline-only", action="store_true", help="only the deadline and cancel timings")
     args = parser.parse_args()
     workdir = tempfile.mkdtemp(prefix="guard-bench-")
     try:
+        if args.total_only:
+            engines = args.total_engines.split(",")
+            total_time(args.total_mib, args.total_rounds, workdir, engines, args.total_shape)
+            return 0
+        if args.deadline_only:
+            deadline_and_cancel(args, workdir)
+            return 0
         tee_times, guard_times = [], []
         for _ in range(args.rounds):  # alternate so both see the same machine state
             tee_times.append(time_tee(args.mib, workdir))
@@ -144,11 +289,9 @@ def main() -> int:
         cpu = quiet_cpu(args.quiet_s, workdir)
         print(f"quiet command ({args.quiet_s:g} s of sleep): guard CPU {cpu:.3f}% of a core"
               f"  (goal < 1%) {'OK' if cpu < 1 else 'MISSED'}")
-        extra, stacks, result = deadline_to_exit(args.kill_grace, workdir)
-        beyond = extra - args.kill_grace
-        print(f"deadline -> return, 3 processes ignoring SIGTERM, kill grace {args.kill_grace:g} s: "
-              f"{extra:.2f} s = grace + {beyond:.2f} s, {stacks}, "
-              f"exit {result.command.exit_code}  (goal grace + < 1 s) {'OK' if beyond < 1 else 'MISSED'}")
+        deadline_and_cancel(args, workdir)
+        engines = args.total_engines.split(",")
+        total_time(args.total_mib, args.total_rounds, workdir, engines, args.total_shape)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     return 0

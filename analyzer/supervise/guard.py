@@ -41,11 +41,12 @@ STDERR_LOG = "stderr.log"
 EVIDENCE_FILES = (STACKS_FILE, PROCESSES_FILE, GPU_FILE)
 
 ABORT_POLL_S = 0.25
-DUMP_TIMEOUT_S = 3.0
-NATIVE_DUMP_TIMEOUT_S = 2.0
+DUMP_TIMEOUT_S = 3.0  # the bound for all stack dumps together (non-blocking and native run at once)
 _PAUSABLE_STATES = ("R", "S")  # py-spy --native attaches with ptrace: not to stopped or D-state ones
 GPU_TIMEOUT_S = 3.0
 MAX_DUMPS = 32  # a tree of thousands of Python processes gets the first 32 in tree order dumped
+# Native dumps pause their target (ptrace) and cost far more: the command and the first few others.
+MAX_NATIVE_DUMPS = 4
 # The runner's cancel sends SIGINT, SIGTERM 7.5 s later and SIGKILL 2.5 s after that
 # (actions/runner src/Runner.Sdk/ProcessInvoker.cs, CancelAndKillProcessTree): the guard's part
 # must be over CANCEL_WINDOW_S after the first signal, leaving the rest for the scan and the report;
@@ -202,8 +203,18 @@ class _Run:
         self.reaper.start()
 
     # -- tree -----------------------------------------------------------------------------------
-    def living_tree(self) -> List[tree.Proc]:
-        # Frozen, a pid hopper cannot be between two pids while the walk reads them.
+    def living_tree(self, hold: bool = False) -> List[tree.Proc]:
+        """The tree now; with ``hold``, walked with the cgroup frozen.
+
+        Frozen, a pid hopper cannot be between two pids while the walk reads them, but a frozen
+        process no longer shows the state and wait channel it was in: evidence is walked unfrozen.
+        """
+        if not hold:
+            found = tree.find_tree(
+                self.root, spawn.TOKEN_ENV, self.token, self.helper_pids, self.containment.members()
+            )
+            if found or not self.containment.members():
+                return [p for p in found if p.pid not in self.unkillable]
         with self.containment.frozen():
             found = tree.find_tree(
                 self.root, spawn.TOKEN_ENV, self.token, self.helper_pids, self.containment.members()
@@ -223,7 +234,7 @@ class _Run:
     def sweep(self, deadline: Deadline, reserve_s: float = 0.0) -> None:
         """SIGKILL whatever of the tree appeared or was missed during teardown (bounded rounds)."""
         for _ in range(_SWEEP_ROUNDS):
-            extra = self.living_tree()
+            extra = self.living_tree(hold=True)
             if not extra:
                 return
             if self.containment.kernel:
@@ -289,7 +300,7 @@ class _Run:
             grace = min(self.options.kill_grace_s, CANCEL_KILL_GRACE_S)
             return Deadline(self.cancel.window()), grace
         grace = self.options.kill_grace_s
-        total = DUMP_TIMEOUT_S + NATIVE_DUMP_TIMEOUT_S + grace + escalate.KILL_WAIT_S + PIPE_DRAIN_S
+        total = DUMP_TIMEOUT_S + grace + escalate.KILL_WAIT_S + PIPE_DRAIN_S
         return Deadline(total), grace
 
     def diagnose_and_end(self, reason: TimeoutReason) -> Deadline:
@@ -326,6 +337,10 @@ class _Run:
         skipped = max(0, len(python_pids) - MAX_DUMPS)
         python_pids = python_pids[:MAX_DUMPS]
         dump_s = deadline.within(CANCEL_DUMP_TIMEOUT_S if cancelled else DUMP_TIMEOUT_S, reserve)
+        pausable: List[int] = []
+        if not cancelled:  # on cancel every second counts: Python frames only
+            states = {info.pid: info.state for info in infos}
+            pausable = [pid for pid in python_pids if states.get(pid) in _PAUSABLE_STATES][:MAX_NATIVE_DUMPS]
         gpu_box: List[Optional[snapshot.GpuSnapshot]] = [None]
         with self.reaper.paused():  # no helper may be reaped before its pid is known
             gpu_thread = threading.Thread(
@@ -333,13 +348,8 @@ class _Run:
                 daemon=True,
             )
             gpu_thread.start()
-            dumps = snapshot.dump_stacks(python_pids, dump_s, self.helper_pids)
-            native: List[snapshot.StackDump] = []
-            native_s = deadline.within(NATIVE_DUMP_TIMEOUT_S, reserve)
-            if not cancelled and self.cancel.signum is None and native_s > 0.2:
-                states = {info.pid: info.state for info in infos}
-                pausable = [pid for pid in python_pids if states.get(pid) in _PAUSABLE_STATES]
-                native = snapshot.dump_stacks(pausable, native_s, self.helper_pids, native=True)
+            # Every dump at once, under one bound: 16 ranks cost about what one does.
+            dumps, native = snapshot.dump_all(python_pids, pausable, dump_s, self.helper_pids)
             gpu_thread.join(deadline.within(0.5))
         return diagnosis.Evidence(tuple(infos), tuple(dumps), tuple(native), gpu_box[0], skipped)
 

@@ -3,8 +3,9 @@
 Both tools run as helper processes with their own short timeouts, all at once, so a hung target (or
 a hung driver) cannot stall the guard. ``py-spy dump --nonblocking`` reads the target's memory
 without stopping it, which also works for stopped and D-state processes. py-spy refuses ``--native``
-together with ``--nonblocking``, so native frames come from a second, pausing dump of the processes
-that can be paused (not on cancel, where time is short).
+together with ``--nonblocking``, so native frames come from a second, pausing dump of a few
+processes that can be paused, started at the same moment as the others (not on cancel, where time
+is short).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 PY_SPY_NAME = "py-spy"
 NVIDIA_SMI_NAME = "nvidia-smi"
@@ -177,28 +178,48 @@ def dump_stacks(
     killed and not stopped or in D state. ``helper_pids`` receives the helpers' pids so the tree
     walk can leave them out.
     """
+    plain, natives = dump_all(() if native else pids, pids if native else (), timeout_s, helper_pids)
+    return natives if native else plain
+
+
+def dump_all(
+    pids: Sequence[int],
+    native_pids: Sequence[int],
+    timeout_s: float,
+    helper_pids: Optional[List[int]] = None,
+) -> Tuple[List[StackDump], List[StackDump]]:
+    """Non-blocking dumps of ``pids`` and native dumps of ``native_pids``, every helper started at once.
+
+    One ``timeout_s`` bounds them all: many processes cost about what one does, not the sum.
+    """
     tool = find_tool(PY_SPY_NAME)
     if tool is None:
-        return [StackDump(pid, "", "py-spy is not installed") for pid in pids]
+        missing = "py-spy is not installed"
+        return ([StackDump(pid, "", missing) for pid in pids],
+                [StackDump(pid, "", missing) for pid in native_pids])
     deadline = time.monotonic() + timeout_s
-    prefix = privilege_prefix(os.geteuid(), _ptrace_scope(), shutil.which("sudo")) if pids else []
-    helpers: Dict[int, _Helper] = {}
-    for pid in pids:
-        mode = "--native" if native else "--nonblocking"
-        helpers[pid] = _Helper([*prefix, tool, "dump", mode, "--full-filenames", "--pid", str(pid)])
-        if helper_pids is not None and helpers[pid].proc is not None:
-            helper_pids.append(helpers[pid].proc.pid)
-    dumps = []
-    for pid, helper in helpers.items():
+    wanted = [(pid, False) for pid in pids] + [(pid, True) for pid in native_pids]
+    prefix = privilege_prefix(os.geteuid(), _ptrace_scope(), shutil.which("sudo")) if wanted else []
+    helpers: List[Tuple[int, bool, _Helper]] = []
+    for pid, is_native in wanted:
+        mode = "--native" if is_native else "--nonblocking"
+        helper = _Helper([*prefix, tool, "dump", mode, "--full-filenames", "--pid", str(pid)])
+        helpers.append((pid, is_native, helper))
+        if helper_pids is not None and helper.proc is not None:
+            helper_pids.append(helper.proc.pid)
+    plain: List[StackDump] = []
+    natives: List[StackDump] = []
+    for pid, is_native, helper in helpers:
         status, text = helper.finish(deadline)
         if helper.error:
-            dumps.append(StackDump(pid, text, helper.error))
+            dump = StackDump(pid, text, helper.error)
         elif status != 0:
             why = text.strip().splitlines()[-1] if text.strip() else f"exit {status}"
-            dumps.append(StackDump(pid, "", why))
+            dump = StackDump(pid, "", why)
         else:
-            dumps.append(StackDump(pid, text))
-    return dumps
+            dump = StackDump(pid, text)
+        (natives if is_native else plain).append(dump)
+    return plain, natives
 
 
 @dataclass(frozen=True)
