@@ -203,10 +203,9 @@ class Fetcher:
         self.totals.jobs += 1
         if path is None:
             self.totals.gone += 1
-            self.warn(
-                f"warning: the log of job {facts.job_id} ({facts.name}) is gone (expired on GitHub); "
-                "not scanned"
-            )
+            status = job.get("status") or "unknown"
+            why = "expired on GitHub" if status == "completed" else f"the job is {status}, no log yet"
+            self.warn(f"warning: the log of job {facts.job_id} ({facts.name}) is gone ({why}); not scanned")
             return ScannedJob(facts=facts, conclusion=job.get("conclusion"), log=LOG_GONE)
         if cached:
             self.totals.from_cache += 1

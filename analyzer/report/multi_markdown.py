@@ -7,18 +7,17 @@ cause, test, jobs and runners; the table of jobs.
 
 The same 1 MiB budget as the single-job summary: over budget, excerpts go first (detail), then rows
 of the jobs table, then whole failure entries (last status first), and a visible ``Trimmed:`` line
-says how many of each. Everything from a log or from GitHub (job and runner names) is escaped, and
-``:`` and ``www.`` are written as character references so GFM's autolinks cannot turn log text into
-a link either; excerpts are fenced.
+says how many of each. Everything from a log or from GitHub (job and runner names, messages, test
+ids) is a code span (``_escape.markdown_code``), so nothing of it renders as a link, an image, a
+mention or an issue reference; excerpts are fenced.
 """
 
 from __future__ import annotations
 
-import re
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..model import Finding, JobResult, Kind, Report, TriageEntry, Verdict
-from ._escape import code_fence, markdown_text, one_line
+from ._escape import code_fence, markdown_code, markdown_text, one_line, safe_report
 from .headline import FAILED, PASSED, location, plural
 
 DEFAULT_BUDGET_BYTES = 1_000_000
@@ -36,8 +35,6 @@ SECTION_TITLES = {
     "broken": "Broken: failed and never passed on this commit",
 }
 
-_AUTOLINK = re.compile(r":|(?i:www)\.")
-
 
 def _size(text: str) -> int:
     return len(text.encode("utf-8"))
@@ -47,19 +44,15 @@ def _short(text: str, max_chars: int) -> str:
     return text if len(text) <= max_chars else text[: max_chars - 3] + "..."
 
 
-def _no_autolink(markdown: str) -> str:
-    # GFM's extended autolinks fire on "scheme:" and "www." in plain text, inside raw <code> too.
-    return _AUTOLINK.sub(lambda m: "&#58;" if m.group() == ":" else m.group()[:-1] + "&#46;", markdown)
-
-
 def safe_text(text: str) -> str:
     """Untrusted text for a Markdown paragraph or cell: no structure, no link, no image."""
-    return _no_autolink(markdown_text(_short(one_line(text), CELL_MAX_CHARS)))
+    # markdown_text breaks autolinks and puts words with "@" or "#" in code spans (mentions, refs).
+    return markdown_text(_short(one_line(text), CELL_MAX_CHARS), table=True)
 
 
 def code(text: str) -> str:
-    """Untrusted text as inline ``<code>``: GitHub's @mention and #123 filters skip code elements."""
-    return f"<code>{safe_text(text)}</code>"
+    """Untrusted text as a Markdown code span: literal, never a link, image, mention or #123 reference."""
+    return markdown_code(_short(one_line(text), CELL_MAX_CHARS), table=True)
 
 
 def counts_line(report: Report) -> str:
@@ -210,6 +203,7 @@ def render_many_markdown(
     report: Report, budget_bytes: int = DEFAULT_BUDGET_BYTES, report_path: Optional[str] = None
 ) -> str:
     """The step summary of a report of many jobs, never more than ``budget_bytes`` of UTF-8."""
+    report = safe_report(report)  # credentials redacted, no lone surrogates, like every renderer
     jobs = report.jobs or ()
     word = PASSED if report.verdict is Verdict.PASS else FAILED
     header = f"## {TITLE}: {word}\n\n**{counts_line(report)}**\n"
@@ -283,6 +277,7 @@ def render_many_markdown(
 
 def render_many_text(report: Report) -> str:
     """The same story for a terminal: counts, notes, failures by status, one line per job."""
+    report = safe_report(report)
     jobs = report.jobs or ()
     word = PASSED if report.verdict is Verdict.PASS else FAILED
     out = [f"{word}: {counts_line(report)}"]

@@ -103,7 +103,7 @@ def test_a_run_with_attempts_and_a_baseline_is_triaged(github, tmp_path):
     counts = f"{len(new)} new, {len(flaky)} flaky, {len(known)} known failure"
     assert f"**{counts}{'' if len(known) == 1 else 's'} across 7 jobs**" in summary
     told = [line for line in summary.splitlines() if "GitHub was told otherwise" in line]
-    assert len(told) == 1 and "#2 gpu-tests" in told[0]
+    assert len(told) == 1 and "job 2 ` gpu-tests (2) `" in told[0]
     assert "Logs gone" in summary
 
     # Logs came through the redirect, never with the token; the token is nowhere.

@@ -108,7 +108,7 @@ def test_sections_lying_success_and_runners_to_recycle():
     assert "### Flaky: failed and passed on the same commit (1)" in text
     assert "### Broken: failed and never passed on this commit (2)" in text
     told = [line for line in text.splitlines() if "GitHub was told otherwise" in line]
-    assert len(told) == 1 and "job 2 <code>gpu" in told[0]
+    assert len(told) == 1 and "job 2 ` gpu (2) `" in told[0]
     assert "**Recycle these runners:**" in text and "gpu-wedged-7" in text
     assert "Trimmed" not in text
     plain = render_many_text(report)
@@ -204,3 +204,9 @@ def test_tiny_budget_drops_whole_entries_and_says_how_many():
     (trimmed,) = [line for line in text.splitlines() if line.startswith("> **Trimmed:**")]
     shown = text.count("- Failed in: ")
     assert 0 < shown < 400 and f"{400 - shown} failure entries" in trimmed
+
+
+def test_credentials_in_log_text_are_redacted_like_every_report():
+    secret = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+    report = combine([job("gpu", findings=[crash(f"token {secret} leaked", f"export GH_TOKEN={secret}")])])
+    assert secret not in render_many_markdown(report) and secret not in render_many_text(report)
