@@ -5,7 +5,7 @@ starts and its outcome on the same line when it ends (``tests/x.py::t[p] PASSED 
 ``[gw3] [ 45%] PASSED tests/x.py::t`` when a worker reports, unittest ``-v`` prints ``test_m
 (mod.Class) ... ok``. None of these lines is a match: the engine never looks at them one by one. Only
 when a rule matches (rare) does the ``TestTracker`` search the window the engine already holds, backwards
-from the match, for the last progress line (``bytes.rfind`` for ``.py::`` and ``) ... ``); once per
+from the match, for the last progress line (``bytes.rfind`` for ``.py::`` and ``) ...``); once per
 window it remembers the window's last progress line for the windows after it. The cost per innocent
 line is the engine's; the Python work is per window and per match.
 
@@ -26,14 +26,14 @@ from typing import Dict, Optional, Tuple
 from .clean import clean_stripped
 
 PYTEST_NEEDLE = b".py::"
-UNITTEST_NEEDLE = b") ... "
+UNITTEST_NEEDLE = b") ..."
 # A window full of lines that mention a node id without being progress lines (a long short test
 # summary) is searched this many candidates deep, then counts as showing no test.
 MAX_CANDIDATES = 64
 
 _PYTEST_LINE = re.compile(r"(?P<test>[\w./-]+\.py::\S+)(?P<rest>.*)")
 _XDIST_LINE = re.compile(r"\[gw\d+\] \[\s*\d+%\] [A-Z]+ (?P<test>\S+)")
-_UNITTEST_LINE = re.compile(r"(?P<name>\w+) \((?P<cls>[\w.]+)\)(?: .*?)? \.\.\. ?(?P<rest>.*)")
+_UNITTEST_LINE = re.compile(r"(?P<name>\w+) \((?P<cls>[\w.]+)\)(?: .*?)? \.\.\.(?: (?P<rest>.*))?$")
 _PYTEST_OUTCOME = re.compile(r"\s(?:PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS)\b")
 _UNITTEST_OUTCOME = re.compile(r"^(?:ok|FAIL|ERROR|skipped\b|expected failure|unexpected success)")
 # The outcome word alone at the start of a line: pytest -s after a test's own output, or unittest
@@ -84,7 +84,7 @@ def parse_progress(raw: bytes) -> Optional[Tuple[str, bool, bool]]:
         return m.group("test"), True, True
     m = _UNITTEST_LINE.match(text)
     if m is not None:
-        rest = m.group("rest")
+        rest = m.group("rest") or ""
         return unittest_id(m.group("name"), m.group("cls")), bool(_UNITTEST_OUTCOME.match(rest)), False
     return None
 

@@ -423,6 +423,9 @@ def test_a_catastrophic_user_rule_is_cut_off_by_the_timeout_and_the_scan_goes_on
     )
     started = time.monotonic()
     findings = scan({"x.log": log}, catalogue)
+    # Whether slow-rule also spends its whole-scan match_budget (a scan-incomplete warning) depends on
+    # the machine's speed; either way the other rules keep matching.
+    findings = [f for f in findings if f.kind is not Kind.SCAN_INCOMPLETE]
     assert [(f.rule, f.message) for f in findings] == [
         ("our-deadlock", "deadlock in allreduce"),
         ("fatal-python-error", "Fatal Python error: Aborted"),

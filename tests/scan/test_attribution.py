@@ -1,0 +1,316 @@
+"""Test attribution: which test an event happened in, how that test ended, and what that makes of it.
+
+The logs are written the way pytest 8 (``-v``, ``-s``, ``-rA``, xdist) and unittest (``-v``, Python
+3.8 and 3.11+ spellings) print them; the events are the catalogue's own wordings. Every scenario runs
+through the whole pipeline (real engine, real catalogue) on both engines and in tiny read windows, so
+attribution that depends on where a window happens to end shows up as a failure.
+"""
+
+from __future__ import annotations
+
+import io
+from typing import Dict, List, Sequence
+
+import pytest
+
+from analyzer.model import Finding, Kind, Severity
+from analyzer.rules.loader import load_catalogue
+from analyzer.scan import LogScan, combine, scan_sources
+from analyzer.scan import engine as engine_module
+from analyzer.scan.sources import Source
+from analyzer.verdict import decide
+from tests.scan.test_engine_helpers import ENGINES
+
+BUILTIN = load_catalogue()
+
+HANG = Finding(
+    kind=Kind.HANG, rule="guard-timeout", severity=Severity.ERROR, path="guard-logs/stacks.txt", line=0,
+    message="hung in wait (threading.py:320) for 10m",
+)
+
+# pytest -v -s: a test whose child the test expects to abort, then passes. (pytest ends a node id
+# with a space; the lines here do not, which attribution must not care about.)
+HANDLED_IN_PASSING_TEST = """\
+============================= test session starts ==============================
+collected 2 items
+
+tests/test_fh.py::test_child_abort
+Fatal Python error: Aborted
+
+PASSED
+tests/test_fh.py::test_other PASSED                                      [100%]
+
+============================== 2 passed in 0.31s ===============================
+"""
+
+CRASH_IN_FAILED_TEST = """\
+============================= test session starts ==============================
+tests/test_dist.py::test_warmup PASSED                                   [ 50%]
+tests/test_dist.py::test_handoff
+CUDA error: an illegal memory access was encountered
+FAILED
+
+=================================== FAILURES ===================================
+_________________________________ test_handoff _________________________________
+
+    def test_handoff():
+>       assert False
+E       assert False
+
+tests/test_dist.py:9: AssertionError
+=========================== short test summary info ============================
+FAILED tests/test_dist.py::test_handoff - assert False
+========================= 1 failed, 1 passed in 0.52s ==========================
+"""
+
+ONLY_A_FAILED_TEST = """\
+tests/test_x.py::test_ok PASSED                                          [ 50%]
+tests/test_x.py::test_y FAILED                                           [100%]
+=========================== short test summary info ============================
+FAILED tests/test_x.py::test_y - AssertionError: 3 != 4
+========================= 1 failed, 1 passed in 0.02s ==========================
+"""
+
+# Two test runs in one step: the first one's interpreter segfaults at exit, after its verdict.
+EXIT_PATH_THEN_A_GREEN_RUN = """\
+tests/test_a.py::test_a PASSED                                           [100%]
+============================== 1 passed in 0.10s ===============================
+Fatal Python error: Segmentation fault
+tests/test_b.py::test_b PASSED                                           [100%]
+============================== 1 passed in 0.10s ===============================
+"""
+
+# pytest -rA on pytest-timeout's own kind of test: an inner pytester run, printed in PASSES.
+INNER_RUN_IN_A_PASSING_TEST = """\
+tests/test_pt.py::test_timeout PASSED                                    [100%]
+
+==================================== PASSES ====================================
+_________________________________ test_timeout _________________________________
+----------------------------- Captured stdout call -----------------------------
+============================= test session starts ==============================
+collected 1 item
+
+test_timeout.py F                                                        [100%]
+
+=================================== FAILURES ===================================
+__________________________________ test_sleep __________________________________
+Fatal Python error: Aborted
+=========================== short test summary info ============================
+FAILED test_timeout.py::test_sleep - Failed: Timeout >1.0s
+============================== 1 failed in 1.02s ===============================
+=========================== short test summary info ============================
+PASSED tests/test_pt.py::test_timeout
+============================== 1 passed in 1.50s ===============================
+"""
+
+UNITTEST_HANDLED = """\
+test_abort_child (__main__.FaultHandlerTest) ...
+Fatal Python error: Aborted
+
+ok
+test_other (__main__.FaultHandlerTest.test_other) ... ok
+
+----------------------------------------------------------------------
+Ran 2 tests in 0.020s
+
+OK
+"""
+
+UNITTEST_FAILED = """\
+test_a (m.T.test_a) ... FAIL
+
+======================================================================
+FAIL: test_a (m.T.test_a)
+----------------------------------------------------------------------
+Traceback (most recent call last):
+  File "/w/m.py", line 3, in test_a
+    self.assertEqual(1, 2)
+AssertionError: 1 != 2
+
+----------------------------------------------------------------------
+Ran 1 test in 0.001s
+
+FAILED (failures=1)
+"""
+
+# Three unittest scripts run by one shell step: the first one's test kills its interpreter.
+UNITTEST_CRASH_THEN_GREEN = """\
+test_x (a.T) ...
+Fatal Python error: Segmentation fault
+
+test_y (b.T) ... ok
+
+----------------------------------------------------------------------
+Ran 1 test in 0.100s
+
+OK
+"""
+
+XDIST_CRASH = """\
+[gw0] [ 50%] PASSED tests/test_n.py::test_alloc
+Fatal Python error: Segmentation fault
+[gw1] [100%] PASSED tests/test_n.py::test_other
+============================== 2 passed in 0.81s ===============================
+"""
+
+PYTEST_STUCK = """\
+============================= test session starts ==============================
+test_hang.py::test_timeout PASSED                                        [ 50%]
+test_hang.py::test_all_reduce_hangs
+"""
+
+
+def _sources(logs: Dict[str, str]) -> List[Source]:
+    return [
+        Source(display_path=path, opener=lambda text=text: io.BytesIO(text.encode("utf-8")))
+        for path, text in logs.items()
+    ]
+
+
+def scan(logs: Dict[str, str], engine: str = "python", guard: Sequence[Finding] = ()) -> List[Finding]:
+    return scan_sources(_sources(logs), BUILTIN, guard_findings=guard, engine=engine)
+
+
+def summary(findings: Sequence[Finding]) -> List[tuple]:
+    return [(f.rule, f.severity.value, f.line, f.test) for f in findings]
+
+
+SCENARIOS = {
+    "handled-in-passing-test": HANDLED_IN_PASSING_TEST,
+    "crash-in-failed-test": CRASH_IN_FAILED_TEST,
+    "only-a-failed-test": ONLY_A_FAILED_TEST,
+    "exit-path-then-green": EXIT_PATH_THEN_A_GREEN_RUN,
+    "inner-run": INNER_RUN_IN_A_PASSING_TEST,
+    "unittest-handled": UNITTEST_HANDLED,
+    "unittest-failed": UNITTEST_FAILED,
+    "unittest-crash-then-green": UNITTEST_CRASH_THEN_GREEN,
+    "xdist-crash": XDIST_CRASH,
+}
+
+
+def test_an_event_in_a_test_that_then_passed_is_a_notice_naming_the_test():
+    (finding,) = scan({"job.log": HANDLED_IN_PASSING_TEST})
+    assert summary([finding]) == [("fatal-python-error", "notice", 5, "tests/test_fh.py::test_child_abort")]
+    assert finding.message.endswith(" during tests/test_fh.py::test_child_abort, which passed")
+    assert decide([finding])[1] == 0
+
+
+def test_an_event_in_a_failed_test_names_it_and_the_test_failure_ranks_after_it():
+    findings = scan({"job.log": CRASH_IN_FAILED_TEST})
+    assert summary(findings) == [
+        ("cuda-error", "error", 4, "tests/test_dist.py::test_handoff"),
+        ("pytest-test-outcome", "error", 16, "tests/test_dist.py::test_handoff"),
+    ]
+    crash, failed = findings
+    assert crash.message.endswith(" during tests/test_dist.py::test_handoff")
+    assert failed.kind is Kind.TEST_FAILURE
+    assert failed.message == "tests/test_dist.py::test_handoff failed: assert False"
+
+
+def test_a_log_whose_only_problem_is_a_failed_test_fails_naming_it():
+    findings = scan({"job.log": ONLY_A_FAILED_TEST})
+    assert summary(findings) == [("pytest-test-outcome", "error", 2, "tests/test_x.py::test_y")]
+    assert findings[0].message == "tests/test_x.py::test_y failed: AssertionError: 3 != 4"
+    assert decide(findings)[1] == 1
+
+
+def test_an_exit_path_event_stays_an_error_even_when_a_green_run_follows():
+    (finding,) = scan({"job.log": EXIT_PATH_THEN_A_GREEN_RUN})
+    assert summary([finding]) == [("fatal-python-error", "error", 3, None)]
+
+
+def test_an_inner_run_belongs_to_the_outer_test_its_failures_are_not_the_logs():
+    (finding,) = scan({"job.log": INNER_RUN_IN_A_PASSING_TEST})
+    assert summary([finding]) == [("fatal-python-error", "notice", 13, "test_timeout")]
+
+
+def test_an_inner_verdict_is_not_the_outer_verdict_a_guard_hang_reads():
+    (hang,) = scan({"stdout.log": INNER_RUN_IN_A_PASSING_TEST}, guard=[HANG])[:1]
+    assert "(1 passed in 1.50s)" in hang.message
+
+
+def test_unittest_verbose_lines_attribute_and_their_outcome_handles():
+    (finding,) = scan({"job.log": UNITTEST_HANDLED})
+    assert summary([finding]) == [
+        ("fatal-python-error", "notice", 2, "test_abort_child (__main__.FaultHandlerTest)")
+    ]
+
+
+def test_a_unittest_failure_header_is_a_test_failure_in_both_spellings():
+    findings = scan({"job.log": UNITTEST_FAILED})
+    assert summary(findings) == [("unittest-test-failed", "error", 4, "test_a (m.T)")]
+    assert findings[0].message == "test_a (m.T) failed"
+
+
+def test_a_test_that_never_reported_an_outcome_keeps_its_event_an_error():
+    (finding,) = scan({"job.log": UNITTEST_CRASH_THEN_GREEN})
+    assert summary([finding]) == [("fatal-python-error", "error", 2, "test_x (a.T)")]
+
+
+def test_xdist_lines_say_nothing_about_the_lines_after_them():
+    (finding,) = scan({"job.log": XDIST_CRASH})
+    assert summary([finding]) == [("fatal-python-error", "error", 2, None)]
+
+
+def test_the_guard_hang_records_the_running_test():
+    (finding,) = scan({"stdout.log": PYTEST_STUCK}, guard=[HANG])
+    assert finding.test == "test_hang.py::test_all_reduce_hangs"
+    assert "while test test_hang.py::test_all_reduce_hangs was running (started at stdout.log:3" in (
+        finding.message
+    )
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+def test_attribution_is_the_same_on_both_engines_and_in_tiny_windows(name, engine, monkeypatch):
+    expected = scan({"job.log": SCENARIOS[name]}, engine="python")
+    assert scan({"job.log": SCENARIOS[name]}, engine=engine) == expected
+    monkeypatch.setattr(engine_module, "READ_SIZE", 7)
+    assert scan({"job.log": SCENARIOS[name]}, engine=engine) == expected
+
+
+# -- bounded state: folding, the cap, live events, clocks -----------------------------------------
+
+
+def test_distinct_findings_are_capped_per_rule_and_the_drop_is_said():
+    from analyzer.scan.state import MAX_PER_RULE
+
+    log = "".join(f"Fatal Python error: Segmentation fault in worker {n}\n" for n in range(MAX_PER_RULE + 50))
+    findings = scan({"job.log": log})
+    crashes = [f for f in findings if f.rule == "fatal-python-error"]
+    (note,) = [f for f in findings if f.kind is Kind.SCAN_INCOMPLETE]
+    assert len(crashes) == MAX_PER_RULE and findings[-1] == note
+    assert (note.severity, note.path) == (Severity.WARNING, "job.log")
+    assert "50 more distinct findings of fatal-python-error were not kept" in note.message
+
+
+def test_repeats_fold_as_they_come_and_count():
+    log = "Fatal Python error: Aborted\n" * 5000
+    (finding,) = scan({"job.log": log})
+    assert finding.message.endswith("(seen 5000 times)") and finding.line == 1
+
+
+def test_a_live_scan_reports_each_event_once_as_it_is_first_seen():
+    seen: List[Finding] = []
+    (source,) = _sources({"job.log": CRASH_IN_FAILED_TEST + "Fatal Python error: Aborted\n" * 3})
+    scan_one = LogScan(source, BUILTIN, engine="python", on_event=seen.append)
+    scan_one.run()
+    assert [(f.rule, f.line, f.test) for f in seen] == [
+        ("cuda-error", 4, "tests/test_dist.py::test_handoff"),
+        ("pytest-test-outcome", 16, "tests/test_dist.py::test_handoff"),
+        ("fatal-python-error", 18, None),
+    ]
+    findings = combine([scan_one.result()], BUILTIN)
+    assert [f.rule for f in findings] == ["cuda-error", "fatal-python-error", "pytest-test-outcome"]
+
+
+def test_line_clocks_order_two_logs_by_arrival():
+    logs = {
+        "stdout.log": "setup\nCUDA error: unspecified launch failure\n",
+        "stderr.log": "Fatal Python error: Aborted\n",
+    }
+    in_order = scan({"stdout.log": logs["stdout.log"], "stderr.log": logs["stderr.log"]})
+    assert [f.path for f in in_order] == ["stdout.log", "stderr.log"]
+    clocks = {"stdout.log": lambda line: 10.0 + line, "stderr.log": lambda line: 5.0}
+    by_time = scan_sources(_sources(logs), BUILTIN, engine="python", line_clocks=clocks)
+    assert [f.path for f in by_time] == ["stderr.log", "stdout.log"]
