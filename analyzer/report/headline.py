@@ -85,6 +85,12 @@ def _with_leftovers(text: str, command: CommandResult) -> str:
     return text
 
 
+def timeout_reason(command: CommandResult) -> str:
+    """``"wall"``, ``"idle"``, ``"cancelled"`` or ``"aborted"``: why the guard ended the command."""
+    reason = command.timeout_reason
+    return str(getattr(reason, "value", reason) or "wall")
+
+
 def how_it_was_stopped(command: CommandResult) -> str:
     """``"the guard killed it"``, or how many processes survived even SIGKILL."""
     survivors = len(command.unkillable_pids)

@@ -29,7 +29,7 @@ from ._escape import (
     safe_text,
 )
 from ..durations import format_duration
-from .headline import FAILED, PASSED, headline, location, plural, root_cause
+from .headline import FAILED, PASSED, headline, location, plural, root_cause, timeout_reason
 
 DEFAULT_BUDGET_BYTES = 1_000_000
 EXCERPT_MAX_BYTES = 64 * 1024
@@ -137,7 +137,7 @@ def _command_section(command: CommandResult) -> str:
         "### Command\n",
         f"- Command: {markdown_code(argv)}",
         f"- Ended: {describe_exit(command.exit_code)} after {format_duration(command.duration_s)}",
-        f"- Timed out: {'yes (' + (command.timeout_reason or 'wall') + ')' if command.timed_out else 'no'}",
+        f"- Timed out: {'yes (' + timeout_reason(command) + ')' if command.timed_out else 'no'}",
     ]
     if command.leftover_pids:
         lines.append("- Leftover processes ended by the guard: " + ", ".join(map(str, command.leftover_pids)))
@@ -146,6 +146,8 @@ def _command_section(command: CommandResult) -> str:
             "- Processes that survived SIGKILL (the host may need recycling): "
             + ", ".join(map(str, command.unkillable_pids))
         )
+    if command.containment:
+        lines.append(f"- Containment: {markdown_text(command.containment)}")
     return "\n".join(lines) + "\n"
 
 

@@ -10,7 +10,7 @@ from ..model import CommandResult, Finding, Report
 from ..markup import visible
 from ._escape import clean_text, one_line, safe_report
 from ..durations import format_duration
-from .headline import headline, location
+from .headline import headline, location, timeout_reason
 
 EXCERPT_MAX_LINES = 20
 EXCERPTS_SHOWN = 10  # the best-ranked findings show their excerpt; the rest one line each
@@ -48,11 +48,13 @@ def _command(command: CommandResult) -> List[str]:
         f"  outcome: {describe_exit(command.exit_code)} after {format_duration(command.duration_s)}",
     ]
     if command.timed_out:
-        lines.append(f"  timed out: yes ({command.timeout_reason or 'wall'})")
+        lines.append(f"  timed out: yes ({timeout_reason(command)})")
     if command.leftover_pids:
         lines.append("  leftover pids (ended by the guard): " + " ".join(map(str, command.leftover_pids)))
     if command.unkillable_pids:
         lines.append("  unkillable pids (survived SIGKILL): " + " ".join(map(str, command.unkillable_pids)))
+    if command.containment:
+        lines.append(f"  containment: {one_line(command.containment)}")
     return lines
 
 
