@@ -12,7 +12,7 @@ It is a leaf: it imports nothing of the package, so the supervisor and every ren
 from __future__ import annotations
 
 import re
-from typing import Tuple
+from typing import Sequence, Tuple
 
 REDACTED = "[REDACTED]"
 
@@ -63,6 +63,27 @@ _RULES: Tuple[_Rule, ...] = (
     (("akia", "asia"), re.compile(r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b"), REDACTED),  # AWS access key ids
     (("xox",), re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}\b"), REDACTED),  # Slack tokens
 )
+
+
+# An argv element that is a secret-named option on its own: the next element is its value.
+_SECRET_OPTION = re.compile(r"(?i)--?(?:[a-z0-9][\w-]*?)?" + _SECRET_NAME)
+
+
+def redact_argv(argv: Sequence[str]) -> Tuple[str, ...]:
+    """``argv`` with each element ``redact``-ed and the value after a bare ``--token`` (etc.) hidden.
+
+    ``("train.py", "--token", "abc")`` becomes ``("train.py", "--token", "[REDACTED]")``: once split
+    into elements the value no longer follows its option in the same string.
+    """
+    out = []
+    hide_next = False
+    for arg in argv:
+        if hide_next and not arg.startswith("--"):
+            out.append(REDACTED)
+        else:
+            out.append(redact(arg))
+        hide_next = bool(_SECRET_OPTION.fullmatch(arg))
+    return tuple(out)
 
 
 def redact(text: str) -> str:

@@ -64,3 +64,12 @@ def test_a_process_table_line_keeps_everything_but_the_secret():
     assert redact(line) == (
         f"  4242 S  python -m torch.distributed.run --nproc 2 train.py --hf-token {REDACTED} --steps 10"
     )
+
+
+def test_an_argv_hides_the_element_after_a_bare_secret_option():
+    from analyzer.redact import redact_argv
+
+    assert redact_argv(("train.py", "--token", "abc", "--lr", "1", "--api-key=k", "HF_TOKEN=x")) == (
+        "train.py", "--token", REDACTED, "--lr", "1", f"--api-key={REDACTED}", f"HF_TOKEN={REDACTED}"
+    )
+    assert redact_argv(("login", "--password", "--stdin")) == ("login", "--password", "--stdin")

@@ -15,7 +15,7 @@ from typing import Any, List
 
 from ..markup import backtick_fence, visible
 from ..model import Report
-from ..redact import redact
+from ..redact import redact, redact_argv
 
 # CSI (colour, cursor), OSC (titles, hyperlinks; ended by BEL or ST) and two-byte escapes.
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]")
@@ -58,6 +58,8 @@ def _safe_value(value: Any) -> Any:
         return tuple(_safe_value(item) for item in value)
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         changes = {f.name: _safe_value(getattr(value, f.name)) for f in dataclasses.fields(value) if f.init}
+        if isinstance(changes.get("argv"), tuple):
+            changes["argv"] = redact_argv(changes["argv"])
         return dataclasses.replace(value, **changes)
     return value
 
