@@ -130,12 +130,14 @@ def test_documented_snippets_use_the_action_as_declared():
             assert not untrusted, f"{source}: pass {untrusted} to run through env:"
 
 
-def test_documented_workflow_snippet_passes_actionlint(tmp_path):
-    [(source, block)] = [(s, b) for s, b in _documented_snippets() if b.startswith("jobs:")][:1]
-    workflow = tmp_path / "snippet.yml"
-    workflow.write_text("on: push\n" + block)
-    for command in _actionlint_commands()[:1]:
-        proc = subprocess.run(command[:-1] + [str(workflow)], capture_output=True, text=True, timeout=120)
-        # A self-hosted runner's own labels (gpu) are unknown to actionlint without a config file.
-        problems = [line for line in proc.stdout.splitlines() if "[runner-label]" not in line]
-        assert proc.returncode in (0, 1) and problems == [], f"{source}:\n{proc.stdout}{proc.stderr}"
+def test_documented_workflow_snippets_pass_actionlint(tmp_path):
+    blocks = [(s, b) for s, b in _documented_snippets() if b.startswith("jobs:")]
+    assert len(blocks) >= 2, "the usage snippet and the step-level timeout pattern"
+    for number, (source, block) in enumerate(blocks):
+        workflow = tmp_path / f"snippet{number}.yml"
+        workflow.write_text("on: push\n" + block)
+        for command in _actionlint_commands()[:1]:
+            proc = subprocess.run(command[:-1] + [str(workflow)], capture_output=True, text=True, timeout=120)
+            # A self-hosted runner's own labels (gpu) are unknown to actionlint without a config file.
+            problems = [line for line in proc.stdout.splitlines() if "[runner-label]" not in line]
+            assert proc.returncode in (0, 1) and problems == [], f"{source}:\n{proc.stdout}{proc.stderr}"

@@ -76,11 +76,12 @@ def run_job(
     env: Optional[Mapping[str, str]] = None,
     skip: Callable[[Mapping[str, Any]], bool] = lambda step: False,
     minute_s: float = 60.0,
-    cancel: Optional[Tuple[str, str, float]] = None,
+    cancel: Optional[Tuple[Any, ...]] = None,
 ) -> JobRun:
     """Run the job's steps in order with shared ``RUNNER_TEMP`` and workspace (this checkout).
 
-    ``cancel=(job_step_id, action_step_id, seconds)`` cancels the job during that step of the action.
+    ``cancel=(job_step_id, action_step_id, seconds[, text])`` cancels the job during that step of the
+    action, as ``run_action``'s ``cancel`` does.
     """
     job = load_job(workflow, job_id)
     base_env = dict(env if env is not None else os.environ)
@@ -110,7 +111,7 @@ def run_job(
             if step.get("uses") == "./":
                 inputs = {k: substitute(v, contexts, status) for k, v in (step.get("with") or {}).items()}
                 with_inputs = inputs
-                action_cancel = (cancel[1], cancel[2]) if cancel and cancel[0] == step_id else None
+                action_cancel = tuple(cancel[1:]) if cancel and cancel[0] == step_id else None
                 action = run_action(inputs, runner_temp=runner_temp, action_path=action_path,
                                     env={**base_env, **step_env}, cancel=action_cancel,
                                     timeout_minutes_s=None if minutes is None else float(minutes) * minute_s)
