@@ -112,11 +112,14 @@ class Fetcher:
 
     def run(self, run_id: int) -> Dict[str, Any]:
         what = f"run {run_id} of {self.owner_repo}"
-        return self._api_or_cache(
+        run = self._api_or_cache(
             lambda: self.client.get_json(f"repos/{self.owner_repo}/actions/runs/{run_id}", what),
             self.cache.run_path(run_id),
             what,
         )
+        if not isinstance(run, dict) or not isinstance(run.get("id"), int):
+            raise GitHubError(f"{what}: the answer is not a workflow run object")
+        return run
 
     def job_list(self, run: Dict[str, Any], selection: Selection) -> List[Dict[str, Any]]:
         run_id = int(run["id"])
@@ -133,6 +136,8 @@ class Fetcher:
         jobs = self._api_or_cache(
             lambda: self.client.get_pages(path, "jobs", what), self.cache.jobs_path(run_id, mode), what
         )
+        if not all(isinstance(job, dict) and isinstance(job.get("id"), int) for job in jobs):
+            raise GitHubError(f"{what}: an item of the list is not a job object")
         seen = set()
         picked = []
         for job in jobs:

@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..model import Finding, JobResult, Kind, Report, TriageEntry, Verdict
-from ._escape import code_fence, markdown_code, markdown_text, one_line, safe_report
+from ._escape import code_fence, markdown_code, markdown_inline, markdown_text, one_line, safe_report
 from .headline import FAILED, PASSED, location, plural
 
 DEFAULT_BUDGET_BYTES = 1_000_000
@@ -150,7 +150,8 @@ def _entry(number: int, entry: TriageEntry, report: Report, excerpt: bool) -> st
     lines = [head, ""]
     if finding is not None:
         lines.append(
-            f"- Root cause: {code(finding.message)} ({code(finding.rule)} at {code(location(finding))})"
+            f"- Root cause: {markdown_inline(_short(one_line(finding.message), CELL_MAX_CHARS))} "
+            f"({code(finding.rule)} at {code(location(finding))})"
         )
     if entry.test:
         lines.append(f"- Test: {code(entry.test)}")
@@ -312,9 +313,9 @@ def render_many_text(report: Report) -> str:
     out.append("")
     out.append(f"Jobs ({len(jobs)}):")
     for index, job in enumerate(jobs):
-        verdict = job.verdict.value if job.verdict else ("log gone" if job.log == "gone" else "-")
+        verdict = job.verdict.value if job.verdict else ("none, log gone" if job.log == "gone" else "-")
         out.append(
-            f"  #{index} {one_line(job.facts.name)}: GitHub {job.conclusion or '-'}, log {verdict}, "
+            f"  #{index} {one_line(job.facts.name)}: GitHub {job.conclusion or '-'}, ours {verdict}, "
             f"{plural(job.findings, 'finding')}"
         )
     for diagnostic in report.diagnostics:
