@@ -292,3 +292,16 @@ def test_progress_shows_on_a_terminal_only(github, tmp_path):
     assert proc.returncode == 0
     assert b"1/1 jobs fetched and scanned" in seen
     assert b"jobs fetched" not in out
+
+
+def test_github_format_and_outputs_work_for_many_jobs(github, tmp_path):
+    real_looking_run(github)
+    outputs = tmp_path / "outputs.txt"
+    result, report, _ = gh(
+        github, tmp_path, "--run", "100", "--format", "github", "--github-output", str(outputs)
+    )
+    assert result.returncode == 1
+    annotations = [line for line in result.stdout.splitlines() if line.startswith("::error")]
+    assert annotations and all("job-10" in line for line in annotations)
+    assert "verdict=fail" in outputs.read_text(encoding="utf-8")
+    assert_no_token(result, tmp_path)
