@@ -14,13 +14,15 @@ Three hazards, one function each:
 
 from __future__ import annotations
 
+import functools
 import re
 
 _BACKTICK_RUN = re.compile(r"`+")
 # C0 and C1 controls, DEL, U+2028/2029 (line and paragraph separators), the bidi embeddings, overrides
 # and isolates (CVE-2021-42574 "Trojan Source"), and every surrogate (only lone ones reach a str).
-_UNSAFE = "\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff"
-_UNSAFE_CHARS = re.compile(f"[{_UNSAFE}]")
+_UNSAFE_RANGES = (
+    (0x00, 0x1F), (0x7F, 0x9F), (0x2028, 0x2029), (0x202A, 0x202E), (0x2066, 0x2069), (0xD800, 0xDFFF),
+)
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 # The runner matches the prefix exactly and case-sensitively; a ``\\x23`` for the second ``#`` reads
 # like the other escapes and can never be taken for it.
@@ -55,9 +57,16 @@ def visible(text: str, keep: str = "") -> str:
     result is valid Unicode without surrogates, so it encodes as UTF-8 (or with ``backslashreplace``
     in any codec) and, without ``\\n`` in ``keep``, is exactly one line.
     """
-    if keep:
-        return _UNSAFE_CHARS.sub(lambda m: m.group() if m.group() in keep else _escape_char(m.group()), text)
-    return _UNSAFE_CHARS.sub(lambda m: _escape_char(m.group()), text)
+    return _unsafe_chars(keep).sub(lambda m: _escape_char(m.group()), text)
+
+
+@functools.lru_cache(maxsize=8)
+def _unsafe_chars(keep: str) -> "re.Pattern[str]":
+    """A character class of the unsafe characters but those in ``keep`` (a newline in every excerpt
+    line must not cost a callback)."""
+    kept = {ord(char) for char in keep}
+    codes = [c for low, high in _UNSAFE_RANGES for c in range(low, high + 1) if c not in kept]
+    return re.compile("[" + "".join(re.escape(chr(c)) for c in codes) + "]")
 
 
 def inert_commands(text: str) -> str:

@@ -69,7 +69,9 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 
 def _displayable(text: str) -> str:
     """Lone surrogates (a file name's undecodable bytes) as ``\\xNN``; everything else kept."""
-    return _SURROGATE.sub(lambda m: visible(m.group()), text) if _SURROGATE.search(text) else text
+    if text.isascii() or not _SURROGATE.search(text):
+        return text
+    return _SURROGATE.sub(lambda m: visible(m.group()), text)
 
 
 def safe_text(text: str) -> str:
