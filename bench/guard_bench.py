@@ -1,7 +1,8 @@
 """Benchmark the guard against its goals, each measured side by side in one run; prints numbers.
 
 1. Output throughput through the guard vs coreutils ``tee``: the same flood (``--mib`` MiB of
-   /dev/zero on stdout and the same on stderr, at once), console to /dev/null, logs to a temp dir.
+   /dev/zero on stdout and the same on stderr, at once), logs to a temp dir, the console once
+   /dev/null and once a pipe read by ``cat`` (as the runner reads a step's output).
    Goal: the guard within 1.2x of tee's time.
 2. The guard's own CPU while the command is quiet (``sleep``): goal under 1% of one core.
 3. Deadline -> guard returns, for a tree of three and of ``--processes`` (16) Python processes that
@@ -15,7 +16,8 @@
    Goal: within 1.2x of tee. ``--total-only`` runs just this.
 
 Usage: python bench/guard_bench.py [--mib 512] [--quiet-s 10] [--kill-grace 1] [--processes 16]
-       [--deadline-only] [--total-mib 512] [--total-rounds 3] [--total-engines auto,python] [--total-only]
+       [--deadline-only] [--throughput-only] [--total-mib 512] [--total-rounds 3]
+       [--total-engines auto,python] [--total-only]
 """
 
 from __future__ import annotations
@@ -42,12 +44,13 @@ def flood_command(mib: int) -> str:
     return f"head -c {mib}M /dev/zero & head -c {mib}M /dev/zero >&2; wait"
 
 
-def time_tee(mib: int, workdir: str) -> float:
+def time_tee(mib: int, workdir: str, console: str = "null") -> float:
     # One tee per stream, as the guard has one pump per stream.
+    to = ">/dev/null" if console == "null" else "| cat >/dev/null"
     script = (
         f"cd {workdir} && rm -f err.fifo && mkfifo err.fifo && "
-        "{ tee tee-err.log >/dev/null <err.fifo & T=$!; } && "
-        f"({flood_command(mib)}) 2>err.fifo | tee tee-out.log >/dev/null; wait $T"
+        f"{{ tee tee-err.log <err.fifo {to} & T=$!; }} && "
+        f"({flood_command(mib)}) 2>err.fifo | tee tee-out.log {to}; wait $T"
     )
     for name in ("out", "err"):  # fresh files, as the guard writes (no truncate-and-rewrite flush)
         if os.path.exists(f"{workdir}/tee-{name}.log"):
@@ -61,16 +64,25 @@ def time_tee(mib: int, workdir: str) -> float:
 
 
 class _ConsoleToNull:
-    """Point fds 1 and 2 at /dev/null while the guard echoes (the bench's own prints come after)."""
+    """Point fds 1 and 2 at /dev/null (or a pipe read by ``cat``, as the runner reads a step) meanwhile."""
+
+    def __init__(self, console: str = "null") -> None:
+        self.console = console
+        self.reader = None
 
     def __enter__(self):
         sys.stdout.flush()
         sys.stderr.flush()
         self.saved = (os.dup(1), os.dup(2))
-        null = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(null, 1)
-        os.dup2(null, 2)
-        os.close(null)
+        if self.console == "pipe":
+            read_end, sink = os.pipe()
+            self.reader = subprocess.Popen(["cat"], stdin=read_end, stdout=subprocess.DEVNULL)
+            os.close(read_end)
+        else:
+            sink = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(sink, 1)
+        os.dup2(sink, 2)
+        os.close(sink)
         return self
 
     def __exit__(self, *exc):
@@ -78,11 +90,13 @@ class _ConsoleToNull:
         os.dup2(self.saved[1], 2)
         for fd in self.saved:
             os.close(fd)
+        if self.reader is not None:
+            self.reader.wait()
 
 
-def time_guard(mib: int, workdir: str) -> float:
+def time_guard(mib: int, workdir: str, console: str = "null") -> float:
     log_dir = os.path.join(workdir, "guard")
-    with _ConsoleToNull():
+    with _ConsoleToNull(console):
         start = time.monotonic()
         result = supervise(GuardOptions(argv=("bash", "-c", flood_command(mib)), log_dir=log_dir, echo=True))
         took = time.monotonic() - start
@@ -235,6 +249,23 @@ def total_time(mib: int, rounds: int, workdir: str, engines, shape: str) -> None
         print(f"  identical findings on every engine: {'yes' if same else 'NO'}")
 
 
+def throughput(args, workdir: str, console: str) -> None:
+    tee_times, guard_times = [], []
+    for _ in range(args.rounds):  # alternate so both see the same machine state
+        tee_times.append(time_tee(args.mib, workdir, console))
+        guard_times.append(time_guard(args.mib, workdir, console))
+    total_mb = 2 * args.mib * (1 << 20) / 1e6
+    where = "/dev/null" if console == "null" else "a pipe read by cat"
+    print(f"throughput ({2 * args.mib} MiB: {args.mib} MiB on stdout + {args.mib} MiB on stderr at once,"
+          f" console {where}, {args.rounds} interleaved rounds; the machine is shared, so the median is"
+          f" the number)")
+    for name, times in (("coreutils tee", tee_times), ("guard", guard_times)):
+        print(f"  {name:<13}: min {min(times):5.2f} s  median {_median(times):5.2f} s"
+              f"  {total_mb / _median(times):6.0f} MB/s")
+    ratio = _median(guard_times) / _median(tee_times)
+    print(f"  guard / tee (medians): {ratio:.2f}x  (goal <= 1.2x) {'OK' if ratio <= 1.2 else 'MISSED'}")
+
+
 def deadline_and_cancel(args, workdir: str) -> None:
     for processes in (3, args.processes):
         extra, stacks, result = deadline_to_exit(args.kill_grace, workdir, processes)
@@ -264,6 +295,7 @@ def main() -> int:
     parser.add_argument("--total-shape", default="tests-repeated", help="a bench/logshapes.py shape")
     parser.add_argument("--total-only", action="store_true", help="run only the total-time comparison")
     parser.add_argument("--deadline-only", action="store_true", help="only the deadline and cancel timings")
+    parser.add_argument("--throughput-only", action="store_true", help="only the guard-vs-tee throughput")
     args = parser.parse_args()
     workdir = tempfile.mkdtemp(prefix="guard-bench-")
     try:
@@ -274,18 +306,10 @@ def main() -> int:
         if args.deadline_only:
             deadline_and_cancel(args, workdir)
             return 0
-        tee_times, guard_times = [], []
-        for _ in range(args.rounds):  # alternate so both see the same machine state
-            tee_times.append(time_tee(args.mib, workdir))
-            guard_times.append(time_guard(args.mib, workdir))
-        total_mb = 2 * args.mib * (1 << 20) / 1e6
-        print(f"throughput ({2 * args.mib} MiB: {args.mib} MiB on stdout + {args.mib} MiB on stderr at once,"
-              f" {args.rounds} interleaved rounds; the machine is shared, so the median is the number)")
-        for name, times in (("coreutils tee", tee_times), ("guard", guard_times)):
-            print(f"  {name:<13}: min {min(times):5.2f} s  median {_median(times):5.2f} s"
-                  f"  {total_mb / _median(times):6.0f} MB/s")
-        ratio = _median(guard_times) / _median(tee_times)
-        print(f"  guard / tee (medians): {ratio:.2f}x  (goal <= 1.2x) {'OK' if ratio <= 1.2 else 'MISSED'}")
+        for console in ("null", "pipe"):
+            throughput(args, workdir, console)
+        if args.throughput_only:
+            return 0
         cpu = quiet_cpu(args.quiet_s, workdir)
         print(f"quiet command ({args.quiet_s:g} s of sleep): guard CPU {cpu:.3f}% of a core"
               f"  (goal < 1%) {'OK' if cpu < 1 else 'MISSED'}")

@@ -1,28 +1,34 @@
 """Copy the command's stdout and stderr, live and byte-exact, to the saved logs and then to the console.
 
-One thread per stream does ``os.read`` of up to 64 KiB, writes the bytes to the log file and only then
-to the console: no decoding, no per-line work (a per-line timestamp made a Python pump 24x slower than
-``tee``, which would stall the very test being watched). The log is the evidence and must be complete
-whatever the console does; the console may lag (a slow reader slows the command, as with ``tee``) or
-be cut, never the log. The pipe is read non-blocking, so the guard can stop a pump whose pipe is held
-open by a process that will never exit instead of waiting for EOF; stopping first drains what is
-already in the pipe into the log, within a bound, without echoing it.
+One thread per stream does ``os.read`` of up to 1 MiB (the pipe's size: one system call drains a
+full pipe), writes the bytes to the log file and only then to the console: no decoding, no per-line
+work (a per-line timestamp made a Python pump 24x slower than ``tee``, which would stall the very
+test being watched). The log is the evidence and must be complete whatever the console does; the
+console may lag (a slow reader slows the command, as with ``tee``) or be cut, never the log. The
+pipe is read non-blocking, so the guard can stop a pump whose pipe is held open by a process that
+will never exit instead of waiting for EOF; stopping first drains what is already in the pipe into
+the log, within a bound, without echoing it.
 """
 
 from __future__ import annotations
 
 import errno
+import fcntl
 import os
 import select
 import stat
+import struct
+import termios
 import threading
 import time
 from typing import Callable, Optional
 
-CHUNK_BYTES = 64 * 1024
+CHUNK_BYTES = 1 << 20
 # A write of at most PIPE_BUF bytes to a pipe that poll(2) calls writable does not block (pipe(7)),
 # so the console is written in such pieces when it is a pipe: a stuck reader cannot hold the pump.
 _PIPE_PIECE = select.PIPE_BUF if hasattr(select, "PIPE_BUF") else 4096
+_F_GETPIPE_SZ = getattr(fcntl, "F_GETPIPE_SZ", 1032)  # fcntl(2); Python names it from 3.10
+_PAGE = 4096
 _POLL_MS = 100
 _CONSOLE_WAIT_S = 0.05
 
@@ -53,9 +59,12 @@ class Console:
         self.lock = threading.Lock()
         self._cut = False
         self._broken = False
+        self._pipe_bytes = 0
         try:
             mode = os.fstat(fd).st_mode
             self._blocking_pieces = not (stat.S_ISREG(mode) or stat.S_ISCHR(mode))
+            if stat.S_ISFIFO(mode):
+                self._pipe_bytes = fcntl.fcntl(fd, _F_GETPIPE_SZ)
         except OSError:
             self._broken = True
             self._blocking_pieces = False
@@ -84,7 +93,7 @@ class Console:
                     return
                 if not ready:
                     continue
-            piece = view[:_PIPE_PIECE] if self._blocking_pieces else view
+            piece = view[: self._piece_bytes()] if self._blocking_pieces else view
             with self.lock:
                 if self._cut:
                     return
@@ -102,6 +111,24 @@ class Console:
                     self._broken = True
                     return
             view = view[written:]
+
+    def _piece_bytes(self) -> int:
+        """How much one write may carry without blocking: PIPE_BUF, or what a pipe surely has free.
+
+        A pipe holds ``size / PAGE`` page slots; a write that does not fit the last slot's room
+        starts a new one, so two neighbouring slots hold more than a page between them and the
+        unread bytes (FIONREAD, either end) fill at most ``2 * unread / PAGE + 2`` slots. What is
+        surely free beyond that may go in one write; otherwise PIPE_BUF, which never blocks once
+        poll(2) says writable (pipe(7); fs/pipe.c pipe_write). Big writes when the reader keeps up
+        cost a Python pump far fewer system calls than PIPE_BUF pieces.
+        """
+        if not self._pipe_bytes:
+            return _PIPE_PIECE
+        try:
+            unread = struct.unpack("i", fcntl.ioctl(self.fd, termios.FIONREAD, b"\0\0\0\0"))[0]
+        except OSError:
+            return _PIPE_PIECE
+        return max(_PIPE_PIECE, self._pipe_bytes - 2 * unread - 3 * _PAGE)
 
     def write_own(self, data: bytes) -> None:
         """Write one of the guard's own lines (bounded wait for the lock, then write regardless)."""
