@@ -92,12 +92,6 @@ def _severity_map(value: Any, source: str, key: str) -> Tuple[Tuple[str, Severit
     return tuple(pairs)
 
 
-def _rule_list(value: Any, source: str, key: str) -> Tuple[Any, ...]:
-    if not isinstance(value, list):
-        raise ConfigError(source, key, f"must be a list of rules, not {schema.type_name(value)}")
-    return tuple(value)
-
-
 def _regex(value: Any, source: str, key: str) -> Any:
     if not isinstance(value, str) or not value:
         raise ConfigError(source, key, f"must be a non-empty regex, not {show(value)}")
@@ -147,7 +141,7 @@ TOP_LEVEL = Table(
         Key("match_timeout", schema.duration, default=DEFAULT_MATCH_TIMEOUT_S),
         Key("severity", _severity_map, default=()),
         Key("ignore", _ignore, default=None),
-        Key("rules", _rule_list, default=()),
+        Key("rules", schema.rule_list, default=()),
         Key("match_budget", schema.duration, default=DEFAULT_MATCH_BUDGET_S),
     )
 )
@@ -281,5 +275,5 @@ def parse_config(data: Any, source: str) -> UserConfig:
         ignore_rules=ignore["rules"],
         ignore_paths=ignore["paths"],
         ignore_lines=ignore["lines"],
-        rules=top["rules"],
+        rules=tuple(top["rules"]),
     )

@@ -88,15 +88,10 @@ RULE = Table(
 RULE_KEYS = RULE.names
 
 
-def _rules(value: Any, source: str, key: str) -> Any:
-    if not isinstance(value, list):
-        raise ConfigError(source, key, f"must be a list of rules, not {schema.type_name(value)}")
-    return value
-
-
+_CATALOGUE_SHAPE = "a catalogue is a mapping with a top-level rules: list"
 CATALOGUE = Table(
-    (Key("rules", _rules, required=True, hint="a catalogue is a mapping with a top-level rules: list"),),
-    not_mapping="missing; a catalogue is a mapping with a top-level rules: list",
+    (Key("rules", schema.rule_list, required=True, hint=_CATALOGUE_SHAPE),),
+    not_mapping=f"missing; {_CATALOGUE_SHAPE}",
     unknown="unknown key; a catalogue has only rules:",
 )
 
@@ -152,7 +147,7 @@ def parse_rules(
 
     ``reserved_ids`` are ids already taken (the built-in ones, when ``data`` is the user's).
     """
-    data = _rules(data, source, key)
+    data = schema.rule_list(data, source, key)
     reserved = set(reserved_ids)
     first_seen: Dict[str, str] = {}
     rules: List[Rule] = []

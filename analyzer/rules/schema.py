@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import reprlib
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, FrozenSet, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple, Union
 
 import regex
 
@@ -195,6 +195,13 @@ def strings(item: Checker = text, accept_one: bool = False) -> Checker:
         return tuple(item(one, source, f"{key}[{index}]") for index, one in enumerate(value))
 
     return check
+
+
+def rule_list(value: Any, source: str, key: str) -> List[Any]:
+    """A list of rule mappings (each one is checked against the loader's ``RULE`` table)."""
+    if not isinstance(value, list):
+        raise ConfigError(source, key, f"must be a list of rules, not {type_name(value)}")
+    return value
 
 
 def duration(value: Any, source: str, key: str) -> float:

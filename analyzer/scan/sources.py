@@ -94,23 +94,27 @@ def iter_sources(paths: Sequence[str]) -> Iterator[Source]:
         except OSError as err:
             raise InputError(f"{path}: cannot read: {_reason(err)}") from None
         if stat.S_ISDIR(st.st_mode):
-            found = 0
-            skipped = 0
-            for source in _walk_sorted(path):
-                if source.skipped is None:
-                    found += 1
-                else:
-                    skipped += 1
-                yield source
-            if not found:
-                detail = f" ({skipped} skipped, see above)" if skipped else ""
-                raise InputError(f"{path}: directory holds no readable log files{detail}")
+            yield from _directory_sources(path)
         elif not stat.S_ISREG(st.st_mode):
             yield _skipped(path, st.st_mode)
         else:
             if not os.access(path, os.R_OK):
                 raise InputError(f"{path}: cannot read: permission denied")
             yield from _file_sources(path)
+
+
+def _directory_sources(path: str) -> Iterator[Source]:
+    """The sources under a directory named on the command line; ``InputError`` when none is readable."""
+    found = skipped = 0
+    for source in _walk_sorted(path):
+        if source.skipped is None:
+            found += 1
+        else:
+            skipped += 1
+        yield source
+    if not found:
+        detail = f" ({skipped} skipped, see above)" if skipped else ""
+        raise InputError(f"{path}: directory holds no readable log files{detail}")
 
 
 def _file_sources(path: str, in_directory: bool = False) -> Iterator[Source]:
@@ -142,33 +146,38 @@ def _walk_sorted(root: str) -> Iterator[Source]:
     """The logs under ``root`` in natural order; what cannot be read or is no file comes skipped."""
     problems: List[OSError] = []
     for dirpath, dirnames, filenames in os.walk(root, onerror=problems.append):
-        while problems:
-            err = problems.pop(0)
-            where = os.fsdecode(err.filename) if err.filename else root
-            if where == root:
-                raise InputError(f"{root}: cannot read: {_reason(err)}")
-            yield _unreadable(where, err)
+        yield from _folder_problems(root, problems)
         dirnames.sort(key=_natural_key)
         for name in sorted(filenames, key=_natural_key):
-            full = os.path.join(dirpath, name)
-            try:
-                st = os.stat(full)
-            except OSError as err:
-                yield _unreadable(full, err)
-                continue
-            if stat.S_ISDIR(st.st_mode):
-                continue  # a symlink to a folder: os.walk does not follow them, nor do we
-            if not stat.S_ISREG(st.st_mode):
-                yield _skipped(full, st.st_mode)
-            elif not os.access(full, os.R_OK):
-                yield Source(full, _not_opened, skipped=f"{full}: cannot read: permission denied; skipped")
-            else:
-                yield from _file_sources(full, in_directory=True)
-    for err in problems:  # the last folder's problem comes after its walk ends
+            yield from _entry_sources(os.path.join(dirpath, name))
+    yield from _folder_problems(root, problems)  # the last folder's problem comes after its walk ends
+
+
+def _folder_problems(root: str, problems: List[OSError]) -> Iterator[Source]:
+    """Skipped sources for the folders ``os.walk`` could not list; ``root`` itself is an ``InputError``."""
+    while problems:
+        err = problems.pop(0)
         where = os.fsdecode(err.filename) if err.filename else root
         if where == root:
             raise InputError(f"{root}: cannot read: {_reason(err)}")
         yield _unreadable(where, err)
+
+
+def _entry_sources(full: str) -> Iterator[Source]:
+    """The sources of one directory entry: a log (or a zip's members), or why it is skipped."""
+    try:
+        st = os.stat(full)
+    except OSError as err:
+        yield _unreadable(full, err)
+        return
+    if stat.S_ISDIR(st.st_mode):
+        return  # a symlink to a folder: os.walk does not follow them, nor do we
+    if not stat.S_ISREG(st.st_mode):
+        yield _skipped(full, st.st_mode)
+    elif not os.access(full, os.R_OK):
+        yield Source(full, _not_opened, skipped=f"{full}: cannot read: permission denied; skipped")
+    else:
+        yield from _file_sources(full, in_directory=True)
 
 
 def _unreadable(path: str, err: OSError) -> Source:
