@@ -148,3 +148,20 @@ def test_a_real_log_and_file_name_make_an_inert_summary(tmp_path: Path):
     markdown = summary.read_text(encoding="utf-8")
     assert "evil/login" in markdown and "@team" in markdown  # the bait is shown, as text
     _assert_inert(markdown)
+
+
+def test_a_leaked_process_named_like_markdown_makes_an_inert_summary(tmp_path: Path):
+    """A real guard run: the tests leave a child whose argv[0] (``exec -a``) is an image and a link."""
+    argv0 = "![passed](https://evil/x.svg) [re-run](https://evil/login) @team"
+    summary = tmp_path / "summary.md"
+    done = subprocess.run(
+        [
+            sys.executable, "-m", "analyzer", "run", "--log-dir", str(tmp_path / "logs"),
+            "--summary", str(summary), "--", "bash", "-c", f"(exec -a '{argv0}' sleep 60) & echo started",
+        ],
+        capture_output=True, timeout=120, cwd=str(REPO),
+    )
+    assert done.returncode == 0, done.stderr  # a leaked process is a warning: the verdict is pass
+    markdown = summary.read_text(encoding="utf-8")
+    assert "evil/x.svg" in markdown and "leaked-process" in markdown
+    _assert_inert(markdown)
