@@ -70,10 +70,14 @@ def classify(
 
     ``baseline`` is the set of signatures that failed in the baseline runs, ``None`` without any.
     """
-    per_job: List[Dict[str, Tuple[str, Optional[str]]]] = []
-    for index, job in enumerate(jobs):
-        own = [f for f in findings if f.job == index]
-        per_job.append(job_signatures(job, own, fail_on) if job.log != "gone" else {})
+    own: Dict[int, List[Finding]] = {}
+    for finding in findings:
+        if finding.job is not None:
+            own.setdefault(finding.job, []).append(finding)
+    per_job: List[Dict[str, Tuple[str, Optional[str]]]] = [
+        job_signatures(job, own.get(index, []), fail_on) if job.log != "gone" else {}
+        for index, job in enumerate(jobs)
+    ]
 
     order: List[str] = []
     failed: Dict[str, List[int]] = {}
@@ -86,18 +90,19 @@ def classify(
                 first[signature] = kind_test
             failed[signature].append(index)
 
+    # Executions of the same job on the same commit: where a failure may also have passed.
+    same: Dict[Tuple[str, str], List[int]] = {}
+    for index, job in enumerate(jobs):
+        if job.log != "gone" and job.verdict is not None:
+            same.setdefault((commit_of(job), job.facts.name), []).append(index)
+
     entries = []
     for signature in order:
         failed_jobs = failed[signature]
-        places = {(commit_of(jobs[i]), jobs[i].facts.name) for i in failed_jobs}
-        passed_jobs = [
-            i
-            for i, job in enumerate(jobs)
-            if job.log != "gone"
-            and job.verdict is not None
-            and (commit_of(job), job.facts.name) in places
-            and signature not in per_job[i]
-        ]
+        places = sorted({(commit_of(jobs[i]), jobs[i].facts.name) for i in failed_jobs})
+        passed_jobs = sorted(
+            i for place in places for i in same.get(place, []) if signature not in per_job[i]
+        )
         if passed_jobs:
             status = FLAKY
         elif baseline is not None:

@@ -103,18 +103,31 @@ def unkillable_runners(report: Report) -> List[str]:
     return sorted(n for n in names if n)
 
 
-def representative(report: Report, entry: TriageEntry) -> Optional[Finding]:
-    """The best-ranked finding behind ``entry`` (findings arrive ranked)."""
-    failed = set(entry.failed_jobs)
-    rule = entry.signature.rsplit(": ", 1)[-1]
-    for finding in report.findings:
-        if finding.job not in failed:
+def representatives(report: Report) -> Dict[int, Optional[Finding]]:
+    """``id(entry)`` -> the best-ranked finding behind each triage entry (findings arrive ranked).
+
+    One pass over the findings, then one lookup per failed job: a summary of thousands of failures
+    across hundreds of jobs must not cost entries x findings.
+    """
+    by_test: Dict[Tuple[int, str], int] = {}
+    by_rule: Dict[Tuple[int, str], int] = {}
+    for position, finding in enumerate(report.findings):
+        if finding.job is None:
             continue
-        if (entry.test is not None and finding.test == entry.test) or (
-            entry.test is None and finding.test is None and finding.rule == rule
-        ):
-            return finding
-    return None
+        if finding.test is not None:
+            by_test.setdefault((finding.job, finding.test), position)
+        else:
+            by_rule.setdefault((finding.job, finding.rule), position)
+    out: Dict[int, Optional[Finding]] = {}
+    for entry in report.triage or ():
+        table, key = (
+            (by_test, entry.test)
+            if entry.test is not None
+            else (by_rule, entry.signature.rsplit(": ", 1)[-1])
+        )
+        positions = [table[(job, key)] for job in entry.failed_jobs if (job, key) in table]
+        out[id(entry)] = report.findings[min(positions)] if positions else None
+    return out
 
 
 def _notes(report: Report) -> str:
@@ -143,9 +156,8 @@ def _notes(report: Report) -> str:
     return ">\n".join(lines)
 
 
-def _entry(number: int, entry: TriageEntry, report: Report, excerpt: bool) -> str:
+def _entry(number: int, entry: TriageEntry, finding: Optional[Finding], report: Report, excerpt: bool) -> str:
     jobs = report.jobs or ()
-    finding = representative(report, entry)
     head = f"**{number}. {code(entry.signature)}** ({safe_text(entry.kind)})"
     lines = [head, ""]
     if finding is not None:
@@ -216,11 +228,20 @@ def render_many_markdown(
     ]
     ordered = [(s, e) for s, entries in grouped for e in entries]
     numbers: Dict[int, int] = {id(e): n for n, (_, e) in enumerate(ordered, 1)}
+    causes = representatives(report)
+
+    texts: Dict[Tuple[int, bool], str] = {}
+
+    def entry_text(entry: TriageEntry, excerpt: bool) -> str:
+        key = (id(entry), excerpt)
+        if key not in texts:
+            texts[key] = _entry(numbers[id(entry)], entry, causes[id(entry)], report, excerpt)
+        return texts[key]
 
     # 1. every entry without its excerpt, in section order, while it fits
     kept: List[TriageEntry] = []
     for _status, entry in ordered:
-        size = _size(_entry(numbers[id(entry)], entry, report, False)) + 80  # 80: a section heading
+        size = _size(entry_text(entry, False)) + 80  # 80: a section heading
         if size > left:
             break
         kept.append(entry)
@@ -240,10 +261,9 @@ def render_many_markdown(
     with_excerpt = set()
     candidates = 0
     for entry in kept:
-        if representative(report, entry) is None:
+        if causes[id(entry)] is None:
             continue
-        number = numbers[id(entry)]
-        extra = _size(_entry(number, entry, report, True)) - _size(_entry(number, entry, report, False))
+        extra = _size(entry_text(entry, True)) - _size(entry_text(entry, False))
         if extra == 0:
             continue
         candidates += 1
@@ -262,7 +282,7 @@ def render_many_markdown(
         shown = [e for e in entries if id(e) in kept_ids]
         if not shown:
             continue
-        body = "".join(_entry(numbers[id(e)], e, report, id(e) in with_excerpt) for e in shown)
+        body = "".join(entry_text(e, id(e) in with_excerpt) for e in shown)
         parts.append(f"### {SECTION_TITLES[status]} ({len(entries):,})\n\n" + body.rstrip("\n") + "\n")
     if jobs:
         table = _jobs_head(len(jobs)) + "".join(rows)
@@ -279,6 +299,7 @@ def render_many_markdown(
 def render_many_text(report: Report) -> str:
     """The same story for a terminal: counts, notes, failures by status, one line per job."""
     report = safe_report(report)
+    causes = representatives(report)
     jobs = report.jobs or ()
     word = PASSED if report.verdict is Verdict.PASS else FAILED
     out = [f"{word}: {counts_line(report)}"]
@@ -296,7 +317,7 @@ def render_many_text(report: Report) -> str:
         out.append("")
         out.append(f"{SECTION_TITLES[status]} ({len(entries)}):")
         for entry in entries:
-            finding = representative(report, entry)
+            finding = causes[id(entry)]
             cause = f": {one_line(finding.message)}" if finding is not None else ""
             out.append(f"  {one_line(entry.signature)} ({entry.kind}){cause}")
             out.append(
