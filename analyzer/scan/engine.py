@@ -64,7 +64,9 @@ class Prepared:
 
 def prepare(catalogue: Catalogue, engine: str = "auto") -> Prepared:
     """Compile ``catalogue`` for ``engine``; raises ``UsageError`` for an unknown or unavailable one."""
-    rules = tuple(catalogue.rules)
+    # A guard: true rule has no pattern (the program makes its findings); a loaded catalogue keeps them
+    # in guard_rules, but a hand-built one may not.
+    rules = tuple(rule for rule in catalogue.rules if not rule.guard)
     plan = build_plan(rules)
     budget = MatchBudget(catalogue.match_timeout_s, catalogue.match_budget_s)
     incomplete = catalogue.guard_rule(SCAN_INCOMPLETE_RULE)
