@@ -146,3 +146,11 @@ def test_unusable_inputs_are_one_line_errors(tmp_path):
         result = run_cli(["merge", str(path)])
         assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr
         assert needle in result.stderr and "Traceback" not in result.stderr
+
+
+def test_config_is_refused_since_the_reports_are_already_graded(tmp_path):
+    guarded(tmp_path / "artifacts", "a", PASSES, "gpu-tests (1)")
+    config = tmp_path / "c.yaml"
+    config.write_text("ignore: []\n")
+    result = run_cli(["merge", str(tmp_path / "artifacts"), "--config", str(config)])
+    assert result.returncode == 2 and "--config does not apply" in result.stderr
