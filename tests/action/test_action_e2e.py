@@ -400,3 +400,27 @@ def test_host_job_cancel_the_stop_step_finds_the_guard_gone(act):
     assert stop.ran and "the guard had already ended" in stop.output
     assert [c for c in stop.commands if c.name == "warning"] == []
     assert result.outputs["verdict"] == "fail"
+
+
+# --- inputs passed on to the guard ------------------------------------------------------------------
+
+
+def test_name_labels_the_job_in_the_report(act):
+    result = act(run="echo hi", timeout="60s", name="shard-1 (a100)")
+    assert result.outputs["verdict"] == "pass", result.step("guard").output[-2000:]
+    assert report_of(result)["job"]["name"] == "shard-1 (a100)"
+
+
+def test_abort_on_ends_the_command_at_the_first_such_finding(act):
+    result = act(run="echo 'Segmentation fault (core dumped)'\nsleep 60", timeout="120s",
+                 **{"abort-on": "crash", "abort-grace": "1s", "kill-grace": "2s"})
+    guard = result.step("guard")
+    assert result.outputs["verdict"] == "fail", guard.output[-2000:]
+    report = report_of(result)
+    assert report["command"]["timeout_reason"] == "aborted"
+    assert "crash" in {f["kind"] for f in report["findings"]}
+
+
+def test_abort_on_empty_never_aborts(act):
+    result = act(run="echo 'Segmentation fault (core dumped)'", timeout="60s")
+    assert report_of(result)["command"]["timeout_reason"] is None

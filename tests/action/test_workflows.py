@@ -45,3 +45,13 @@ def test_twice_in_one_job(action_path, runner_temp, step_env):
         s.script.output for s in job.steps if s.script]
     second = job.step("second").action
     assert "reusing" in second.step("setup").output
+
+
+def test_in_a_container(action_path, runner_temp, step_env):
+    job = run_job(SELF_TEST, "in-a-container", runner_temp=runner_temp, action_path=action_path,
+                  env=step_env, skip=changes_this_machine)
+    guard, check = job.step("guard"), job.steps[-1]
+    assert guard.outcome == "failure" and guard.conclusion == "success"
+    assert check.outcome == "success", check.script.output if check.script else check
+    assert guard.action.outputs["verdict"] == "fail" and "wait_for_peers" in guard.action.summary
+    assert job.conclusion == "success"

@@ -15,6 +15,7 @@ action; later steps then see ``cancelled()``.
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
@@ -22,6 +23,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 import yaml
 
 from .harness import (
+    DOCKER_EXEC,
     REPO_ROOT,
     ActionRun,
     HarnessError,
@@ -84,6 +86,9 @@ def run_job(
     action, as ``run_action``'s ``cancel`` does.
     """
     job = load_job(workflow, job_id)
+    # A container: job runs each step through docker exec (harness.DOCKER_EXEC stands in for it); the
+    # image itself is this machine.
+    in_container = "container" in job
     base_env = dict(env if env is not None else os.environ)
     job_env = _runner_environment(base_env, REPO_ROOT, runner_temp, action_path)
     runner_temp.mkdir(parents=True, exist_ok=True)
@@ -114,7 +119,8 @@ def run_job(
                 action_cancel = tuple(cancel[1:]) if cancel and cancel[0] == step_id else None
                 action = run_action(inputs, runner_temp=runner_temp, action_path=action_path,
                                     env={**base_env, **step_env}, cancel=action_cancel,
-                                    timeout_minutes_s=None if minutes is None else float(minutes) * minute_s)
+                                    timeout_minutes_s=None if minutes is None else float(minutes) * minute_s,
+                                    container=in_container)
                 script = None
                 outcome = {"failure": "failure", "cancelled": "cancelled"}.get(action.conclusion, "success")
                 cancelled = cancelled or outcome == "cancelled"
@@ -122,8 +128,11 @@ def run_job(
                 raise HarnessError(f"step {step_id}: timeout-minutes on a run: step is not modelled")
             else:
                 shaped = dict(step, shell=step.get("shell", WORKFLOW_DEFAULT_SHELL))
+                wrap = None
+                if in_container:
+                    wrap = [sys.executable, str(DOCKER_EXEC), str(scratch / f"{step_id}.container-pid"), "--"]
                 script = run_script_step(shaped, step_id, name, contexts, status, job_env, scratch,
-                                         REPO_ROOT, 300.0)
+                                         REPO_ROOT, 300.0, wrap=wrap)
                 action = None
                 outcome = script.outcome
         outputs = (action.outputs if action else script.outputs if script else {})
