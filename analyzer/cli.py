@@ -9,11 +9,12 @@ import argparse
 import os
 import signal
 import sys
-from typing import Callable, Dict, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from . import __version__
 from .durations import parse_duration
 from .errors import USAGE_EXIT_STATUS, AnalyzerError, UsageError
+from .markup import one_line_message
 from .model import Report, Severity
 from .verdict import decide
 
@@ -21,6 +22,7 @@ PROG = "python -m analyzer"
 DEFAULT_LOG_DIR = "guard-logs"
 DEFAULT_KILL_GRACE = "10s"
 INTERRUPTED_EXIT_STATUS = 130
+SUMMARY_MIN_BYTES = 4096  # a step summary already near GitHub's limit still gets the headline
 FORMATS = ("text", "json", "markdown", "github")
 
 SCAN_DESCRIPTION = (
@@ -165,31 +167,99 @@ def _split_run_argv(argv: Sequence[str]) -> Tuple[list, list]:
     return list(argv[:split]), command
 
 
-def _write_file(path: str, text: str, option: str, append: bool = False) -> None:
+def _write_file(
+    path: str, text: str, option: str, append: bool = False, errors: str = "backslashreplace"
+) -> List[str]:
+    """Write ``text`` to ``path``; a failure is returned as a one-line warning, never raised.
+
+    The paths were checked before the work started; a write that still fails (a full disk, a file
+    removed meanwhile) must not throw away the report or the verdict's exit status.
+    """
     try:
-        with open(path, "a" if append else "w", encoding="utf-8") as handle:
+        with open(path, "a" if append else "w", encoding="utf-8", errors=errors) as handle:
             handle.write(text)
     except OSError as err:
-        raise UsageError(f"{option} {path}: cannot write: {err.strerror or err}") from None
+        return [f"{option} {path}: cannot write: {err.strerror or err}; the report is on stdout"]
+    return []
 
 
-def _emit(report: Report, args: argparse.Namespace) -> None:
+def _summary_budget(path: str) -> int:
+    """Bytes the guard's summary may take: GitHub drops a step summary file over 1 MiB whole."""
+    from .report.markdown import DEFAULT_BUDGET_BYTES
+
+    try:
+        used = os.path.getsize(path)
+    except OSError:
+        used = 0
+    return max(SUMMARY_MIN_BYTES, DEFAULT_BUDGET_BYTES - used)
+
+
+def _write_stdout(text: str) -> None:
+    """``text`` on stdout in its encoding, anything it cannot encode as ``\\xNN`` (never an error)."""
+    stream = sys.stdout
+    buffer = getattr(stream, "buffer", None)
+    if buffer is None:
+        stream.write(text)
+    else:
+        stream.flush()
+        buffer.write(text.encode(getattr(stream, "encoding", None) or "utf-8", "backslashreplace"))
+        buffer.flush()
+    stream.flush()
+
+
+def _emit(report: Report, args: argparse.Namespace, summary_budget_bytes: Optional[int] = None) -> None:
+    """Write the report files, then print the report on stdout, then warn about any file not written.
+
+    ``summary_budget_bytes`` caps the Markdown appended to ``--summary`` (default: what the file has
+    left of GitHub's limit). Under GitHub Actions every format but ``github`` (our own escaped
+    commands) and ``json`` (inert by construction) is printed inside a fresh stop-commands fence:
+    excerpts are the command's text, and the runner would act on a ``::add-mask::`` among them.
+    """
     from .report import github, json_report
+    from .supervise.workflow import stop_token
 
+    warnings: List[str] = []
     if args.json:
-        _write_file(args.json, json_report.render_json(report), "--json")
+        warnings += _write_file(args.json, json_report.render_json(report), "--json")
     if args.summary:
-        summary = _renderers(report)["markdown"](report, report_path=args.json)
-        _write_file(args.summary, summary, "--summary", append=True)
+        budget = _summary_budget(args.summary) if summary_budget_bytes is None else summary_budget_bytes
+        summary = _renderers(report)["markdown"](report, report_path=args.json, budget_bytes=budget)
+        warnings += _write_file(args.summary, summary, "--summary", append=True)
     if args.github_output:
         report_path = os.path.abspath(args.json) if args.json else ""
         outputs = github.render_outputs(report, report_path)
-        _write_file(args.github_output, outputs, "--github-output", append=True)
+        # The real bytes of a path that is not UTF-8, so a later step finds the file.
+        warnings += _write_file(args.github_output, outputs, "--github-output", True, "surrogateescape")
     if args.format == "github":
-        sys.stdout.write(github.render_annotations(report, slots=args.annotation_slots))
+        out = github.render_annotations(report, slots=args.annotation_slots)
     else:
-        sys.stdout.write(_renderers(report)[args.format](report))
-    sys.stdout.flush()
+        out = _renderers(report)[args.format](report)
+        if args.format != "json" and os.environ.get("GITHUB_ACTIONS") == "true":
+            out = github.fence_commands(out, stop_token(), markdown=args.format == "markdown")
+    _write_stdout(out)
+    for warning in warnings:
+        _warn(warning)
+
+
+def _check_writable(path: Optional[str], option: str) -> None:
+    """Fail before the command runs when ``path`` could not be written after it (a file or a new one)."""
+    if not path:
+        return
+    if os.path.isdir(path):
+        raise UsageError(f"{option} {path}: is a directory")
+    if os.path.exists(path):
+        if not os.access(path, os.W_OK):
+            raise UsageError(f"{option} {path}: cannot write: permission denied")
+        return
+    parent = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(parent):
+        raise UsageError(f"{option} {path}: cannot write: no such directory {parent}")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise UsageError(f"{option} {path}: cannot write: permission denied in {parent}")
+
+
+def _warn(message: str) -> None:
+    print(f"{PROG}: warning: {one_line_message(message)}", file=sys.stderr, flush=True)
 
 
 def _main_scan(argv: Sequence[str]) -> int:
@@ -198,6 +268,9 @@ def _main_scan(argv: Sequence[str]) -> int:
     from .scan import scan_paths
 
     catalogue = load_catalogue(args.config)
+    _check_writable(args.json, "--json")
+    _check_writable(args.summary, "--summary")
+    _check_writable(args.github_output, "--github-output")
     findings = scan_paths(args.paths, catalogue, engine=args.engine)
     verdict, status = decide(findings, None, Severity(args.fail_on))
     _emit(Report(verdict=verdict, exit_status=status, findings=tuple(findings)), args)
@@ -278,7 +351,8 @@ def _merge_parser() -> argparse.ArgumentParser:
 
 
 def _stderr_line(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)
+    # Job names and report paths are someone else's text: one line, no runner command (markup).
+    print(one_line_message(line), file=sys.stderr, flush=True)
 
 
 def _progress() -> Optional[Callable[[str], None]]:
@@ -331,9 +405,6 @@ def _main_merge(argv: Sequence[str]) -> int:
     from .gh.combine import combine
     from .gh.merge import read_reports
 
-    if args.config:
-        # The reports were graded when each job ran; re-grading here would disagree with their verdicts.
-        raise UsageError("merge: --config does not apply; give it to each job's run (the action's config)")
     report = combine(read_reports(args.paths, _stderr_line), Severity(args.fail_on))
     _emit(report, args)
     return report.exit_status

@@ -197,3 +197,114 @@ def test_outputs_name_the_log_dir_absolutely_even_when_given_relative(tmp_path: 
     assert (code, err) == (0, "")
     assert f"log-dir={tmp_path / 'logs'}\n" in outputs.read_text()
     assert (tmp_path / "logs" / "stdout.log").exists()
+
+
+# --- Hostile output of a guarded command (issue 9): what the runner would do with the step's log ---
+
+HOSTILE_PROGRAM = textwrap.dedent(
+    """
+    import atexit, sys
+
+    def _prepare_to_exit():
+        # A traceback prints the line of the file the code claims to come from: here "::add-mask::X".
+        exec(compile("\\n\\nraise RuntimeError(sys.argv[2])", sys.argv[1], "exec"))
+
+    atexit.register(_prepare_to_exit)
+    print("=== 3 passed in 0.01s ===")
+    """
+)
+TOKEN = "ghp_" + "Z9y8X7w6V5u4T3s2R1q0P9o8N7m6L5k4J3i2"
+
+
+def _hostile_command(tmp_path: Path) -> list:
+    source = tmp_path / "source.txt"
+    source.write_text("a\nb\n      ::add-mask::X\n")
+    script = tmp_path / "prog.py"
+    script.write_text(HOSTILE_PROGRAM)
+    message = f"##[set-output name=verdict]pass --api-key={TOKEN}"
+    return [sys.executable, str(script), str(source), message]
+
+
+def run_cli_on_github(*args: str, cwd: Optional[Path] = None) -> Tuple[int, bytes]:
+    """As the action runs the guard: under GITHUB_ACTIONS, stderr merged into stdout (``2>&1``)."""
+    import os
+
+    proc = subprocess.run(
+        [sys.executable, "-m", "analyzer", *args],
+        input=b"",
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        cwd=str(cwd or REPO),
+        env={**os.environ, "GITHUB_ACTIONS": "true"},
+        timeout=120,
+    )
+    return proc.returncode, proc.stdout
+
+
+@pytest.mark.parametrize("fmt", ["text", "markdown", "json", "github"])
+def test_a_guarded_commands_output_and_its_report_run_no_command_on_the_runner(tmp_path: Path, fmt: str):
+    from tests.report.runner_view import runner_commands
+
+    code, out = run_cli_on_github(
+        "run", "--format", fmt, "--log-dir", str(tmp_path / "logs"), "--", *_hostile_command(tmp_path)
+    )
+    assert code == 1, out
+    assert b"::add-mask::X" in out and b"##[set-output name=verdict]pass" in out  # the attack is there
+    commands = runner_commands(out)
+    assert [c.name for c in commands] == (["error"] if fmt == "github" else [])
+    # The log stays byte-exact, secrets and all (README: the artifact holds what the tests printed).
+    assert TOKEN.encode() in (tmp_path / "logs" / "stderr.log").read_bytes()
+
+
+def test_secrets_on_the_command_line_and_in_the_log_are_redacted_in_every_report(tmp_path: Path):
+    report, summary = tmp_path / "r.json", tmp_path / "s.md"
+    code, out, err = run_cli(
+        "run", "--log-dir", str(tmp_path / "logs"), "--json", str(report), "--summary", str(summary),
+        "--", *_hostile_command(tmp_path), "--token", "s3cr3t-value",
+    )
+    assert code == 1, err
+    for text in (out, report.read_text(), summary.read_text()):
+        assert TOKEN not in text and "s3cr3t-value" not in text
+        assert "[REDACTED]" in text
+    data = json.loads(report.read_text())
+    assert data["command"]["argv"][-2:] == ["--token", "[REDACTED]"]
+    code, out, err = run_cli("--format", "github", str(tmp_path / "logs" / "stderr.log"))
+    assert TOKEN not in out and "--api-key=[REDACTED]" in out
+
+
+def test_a_report_file_that_fails_after_the_run_warns_and_keeps_the_verdicts_status(tmp_path: Path):
+    code, out, err = run_cli(
+        "run", "--log-dir", str(tmp_path / "logs"), "--json", "/dev/full", "--", *_hostile_command(tmp_path)
+    )
+    assert code == 1, err  # the verdict's status (exit 0 but an atexit exception), not 2
+    assert "Findings (root cause first):" in out
+    warnings = [line for line in err.splitlines() if line.startswith("python -m analyzer: warning: ")]
+    assert warnings == [
+        "python -m analyzer: warning: --json /dev/full: cannot write: No space left on device; "
+        "the report is on stdout"
+    ]
+
+
+def test_the_summary_counts_what_the_file_already_holds_against_githubs_limit(tmp_path, atexit_log):
+    summary = tmp_path / "summary.md"
+    summary.write_text("x" * 990_000 + "\n")  # earlier steps' summaries (or the command's) fill it
+    code, out, err = run_cli(str(atexit_log), "--summary", str(summary))
+    assert (code, err) == (1, "")
+    size = summary.stat().st_size
+    assert 990_001 < size <= 1_000_000 < 1_048_576  # GitHub drops a step summary over 1 MiB whole
+    assert "RuntimeError" in summary.read_text()[990_001:]
+
+
+def test_a_report_path_that_is_not_utf8_is_written_and_named(tmp_path: Path, atexit_log: Path):
+    import os
+
+    report = os.path.join(os.fsencode(tmp_path), b"r\xff.json")
+    outputs = tmp_path / "outputs.txt"
+    proc = subprocess.run(
+        [sys.executable, "-m", "analyzer", str(atexit_log), "--json", os.fsdecode(report),
+         "--github-output", str(outputs)],
+        capture_output=True, timeout=120, cwd=str(REPO), env={**os.environ, "PYTHONIOENCODING": "utf-8"},
+    )
+    assert (proc.returncode, proc.stderr) == (1, b"")
+    assert json.loads(open(report, "rb").read())["verdict"] == "fail"
+    assert b"report=" + report + b"\n" in outputs.read_bytes()  # the real bytes, for the next step
