@@ -64,6 +64,9 @@ _STREAM_SETTLE_S = 0.05
 _CREATE_TRIES = 3
 CHUNK_COPY_BYTES = 1 << 20
 _CANCEL_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+CONSOLE_CUT_NOTE = (
+    "gpu-hang-guard: the console fell behind; the last {missed} bytes of {stream} are only in {log}\n"
+)
 
 
 @dataclass(frozen=True)
@@ -185,6 +188,7 @@ class _Run:
         self.ended: Optional[float] = None
         self.abort_event = ""
         self.cancelled_after_exit = False
+        self.dir_fd = -1  # the log dir, held open: evidence goes there even if the path is swapped
 
     # -- start ----------------------------------------------------------------------------------
     def start(self, env: Dict[str, str]) -> None:
@@ -358,7 +362,7 @@ class _Run:
         self.findings.extend(result.findings)
         self.diagnostics.extend(result.diagnostics)
         for name, text in result.files:
-            _write_text(os.path.join(self.log_dir, name), text)
+            _write_text(self.dir_fd, name, text)
 
     # -- after the command exited ---------------------------------------------------------------
     def collect_leftovers(self) -> Deadline:
@@ -448,15 +452,18 @@ def supervise(options: GuardOptions) -> Supervision:
     """
     _validate(options)
     log_fds: Dict[str, int] = {}
+    dir_fd = -1
     try:
         os.makedirs(options.log_dir, exist_ok=True)
+        dir_fd = os.open(options.log_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         for name in EVIDENCE_FILES:
-            _unlink_stale(os.path.join(options.log_dir, name))  # a reused log dir's old evidence
+            _unlink_stale(dir_fd, name)  # a reused log dir's old evidence
         for stream, name in (("stdout", STDOUT_LOG), ("stderr", STDERR_LOG)):
-            log_fds[stream] = _create_exclusive(os.path.join(options.log_dir, name))
+            log_fds[stream] = _create_exclusive(dir_fd, name)
     except OSError as err:
-        for fd in log_fds.values():
-            os.close(fd)
+        for fd in [*log_fds.values(), dir_fd]:
+            if fd >= 0:
+                os.close(fd)
         problem = err.strerror or err
         raise UsageError(f"--log-dir: cannot write logs in {options.log_dir!r}: {problem}") from err
     # The guard's own read-only view of each log: the path is the command's to tamper with.
@@ -479,6 +486,7 @@ def supervise(options: GuardOptions) -> Supervision:
     os.set_blocking(wake_write, False)
     cancel = _Cancel(wake_write)
     run = _Run(options, cancel)
+    run.dir_fd = dir_fd
     restore = _install_handlers(cancel.handle)
     reason: Optional[TimeoutReason] = None
     fenced = False
@@ -527,19 +535,21 @@ def supervise(options: GuardOptions) -> Supervision:
         if options.echo:
             # The report follows on the console; it must not start in the middle of the command's line.
             _end_partial_lines(consoles)
+            _say_what_the_console_missed(run.pumps)
         if fenced:
             out_console.write_own(workflow.resume_line(stop_token))
         restore()
         os.close(wake_read)
         os.close(wake_write)
         for stream, path in (("stdout", run.stdout_path), ("stderr", run.stderr_path)):
-            if _restore_log(path, own_views[stream]):
+            if _restore_log(dir_fd, os.path.basename(path), own_views[stream]):
                 run.diagnostics.append(Diagnostic(
                     f"{os.path.basename(path)} was replaced during the run; the guard restored its own copy",
                     f"The path {path} no longer named the file the guard wrote; what the command printed "
                     "was copied back from the guard's descriptor.\n",
                 ))
             os.close(own_views[stream])
+        os.close(dir_fd)
     return Supervision(
         command=run.result(reason),
         findings=tuple(run.findings),
@@ -608,15 +618,25 @@ def _end_partial_lines(consoles: Sequence[Console]) -> None:
         time.sleep(_STREAM_SETTLE_S)
 
 
-def _unlink_stale(path: str) -> None:
+def _say_what_the_console_missed(pumps: Sequence[StreamPump]) -> None:
+    """One line per stream whose echo was cut behind its log (a console slower than the command)."""
+    for pump in pumps:
+        console = pump.console
+        missed = pump.bytes - pump.echoed
+        if console is not None and missed > 0 and not console.broken:
+            log = STDOUT_LOG if pump.name == "stdout" else STDERR_LOG
+            console.write_own(CONSOLE_CUT_NOTE.format(missed=missed, stream=pump.name, log=log).encode())
+
+
+def _unlink_stale(dir_fd: int, name: str) -> None:
     try:
-        os.unlink(path)
+        os.unlink(name, dir_fd=dir_fd)
     except FileNotFoundError:
         pass
 
 
-def _create_exclusive(path: str) -> int:
-    """A new file at ``path`` for writing, never through a symlink nor into a file someone planted.
+def _create_exclusive(dir_fd: int, name: str) -> int:
+    """A new file ``name`` in ``dir_fd`` for writing, never through a symlink nor into a planted file.
 
     Whatever is at ``path`` is unlinked first (a new file rather than a truncated one also spares
     ext4's flush of a truncated-and-rewritten file on close, auto_da_alloc, seconds after a flood).
@@ -624,23 +644,23 @@ def _create_exclusive(path: str) -> int:
     """
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
     for attempt in range(_CREATE_TRIES):
-        _unlink_stale(path)
+        _unlink_stale(dir_fd, name)
         try:
-            return os.open(path, flags, 0o644)
+            return os.open(name, flags, 0o644, dir_fd=dir_fd)
         except FileExistsError:
             if attempt == _CREATE_TRIES - 1:
                 raise
-    raise FileExistsError(path)  # not reached
+    raise FileExistsError(name)  # not reached
 
 
-def _restore_log(path: str, view_fd: int) -> bool:
-    """Make ``path`` name the log the guard wrote (``view_fd``) again; True when it had to.
+def _restore_log(dir_fd: int, name: str, view_fd: int) -> bool:
+    """Make ``name`` in ``dir_fd`` name the log the guard wrote (``view_fd``) again; True when it had to.
 
     A command can unlink, rename or replace its log with a symlink to hide what it printed from the
     scan that reads the path afterwards; the guard's descriptor still holds every byte.
     """
     try:
-        here = os.lstat(path)
+        here = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
         ours = os.fstat(view_fd)
         if (here.st_dev, here.st_ino) == (ours.st_dev, ours.st_ino):
             return False
@@ -649,7 +669,7 @@ def _restore_log(path: str, view_fd: int) -> bool:
     except OSError:
         return False
     try:
-        target = _create_exclusive(path)
+        target = _create_exclusive(dir_fd, name)
     except OSError:
         return False
     try:
@@ -676,10 +696,10 @@ def _reopen_read_only(fd: int) -> int:
     return os.open(f"/proc/self/fd/{fd}", os.O_RDONLY | os.O_CLOEXEC)
 
 
-def _write_text(path: str, text: str) -> None:
+def _write_text(dir_fd: int, name: str, text: str) -> None:
     """Write evidence to a file the guard creates itself (see ``_create_exclusive``); best effort."""
     try:
-        fd = _create_exclusive(path)
+        fd = _create_exclusive(dir_fd, name)
     except OSError:
         return
     with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace") as handle:

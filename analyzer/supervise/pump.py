@@ -73,6 +73,11 @@ class Console:
     def is_cut(self) -> bool:
         return self._cut or self._broken
 
+    @property
+    def broken(self) -> bool:
+        """The console went away (closed pipe, bad descriptor): nothing more can be said on it."""
+        return self._broken
+
     def cut(self, timeout_s: float) -> bool:
         """Stop the command's echo; True when no command write was in progress after ``timeout_s``."""
         got = self.lock.acquire(timeout=max(0.0, timeout_s))
@@ -81,8 +86,11 @@ class Console:
             self.lock.release()
         return got
 
-    def echo(self, data: bytes) -> None:
-        """Write the command's ``data``, piece by piece, until done or the console is cut or gone."""
+    def echo(self, data: bytes) -> int:
+        """Write the command's ``data``, piece by piece, until done or the console is cut or gone.
+
+        Returns how many bytes reached the console.
+        """
         view = memoryview(data)
         while view and not self.is_cut:
             if self._blocking_pieces:
@@ -90,17 +98,17 @@ class Console:
                     _, ready, _ = select.select([], [self.fd], [], _CONSOLE_WAIT_S)
                 except (OSError, ValueError):
                     self._broken = True
-                    return
+                    return len(data) - len(view)
                 if not ready:
                     continue
             piece = view[: self._piece_bytes()] if self._blocking_pieces else view
             with self.lock:
                 if self._cut:
-                    return
+                    return len(data) - len(view)
                 written = _write_some(self.fd, piece)
                 if written < 0:
                     self._broken = True  # the console went away; the log still gets every byte
-                    return
+                    return len(data) - len(view)
                 if written:
                     self.wrote = True
                     self.last_byte = bytes(piece[written - 1: written])
@@ -109,8 +117,9 @@ class Console:
                     select.select([], [self.fd], [], _CONSOLE_WAIT_S)
                 except (OSError, ValueError):
                     self._broken = True
-                    return
+                    return len(data) - len(view)
             view = view[written:]
+        return len(data) - len(view)
 
     def _piece_bytes(self) -> int:
         """How much one write may carry without blocking: PIPE_BUF, or what a pipe surely has free.
@@ -162,6 +171,7 @@ class StreamPump:
     ):
         self.name = name
         self.bytes = 0
+        self.echoed = 0
         self.last_byte = b""
         self.eof = threading.Event()
         self._fd = src_fd
@@ -194,6 +204,10 @@ class StreamPump:
     def finished(self) -> bool:
         return not self._thread.is_alive()
 
+    @property
+    def console(self) -> Optional[Console]:
+        return self._console
+
     def _run(self) -> None:
         try:
             os.set_blocking(self._fd, False)
@@ -223,7 +237,7 @@ class StreamPump:
                 if self._on_output is not None:
                     self._on_output(self.name, self.bytes, arrived)
                 if self._console is not None and self._stop_by is None:
-                    self._console.echo(chunk)
+                    self.echoed += self._console.echo(chunk)
         finally:
             os.close(self._log_fd)
             if self._on_output is not None:
