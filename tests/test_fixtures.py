@@ -1,9 +1,12 @@
 """The real captured logs under fixtures/ give exactly the findings marked in their headers.
 
 Each fixture starts with ``#! `` header lines (see fixtures/regenerate.py): ``#! expect rule=ID
-line=N`` for every finding the scanner must report, or ``#! expect none``.  The whole pipeline runs
-on the file as committed (header included, so line numbers are the file's own), through both
-matching engines where Hyperscan is installed.
+line=N`` for every error or warning the scanner must report, or ``#! expect none`` (no error and no
+warning).  ``#! expect rule=ID line=N severity=notice`` names a handled event the scanner must report
+as a notice, and a trailing ``test=ID`` the test the finding must be attributed to.  Errors and
+warnings must be exactly the announced ones; listed notices must be there, unlisted notices are
+allowed.  The whole pipeline runs on the file as committed (header included, so line numbers are the
+file's own), through both matching engines where Hyperscan is installed.
 
 To review a change of the scanner against the corpus: ``GHG_BLESS=1 python -m pytest
 tests/test_fixtures.py`` rewrites the expect lines from what the scanner now reports, then
@@ -17,7 +20,8 @@ import re
 import subprocess
 import sys
 from pathlib import Path
-from typing import Dict, List, Set, Tuple
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Set, Tuple
 
 import pytest
 
@@ -29,7 +33,7 @@ REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "fixtures"
 HEADER = "#! "
 LOGS = sorted(FIXTURES.rglob("*.log"))
-MAX_FIXTURE_BYTES = 100 * 1024
+MAX_FIXTURE_BYTES = 256 * 1024  # a healthy suite kept whole (negative/*-suite.log) is the largest
 MAX_CORPUS_BYTES = 2 * 1024 * 1024
 
 
@@ -41,9 +45,26 @@ def _engines() -> List[str]:
     return ["python", "hyperscan"]
 
 
+# Fixtures whose expectations wait on test attribution (issue 7 item 1, scan-pipeline): events
+# inside a test that passed become notices.  Strict: when attribution lands they pass, the xfail
+# fails, and the name must leave this set.
+WAITS_ON_ATTRIBUTION: Set[str] = set()
+EXPECT_LINE = re.compile(r"expect rule=(\S+) line=(\d+)(?: severity=(notice))?(?: test=(.+))?$")
+
+
+@dataclass(frozen=True)
+class Expected:
+    """One ``#! expect`` line: a finding of ``rule`` at ``line``; a notice if ``notice``; its test."""
+
+    rule: str
+    line: int
+    notice: bool = False
+    test: Optional[str] = None
+
+
 def read_header(path: Path) -> Dict[str, object]:
-    """The header of a fixture: expected (rule, line) pairs, whether it says none, its length."""
-    expect: Set[Tuple[str, int]] = set()
+    """The header of a fixture: its ``Expected`` findings, whether it says none, its length."""
+    expect: Set[Expected] = set()
     none = False
     length = 0
     with path.open(encoding="utf-8", errors="backslashreplace") as fh:
@@ -54,10 +75,22 @@ def read_header(path: Path) -> Dict[str, object]:
             body = line[len(HEADER):].rstrip("\n")
             if body == "expect none":
                 none = True
-            m = re.match(r"expect rule=(\S+) line=(\d+)$", body)
+            m = EXPECT_LINE.match(body)
             if m:
-                expect.add((m.group(1), int(m.group(2))))
+                expect.add(Expected(m.group(1), int(m.group(2)), m.group(3) == "notice", m.group(4)))
     return {"expect": expect, "none": none, "length": length}
+
+
+def _failing(expect: Set[Expected]) -> Set[Tuple[str, int]]:
+    return {(e.rule, e.line) for e in expect if not e.notice}
+
+
+def _param(path: Path):
+    name = path.relative_to(FIXTURES).as_posix()
+    if name in WAITS_ON_ATTRIBUTION:
+        return pytest.param(path, id=name, marks=pytest.mark.xfail(
+            strict=True, reason="waits on test attribution (handled events become notices)"))
+    return pytest.param(path, id=name)
 
 
 @pytest.fixture(scope="module")
@@ -85,41 +118,57 @@ def test_the_corpus_is_there_and_small():
 def test_header_is_well_formed(path: Path):
     header = read_header(path)
     assert header["length"] >= 3, "a fixture starts with its #! header"
-    assert bool(header["expect"]) != bool(header["none"]), "either expect lines or 'expect none'"
+    failing = _failing(header["expect"])  # type: ignore[arg-type]
+    assert bool(failing) != bool(header["none"]), "either error/warning expect lines or 'expect none'"
     lines = path.read_text(encoding="utf-8", errors="backslashreplace").split("\n")
-    for _rule, line in header["expect"]:  # type: ignore[union-attr]
-        assert header["length"] < line <= len(lines), "expected line %d is outside the log body" % line
+    for expected in header["expect"]:  # type: ignore[union-attr]
+        assert header["length"] < expected.line <= len(lines), (
+            "expected line %d is outside the log body" % expected.line)
 
 
 @pytest.mark.parametrize("engine", _engines())
-@pytest.mark.parametrize("path", LOGS, ids=[p.relative_to(FIXTURES).as_posix() for p in LOGS])
+@pytest.mark.parametrize("path", [_param(p) for p in LOGS])
 def test_fixture_gives_exactly_the_expected_findings(path: Path, engine: str, catalogue):
     header = read_header(path)
+    expect: Set[Expected] = header["expect"]  # type: ignore[assignment]
     findings = scan_paths([str(path)], catalogue, engine=engine)
-    found = {(f.rule, f.line) for f in findings}
-    assert found == header["expect"], "\n".join(
-        ["%s: scanner disagrees with the header" % path.relative_to(REPO)]
-        + ["  missing  %s line %d" % e for e in sorted(header["expect"] - found)]  # type: ignore[operator]
-        + ["  extra    %s line %d: %s" % (f.rule, f.line, f.message) for f in findings
-           if (f.rule, f.line) not in header["expect"]]  # type: ignore[operator]
-    )
+    failing = {(f.rule, f.line) for f in findings if f.severity is not Severity.NOTICE}
+    notices = {(f.rule, f.line): f for f in findings if f.severity is Severity.NOTICE}
+    wanted = _failing(expect)
+    problems = ["  missing  %s line %d" % e for e in sorted(wanted - failing)]
+    problems += ["  extra    %s line %d %s: %s" % (f.rule, f.line, f.severity.value, f.message)
+                 for f in findings if (f.rule, f.line) in failing - wanted]
+    for e in sorted((e for e in expect if e.notice), key=lambda e: (e.line, e.rule)):
+        notice = notices.get((e.rule, e.line))
+        if notice is None:
+            problems.append("  missing  %s line %d as a notice" % (e.rule, e.line))
+        elif e.test is not None and notice.test != e.test:
+            problems.append("  test     %s line %d: %r, not %r" % (e.rule, e.line, notice.test, e.test))
+    for e in (e for e in expect if not e.notice and e.test is not None):
+        mine = [f for f in findings if (f.rule, f.line) == (e.rule, e.line)]
+        if mine and mine[0].test != e.test:
+            problems.append("  test     %s line %d: %r, not %r" % (e.rule, e.line, mine[0].test, e.test))
+    header_line = "%s: scanner disagrees with the header" % path.relative_to(REPO)
+    assert not problems, "\n".join([header_line] + problems)
     assert all(f.line > header["length"] for f in findings), "a header line produced a finding"
 
 
-@pytest.mark.parametrize("path", [p for p in LOGS if p.parent.name == "negative"],
-                         ids=[p.name for p in LOGS if p.parent.name == "negative"])
-def test_healthy_logs_raise_no_error(path: Path, catalogue):
+@pytest.mark.parametrize("path", [_param(p) for p in LOGS if p.parent.name == "negative"])
+def test_healthy_logs_raise_no_error_and_no_warning(path: Path, catalogue):
     findings = scan_paths([str(path)], catalogue, engine="python")
-    assert [f for f in findings if f.severity is Severity.ERROR] == []
+    assert [f for f in findings if f.severity in (Severity.ERROR, Severity.WARNING)] == []
     assert read_header(path)["none"]
 
 
 def test_every_finding_rule_has_a_real_fixture(catalogue):
     # Rules whose wording no fixture carries yet; each is still proven by its examples.
-    example_only = {"pytorch-ci-timed-out", "workers-timed-out", "github-job-max-time"}
+    example_only = {"pytorch-ci-timed-out", "workers-timed-out", "github-job-max-time",
+                    # no public log quotes these wordings alone yet (the flattened report, zsh's
+                    # "killed", an aborted communicator whose reason is not the watchdog's timeout)
+                    "torchrun-root-cause-inline", "zsh-signal-report", "nccl-communicator-aborted"}
     covered = set()
     for path in LOGS:
-        covered |= {rule for rule, _line in read_header(path)["expect"]}  # type: ignore[union-attr]
+        covered |= {e.rule for e in read_header(path)["expect"] if not e.notice}  # type: ignore[union-attr]
     finding_rules = {r.id for r in catalogue.rules if r.marker is None and not r.user_defined}
     missing = finding_rules - covered - example_only
     assert not missing, "rules without a fixture: %s" % sorted(missing)
