@@ -1,7 +1,8 @@
 """A small GitHub REST client: JSON pages, `Link` pagination, rate limits, and job logs streamed to disk.
 
-What GitHub does that this relies on (REST docs, "Using pagination", "Rate limits", "Download job
-logs for a workflow run"):
+What GitHub does that this relies on (docs.github.com/en/rest: "Using pagination in the REST API",
+"Rate limits for the REST API", and rest/actions/workflow-jobs "Download job logs for a workflow
+run"; the job objects' ``run_id``, ``run_attempt``, ``head_sha`` and ``runner_name`` are from there too):
 
 - list endpoints answer one page and a ``Link`` header whose ``rel="next"`` URL is followed exactly as
   given (GitHub writes ``/repositories/{id}/...`` there, and may send fewer items than ``per_page``);
