@@ -57,7 +57,7 @@ _RULES: Tuple[_Rule, ...] = (
     # Credentials in a URL: https://user:PASSWORD@host/.
     (("://",), re.compile(r"(?i)(\b[a-z][a-z0-9+.-]*://[^\s/:@]+:)([^\s/@]+)(@)"), r"\1" + REDACTED + r"\3"),
     # Well-known token shapes, wherever they stand.
-    (("ghp_", "gho_", "ghu_", "ghs_", "ghr_"), re.compile(r"\bgh[pousr]_[A-Za-z0-9]{30,}\b"), REDACTED),
+    (("gh",), re.compile(r"\bgh[pousr]_[A-Za-z0-9]{30,}\b"), REDACTED),
     (("github_pat_",), re.compile(r"\bgithub_pat_[A-Za-z0-9_]{30,}\b"), REDACTED),  # fine-grained
     (("hf_",), re.compile(r"\bhf_[A-Za-z0-9]{30,}\b"), REDACTED),  # Hugging Face user access tokens
     (("akia", "asia"), re.compile(r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b"), REDACTED),  # AWS access key ids
@@ -97,7 +97,10 @@ def redact(text: str) -> str:
     if not text:
         return text
     lower = text.lower()
+    present = {}  # rules share word lists: look for each list once
     for words, pattern, replacement in _RULES:
-        if any(word in lower for word in words):
+        if words not in present:
+            present[words] = any(word in lower for word in words)
+        if present[words]:
             text = pattern.sub(replacement, text)
     return text
