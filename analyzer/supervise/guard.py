@@ -202,6 +202,9 @@ class _Run:
             self.containment.close()
             self.containment = Containment()
             self.proc = spawn.start(self.options.argv, env)
+        except BaseException:
+            self.containment.close()  # the command never started: no cgroup left behind
+            raise
         self.root = tree.proc_of(self.proc.pid) or tree.Proc(self.proc.pid, 0)
         self.reaper = spawn.Reaper(self.proc, self.helper_pids)
         self.reaper.start()

@@ -132,7 +132,7 @@ class Reaper:
     left alone; ``paused()`` stops it while helpers start, so none is reaped before it is known.
     """
 
-    def __init__(self, command: subprocess.Popen, protect: Sequence[int], interval_s: float = 0.05):
+    def __init__(self, command: subprocess.Popen, protect: Sequence[int], interval_s: float = 0.1):
         self._command = command
         self._protect = protect
         self._interval_s = interval_s
