@@ -58,11 +58,14 @@ def test_a_pid_hopper_is_ended_by_the_cgroup_and_runs_no_more_after_the_guard(gu
     if not _available(kind):
         pytest.skip(f"{CGROUP_NEEDS} ({kind} here)")
     beat = tmp_path / "heartbeat"
-    result, took = guard(program("pid_hopper.py", str(beat)), leak_grace_s=0.5, kill_grace_s=1.0,
-                         containment=kind)
-    assert result.command.containment == kind
-    assert beat.stat().st_size > 0, "the hopper never hopped"
-    assert _heartbeat_settled(beat), "the pid hopper still runs after the guard returned"
+    try:
+        result, took = guard(program("pid_hopper.py", str(beat)), leak_grace_s=0.5, kill_grace_s=1.0,
+                             containment=kind)
+        assert result.command.containment == kind
+        assert beat.stat().st_size > 0, "the hopper never hopped"
+        assert _heartbeat_settled(beat), "the pid hopper still runs after the guard returned"
+    finally:
+        Path(str(beat) + ".stop").touch()  # a hopper the guard missed ends itself
     assert result.command.leftover_pids, "the hopper must be reported, not a silent pass"
     assert {f.kind for f in result.findings} == {Kind.LEAKED_PROCESS}
     ours = f"{containment.NAME_PREFIX}{os.getpid()}-"
