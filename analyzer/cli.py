@@ -21,6 +21,7 @@ from .verdict import decide
 PROG = "python -m analyzer"
 DEFAULT_LOG_DIR = "guard-logs"
 DEFAULT_KILL_GRACE = "10s"
+DEFAULT_ABORT_GRACE = "60s"
 INTERRUPTED_EXIT_STATUS = 130
 SUMMARY_MIN_BYTES = 4096  # a step summary already near GitHub's limit still gets the headline
 FORMATS = ("text", "json", "markdown", "github")
@@ -76,6 +77,12 @@ HELP = {
         "under GitHub Actions, let the command's output issue workflow commands such as ::group:: "
         "(default: they are disabled with ::stop-commands::)"
     ),
+    "abort_on": (
+        "comma-separated finding kinds (e.g. timeout,crash,worker-failure) that end the run early: when "
+        "the live scan sees an error of one, the command gets --abort-grace to end by itself, then the "
+        "guard diagnoses and ends it as for a timeout (default: none)"
+    ),
+    "abort_grace": f"how long it may run on after an --abort-on finding (default: {DEFAULT_ABORT_GRACE})",
 }
 
 
@@ -136,6 +143,8 @@ def _run_parser() -> argparse.ArgumentParser:
         "--allow-workflow-commands", action="store_true", help=HELP["allow_workflow_commands"]
     )
     parser.add_argument("--job-name", metavar="NAME", help=HELP["job_name"])
+    parser.add_argument("--abort-on", metavar="KINDS", help=HELP["abort_on"])
+    parser.add_argument("--abort-grace", metavar="DUR", default=DEFAULT_ABORT_GRACE, help=HELP["abort_grace"])
     _add_report_options(parser)
     return parser
 
@@ -241,6 +250,35 @@ def _emit(report: Report, args: argparse.Namespace, summary_budget_bytes: Option
         _warn(warning)
 
 
+def _main_scan(argv: Sequence[str]) -> int:
+    args = _scan_parser().parse_args(argv)
+    from .rules.loader import load_catalogue
+    from .scan import scan_paths
+
+    catalogue = load_catalogue(args.config)
+    _check_writable(args.json, "--json")
+    _check_writable(args.summary, "--summary")
+    _check_writable(args.github_output, "--github-output")
+    findings = scan_paths(args.paths, catalogue, engine=args.engine)
+    verdict, status = decide(findings, None, Severity(args.fail_on))
+    _emit(Report(verdict=verdict, exit_status=status, findings=tuple(findings)), args)
+    return status
+
+
+def _hold_off_runner_signals(on_signal: Optional[Callable[[], None]] = None) -> None:
+    """From here on SIGINT and SIGTERM only call ``on_signal`` (or nothing): the report is left to write.
+
+    On cancel GitHub's runner sends SIGINT, then SIGTERM 7.5 s later; dying at the second signal would
+    lose the very report that says where the job hung (actions/runner#3341). While the guard still
+    waits for its live scan, a signal means the runner's window is closing: ``on_signal`` cuts it short.
+    """
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):  # SIGHUP: the runner's session went away
+        if on_signal is None:
+            signal.signal(signum, signal.SIG_IGN)
+        else:
+            signal.signal(signum, lambda _signum, _frame: on_signal())
+
+
 def _check_writable(path: Optional[str], option: str) -> None:
     """Fail before the command runs when ``path`` could not be written after it (a file or a new one)."""
     if not path:
@@ -262,40 +300,20 @@ def _warn(message: str) -> None:
     print(f"{PROG}: warning: {one_line_message(message)}", file=sys.stderr, flush=True)
 
 
-def _main_scan(argv: Sequence[str]) -> int:
-    args = _scan_parser().parse_args(argv)
+def _main_run(argv: Sequence[str]) -> int:
+    options_argv, command = _split_run_argv(argv)
+    args = _run_parser().parse_args(options_argv)
+    from .gh.facts import facts_from_env
+    from .guarded import GuardedRun, parse_abort_kinds
     from .rules.loader import load_catalogue
-    from .scan import scan_paths
+    from .supervise.guard import GuardOptions
 
+    # Everything that can be wrong is found before the command runs for an hour: the config, every
+    # option, and the paths the report goes to.
     catalogue = load_catalogue(args.config)
     _check_writable(args.json, "--json")
     _check_writable(args.summary, "--summary")
     _check_writable(args.github_output, "--github-output")
-    findings = scan_paths(args.paths, catalogue, engine=args.engine)
-    verdict, status = decide(findings, None, Severity(args.fail_on))
-    _emit(Report(verdict=verdict, exit_status=status, findings=tuple(findings)), args)
-    return status
-
-
-def _hold_off_runner_signals() -> None:
-    """Ignore SIGINT and SIGTERM from here on: the tree is down, only the report is left to write.
-
-    On cancel GitHub's runner sends SIGINT, then SIGTERM 7.5 s later; dying at the second signal would
-    lose the very report that says where the job hung (actions/runner#3341).
-    """
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, signal.SIG_IGN)
-
-
-def _main_run(argv: Sequence[str]) -> int:
-    options_argv, command = _split_run_argv(argv)
-    args = _run_parser().parse_args(options_argv)
-    from .rules.loader import load_catalogue
-    from .scan import scan_paths
-    from .gh.facts import facts_from_env
-    from .supervise.guard import GuardOptions, supervise
-
-    catalogue = load_catalogue(args.config)  # a bad config fails before the command runs for an hour
     options = GuardOptions(
         argv=tuple(command),
         log_dir=args.log_dir,
@@ -304,25 +322,30 @@ def _main_run(argv: Sequence[str]) -> int:
         kill_grace_s=parse_duration(args.kill_grace, "--kill-grace"),
         allow_workflow_commands=args.allow_workflow_commands,
     )
-    supervision = supervise(options)
-    _hold_off_runner_signals()
-    findings = scan_paths(
-        [supervision.stdout_path, supervision.stderr_path],
+    job = facts_from_env(os.environ, args.job_name)
+    _renderers()  # imported now: after the command ran, nothing is imported from where it could write
+    run = GuardedRun(
+        options,
         catalogue,
-        guard_findings=supervision.findings,
         engine=args.engine,
+        fail_on=Severity(args.fail_on),
+        abort_on=parse_abort_kinds(args.abort_on),
+        abort_grace_s=parse_duration(args.abort_grace, "--abort-grace"),
     )
-    verdict, status = decide(findings, supervision.command, Severity(args.fail_on))
-    report = Report(
-        verdict=verdict,
-        exit_status=status,
-        findings=tuple(findings),
-        command=supervision.command,
-        diagnostics=supervision.diagnostics,
-        job=facts_from_env(os.environ, args.job_name),
-    )
-    _emit(report, args)
-    return status
+    warnings: list = []
+    try:
+        supervision = run.supervise()
+        _hold_off_runner_signals(run.cut_short)
+        report = run.report(supervision, job=job)
+        _hold_off_runner_signals()
+        warnings += run.pass_through_files()
+        _emit(report, args)
+        warnings += run.pass_through_summary()
+    finally:
+        run.close()
+        for warning in warnings:
+            _warn(warning)
+    return report.exit_status
 
 
 def _gh_parser() -> argparse.ArgumentParser:

@@ -21,7 +21,13 @@ from __future__ import annotations
 import bisect
 import collections
 import dataclasses
+import fcntl
+import io
 import os
+import pickle
+import select
+import signal
+import struct
 import threading
 import time
 from typing import Any, Callable, Deque, Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple
@@ -31,7 +37,7 @@ from .durations import format_duration
 from .errors import AnalyzerError, UsageError
 from .model import SCAN_INCOMPLETE_RULE, Finding, Kind, Report, Severity
 from .report import github as github_report
-from .rules.model import Catalogue
+from .rules.model import Catalogue, Rule
 from .scan import pipeline, rank  # noqa: F401 - rank: imported now, used by the scan after the run
 from .scan.sources import Source
 from .supervise.guard import STDERR_LOG, STDOUT_LOG, GuardOptions, Supervision, supervise
@@ -54,6 +60,15 @@ _CLOCK_STEP_S = 0.05
 _CLOCK_POINTS = 10_000
 _PENDING_POINTS = 4_096
 _JOIN_SLICE_S = 0.1
+# The scanner process: control records (stream index or a command, bytes in the log, arrival time)
+# and length-prefixed pickled frames back.
+_RECORD = struct.Struct("<Bqd")
+_FINISH, _CUT = 255, 254
+_FRAME_HEAD = struct.Struct(">I")
+_F_SETPIPE_SZ = 1031  # fcntl.F_SETPIPE_SZ, named only from Python 3.10
+_CONTROL_PIPE_BYTES = 1 << 20
+_CONTROL_WRITE_S = 1.0
+_CHILD_ANSWER_S = 0.5  # for the child to pickle and send what it has after a cut
 # The variables the action (action.yml) sets for its own steps: the venv path among them. The command
 # never needs them, and the venv's path is where it could plant code for the guard.
 ACTION_VARIABLES = (
@@ -81,6 +96,7 @@ SCAN_CUT_SHORT = (
     "bytes ({lines:,} lines); findings after that point are missing"
 )
 SCAN_FAILED = "the live scan of {name} stopped after {read:,} of {total:,} bytes: {error}"
+SCAN_NO_ANSWER = "the live scan of {name} gave no findings in time: its {total:,} bytes are unscanned"
 SCAN_SHRANK = "{name} shrank while the command ran (something truncated it); the scan stopped at {read:,}"
 
 
@@ -337,6 +353,298 @@ class _AbortOn:
         )
 
 
+@dataclasses.dataclass(frozen=True)
+class _Outcome:
+    """What one log's live scan handed in: its state for ``combine`` (None if it could not finish)."""
+
+    result: Optional[pipeline.LogFindings]
+    incomplete: Optional[Finding]
+    clock_lines: Tuple[int, ...] = ()
+    clock_times: Tuple[float, ...] = ()
+
+    def clock(self) -> _LineClock:
+        clock = _LineClock()
+        clock.lines, clock.times = list(self.clock_lines), list(self.clock_times)
+        return clock
+
+
+def _collect(
+    logs: Mapping[str, _LiveLog], bound_s: Optional[float], is_cut: Callable[[], bool], severity: Severity
+) -> Dict[str, _Outcome]:
+    """Join the scanners until they are done, ``bound_s`` passed or ``is_cut()``; then cut them.
+
+    A cut scanner stops at its next read, so it gets ``CUT_SCAN_WAIT_S`` to hand in what it has.
+    """
+    deadline = None if bound_s is None else time.monotonic() + bound_s
+    alive = [log for log in logs.values() if log.thread.is_alive()]
+    while alive and not is_cut():
+        left = _JOIN_SLICE_S if deadline is None else min(_JOIN_SLICE_S, deadline - time.monotonic())
+        if left <= 0:
+            break
+        alive[0].thread.join(left)
+        alive = [log for log in alive if log.thread.is_alive()]
+    if alive:
+        for log in alive:
+            log.follow.cut()
+        grace = time.monotonic() + CUT_SCAN_WAIT_S
+        for log in alive:
+            log.thread.join(max(0.0, grace - time.monotonic()))
+    outcomes = {}
+    for stream, log in logs.items():
+        done = not log.thread.is_alive()  # a scanner still inside a window: its state is not ours to read
+        outcomes[stream] = _Outcome(
+            log.scan.result() if done else None,
+            log.incomplete(severity),
+            tuple(log.follow.clock.lines) if done else (),
+            tuple(log.follow.clock.times) if done else (),
+        )
+    return outcomes
+
+
+class _RulePickler(pickle.Pickler):
+    """Pickles rules by their place in the catalogue: the parent has the very same objects."""
+
+    def __init__(self, file: Any, rules: Sequence[Rule]) -> None:
+        super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
+        self._index = {id(rule): index for index, rule in enumerate(rules)}
+
+    def persistent_id(self, obj: Any) -> Any:
+        if isinstance(obj, Rule):
+            index = self._index.get(id(obj))
+            return None if index is None else index
+        return None
+
+
+class _RuleUnpickler(pickle.Unpickler):
+    def __init__(self, file: Any, rules: Sequence[Rule]) -> None:
+        super().__init__(file)
+        self._rules = rules
+
+    def persistent_load(self, pid: Any) -> Any:
+        return self._rules[pid]
+
+
+def _frame(message: Any, rules: Sequence[Rule]) -> bytes:
+    body = io.BytesIO()
+    _RulePickler(body, rules).dump(message)
+    return _FRAME_HEAD.pack(len(body.getvalue())) + body.getvalue()
+
+
+def _write_all(fd: int, data: bytes, timeout_s: Optional[float] = None) -> bool:
+    """Write ``data`` to a pipe (blocking or not) within ``timeout_s``; False when it could not."""
+    view = memoryview(data)
+    deadline = None if timeout_s is None else time.monotonic() + timeout_s
+    while view:
+        try:
+            view = view[os.write(fd, view):]
+        except BlockingIOError:
+            left = 1.0 if deadline is None else deadline - time.monotonic()
+            if left <= 0:
+                return False
+            select.select([], [fd], [], left)
+        except InterruptedError:
+            continue
+        except OSError:
+            return False
+    return True
+
+
+class _ScanChild:
+    """The live scan in a child process forked before the command starts, so its GIL is not the pump's.
+
+    In one process the scanner's Python work holds the GIL the pump needs after every read and write:
+    measured, that made the pump of a 268 MB flood 3x slower. Here the pump's ``offer`` only writes a
+    17-byte record to a pipe, non-blocking: when the pipe is full the record is dropped, as the next
+    total supersedes it, and the last total is sent again at the end. The child runs a follower and a
+    scanner thread per log (``_LiveLog``, on its own descriptors), sends the first ``--abort-on``
+    event as soon as it is seen, and its results when told the run is over: pickled, with rules sent
+    as their place in the catalogue both processes share. It ignores the runner's signals and ends
+    with the guard: EOF on its control pipe.
+    """
+
+    def __init__(
+        self,
+        fds: Mapping[str, int],
+        paths: Mapping[str, str],
+        catalogue: Catalogue,
+        prepared: Mapping[str, pipeline.Prepared],
+        abort_kinds: FrozenSet[Kind],
+    ) -> None:
+        self.rules = tuple(catalogue.rules)
+        self.latest: Dict[int, Tuple[int, float]] = {}
+        ctl_read, ctl_write = os.pipe()
+        res_read, res_write = os.pipe()
+        try:
+            fcntl.fcntl(ctl_write, _F_SETPIPE_SZ, _CONTROL_PIPE_BYTES)
+        except (OSError, AttributeError):
+            pass  # the default 64 KiB holds 3,800 records
+        # Forked twice: the scanner is not the guard's child, so the guard's walk of the command's tree
+        # (which takes the guard's children for the command's when the command was gone before it
+        # could be inspected) never counts it. It ends when its control pipe reaches EOF.
+        pid = os.fork()
+        if pid == 0:  # the intermediate: forks the scanner and exits at once
+            status = 1
+            try:
+                if os.fork() == 0:
+                    os.close(ctl_write)
+                    os.close(res_read)
+                    _child_main(ctl_read, res_write, fds, paths, catalogue, prepared, abort_kinds)
+                status = 0
+            finally:
+                os._exit(status)
+        os.close(ctl_read)
+        os.close(res_write)
+        os.waitpid(pid, 0)
+        self.pid: Optional[int] = None  # the scanner's, from its first frame
+        os.set_blocking(ctl_write, False)
+        os.set_blocking(res_read, False)
+        self._ctl = ctl_write
+        self._res = res_read
+        self._buffer = b""
+        self._eof = False
+        self._closed = False
+        self._result: Optional[Dict[str, _Outcome]] = None
+        self.events: List[Finding] = []
+
+    def offer(self, index: int, total: int, arrived: float) -> None:
+        """From a pump thread: how far a log has grown. Never blocks."""
+        self.latest[index] = (total, arrived)
+        try:
+            os.write(self._ctl, _RECORD.pack(index, total, arrived))
+        except OSError:
+            pass  # full (the next total supersedes this one) or the child is gone (the end will say)
+
+    def poll(self) -> None:
+        """Take in whatever the child sent (events, the result) without waiting."""
+        while not self._eof:
+            try:
+                data = os.read(self._res, 1 << 20)
+            except BlockingIOError:
+                break
+            except OSError:
+                data = b""
+            if not data:
+                self._eof = True
+                break
+            self._buffer += data
+        while len(self._buffer) >= _FRAME_HEAD.size:
+            (size,) = _FRAME_HEAD.unpack_from(self._buffer)
+            if len(self._buffer) < _FRAME_HEAD.size + size:
+                break
+            body = self._buffer[_FRAME_HEAD.size: _FRAME_HEAD.size + size]
+            self._buffer = self._buffer[_FRAME_HEAD.size + size:]
+            try:
+                kind, payload = _RuleUnpickler(io.BytesIO(body), self.rules).load()
+            except Exception:
+                self._eof = True  # a child that sends garbage is as good as gone
+                break
+            if kind == "pid":
+                self.pid = payload
+            elif kind == "event":
+                self.events.append(payload)
+            elif kind == "result":
+                self._result = payload
+                self._eof = True
+
+    def collect(self, bound_s: Optional[float], is_cut: Callable[[], bool]) -> Optional[Dict[str, _Outcome]]:
+        """Tell the child the run is over and wait for its results; None if it could not hand them in."""
+        records = b"".join(_RECORD.pack(index, *point) for index, point in sorted(self.latest.items()))
+        if not _write_all(self._ctl, records + _RECORD.pack(_FINISH, 0, 0.0), _CONTROL_WRITE_S):
+            self.close()
+            return None
+        deadline = None if bound_s is None else time.monotonic() + bound_s
+        cut = False
+        while True:
+            self.poll()
+            if self._eof:
+                break
+            now = time.monotonic()
+            if not cut and (is_cut() or (deadline is not None and now >= deadline)):
+                cut = True
+                _write_all(self._ctl, _RECORD.pack(_CUT, 0, 0.0), _CONTROL_WRITE_S)
+                deadline = now + CUT_SCAN_WAIT_S + _CHILD_ANSWER_S
+            elif cut and deadline is not None and now >= deadline:
+                break
+            select.select([self._res], [], [], _JOIN_SLICE_S)
+        result = self._result
+        self.close()
+        return result
+
+    def close(self) -> None:
+        """End the scanner: EOF on its control pipe ends it; SIGKILL makes sure."""
+        if self._closed:
+            return
+        self._closed = True
+        for fd in (self._ctl, self._res):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        if self.pid is not None and self._result is None:  # it did not finish: it may be stuck
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+            except OSError:
+                pass  # already gone
+
+
+def _child_main(
+    ctl: int,
+    res: int,
+    fds: Mapping[str, int],
+    paths: Mapping[str, str],
+    catalogue: Catalogue,
+    prepared: Mapping[str, pipeline.Prepared],
+    abort_kinds: FrozenSet[Kind],
+) -> None:
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, signal.SIG_IGN)  # the guard decides when the scan ends
+    rules = tuple(catalogue.rules)
+    _write_all(res, _frame(("pid", os.getpid()), rules))
+    send_lock = threading.Lock()
+    sent: List[bool] = []
+
+    def on_event(finding: Finding) -> None:
+        if finding.kind in abort_kinds and finding.severity is Severity.ERROR and not sent:
+            with send_lock:
+                if not sent:
+                    sent.append(True)
+                    _write_all(res, _frame(("event", finding), rules))
+
+    logs = {name: _LiveLog(paths[name], fd, catalogue, prepared[name], on_event) for name, fd in fds.items()}
+    by_index = {index: logs[stream] for index, (stream, _) in enumerate(STREAMS) if stream in logs}
+    state = {"finish": False, "cut": False}
+    pending = b""
+    while not state["cut"]:
+        if state["finish"]:
+            if not any(log.thread.is_alive() for log in logs.values()):
+                break
+            if not select.select([ctl], [], [], _JOIN_SLICE_S)[0]:
+                continue
+        data = os.read(ctl, 1 << 16)
+        if not data:  # the guard is gone or gave up on us
+            state["cut"] = True
+            break
+        pending += data
+        usable = len(pending) - len(pending) % _RECORD.size
+        for index, total, arrived in _RECORD.iter_unpack(pending[:usable]):
+            if index == _FINISH:
+                state["finish"] = True
+                for log in logs.values():
+                    log.follow.finish()
+            elif index == _CUT:
+                state["cut"] = True
+            elif index in by_index:
+                by_index[index].follow.offer(total, arrived)
+        pending = pending[usable:]
+    severity = _rule_severity(catalogue, SCAN_INCOMPLETE_RULE, Severity.WARNING)
+    outcomes = _collect(logs, 0.0 if state["cut"] else None, lambda: state["cut"], severity)
+    try:
+        message = _frame(("result", outcomes), rules)
+    except Exception as err:  # something in the results cannot be pickled: the guard scans itself
+        message = _frame(("error", f"{type(err).__name__}: {err}"), rules)
+    _write_all(res, message)
+
+
 class GuardedRun:
     """One guarded run, fully set up before the command starts; ``close`` when done (also on error).
 
@@ -354,6 +662,7 @@ class GuardedRun:
         abort_on: FrozenSet[Kind] = frozenset(),
         abort_grace_s: float = DEFAULT_ABORT_GRACE_S,
         environ: Mapping[str, str] = os.environ,
+        scan_process: bool = True,
     ) -> None:
         if abort_grace_s < 0:
             raise UsageError(f"--abort-grace: {abort_grace_s!r} must not be negative")
@@ -362,35 +671,67 @@ class GuardedRun:
         # One compiled engine per stream: a Hyperscan database's scratch space serves one scan at a time.
         self._prepared = {stream: pipeline.engine_for(catalogue, engine) for stream, _ in STREAMS}
         self._abort = _AbortOn(abort_on, abort_grace_s)
-        self._logs: Dict[str, _LiveLog] = {}
+        self._scan_process = scan_process
+        self._fds: Dict[str, int] = {}
+        self._totals: Dict[str, Tuple[int, float]] = {}
+        self._child: Optional[_ScanChild] = None
+        self._logs: Dict[str, _LiveLog] = {}  # in this process, when no child could be started
         self._cut_requested = False
         self._names = dict(STREAMS)
+        self._index = {stream: index for index, (stream, _) in enumerate(STREAMS)}
         self.files = file_commands.PrivateFiles(environ, temp_root=_temp_root(environ))
         self.options = dataclasses.replace(
             options,
             on_log_ready=self._on_log_ready,
             on_output=self._on_output,
-            abort_requested=self._abort.abort_requested if abort_on else None,
+            abort_requested=self._abort_requested if abort_on else None,
             extra_env=tuple(options.extra_env) + self.files.extra_env,
             remove_env=tuple(options.remove_env) + tuple(n for n in ACTION_VARIABLES if n in environ),
         )
 
+    def _path(self, stream: str) -> str:
+        return os.path.join(self.options.log_dir, self._names.get(stream, f"{stream}.log"))
+
     # -- hooks, called by the guard -------------------------------------------------------------
     def _on_log_ready(self, stream: str, fd: int) -> None:
-        path = os.path.join(self.options.log_dir, self._names.get(stream, f"{stream}.log"))
-        try:
-            self._logs[stream] = _LiveLog(
-                path, fd, self.catalogue, self._prepared.get(stream) or self._prepared["stdout"],
-                self._abort.on_event,
+        self._fds[stream] = fd
+        if len(self._fds) < len(STREAMS):
+            return
+        # Both logs exist and nothing runs yet (no pump, no command): the moment to fork the scanner.
+        if self._scan_process:
+            try:
+                fds = {name: os.dup(own) for name, own in self._fds.items()}
+                try:
+                    paths = {name: self._path(name) for name in fds}
+                    self._child = _ScanChild(fds, paths, self.catalogue, self._prepared, self._abort.kinds)
+                finally:
+                    for dup in fds.values():
+                        os.close(dup)
+                return
+            except OSError:
+                self._child = None
+        for name, own in self._fds.items():
+            self._logs[name] = _LiveLog(
+                self._path(name), os.dup(own), self.catalogue, self._prepared[name], self._abort.on_event
             )
-        except Exception:
-            os.close(fd)
-            raise
 
     def _on_output(self, stream: str, total: int, arrived: float) -> None:
+        self._totals[stream] = (total, arrived)
+        child = self._child
+        if child is not None:
+            child.offer(self._index.get(stream, 0), total, arrived)
+            return
         log = self._logs.get(stream)
         if log is not None:
             log.follow.offer(total, arrived)
+
+    def _abort_requested(self) -> Optional[str]:
+        child = self._child
+        if child is not None:
+            child.poll()
+            while child.events:
+                self._abort.on_event(child.events.pop(0))
+        return self._abort.abort_requested()
 
     # -- the run --------------------------------------------------------------------------------
     def supervise(self) -> Supervision:
@@ -400,33 +741,60 @@ class GuardedRun:
     def cut_short(self) -> None:
         """Stop waiting for the scan (a signal came while the report is due): report what was read.
 
-        Safe in a signal handler: it only sets a flag, which the waiting loop reads between short joins
-        (taking a follower's lock here could deadlock against the very code it interrupted).
+        Safe in a signal handler: it only sets a flag, which the waiting loops read between short
+        waits (taking a follower's lock here could deadlock against the very code it interrupted).
         """
         self._cut_requested = True
 
+    def _outcomes(self, bound_s: Optional[float]) -> Dict[str, _Outcome]:
+        is_cut = lambda: self._cut_requested  # noqa: E731
+        severity = _rule_severity(self.catalogue, SCAN_INCOMPLETE_RULE, Severity.WARNING)
+        if self._child is not None:
+            outcomes = self._child.collect(bound_s, is_cut)
+            if outcomes is not None:
+                return outcomes
+            if bound_s is not None or is_cut():
+                return {stream: _Outcome(None, self._unscanned(stream, severity)) for stream in self._fds}
+            # The child failed without a deadline pressing: scan the logs here, as a scan after the run.
+            for name, own in self._fds.items():
+                self._logs[name] = _LiveLog(
+                    self._path(name), os.dup(own), self.catalogue, self._prepared[name], lambda f: None
+                )
+                self._logs[name].follow.offer(*self._totals.get(name, (0, 0.0)))
+        for log in self._logs.values():
+            log.follow.finish()
+        return _collect(self._logs, bound_s, is_cut, severity)
+
+    def _unscanned(self, stream: str, severity: Severity) -> Finding:
+        total = self._totals.get(stream, (0, 0.0))[0]
+        name = self._names.get(stream, stream)
+        return Finding(
+            kind=Kind.SCAN_INCOMPLETE,
+            rule=SCAN_INCOMPLETE_RULE,
+            severity=severity,
+            path=self._path(stream),
+            line=0,
+            message=SCAN_NO_ANSWER.format(name=name, total=total),
+        )
+
     def report(self, supervision: Supervision, **report_fields: Any) -> Report:
-        """Let the scanners read the rest of the logs (bounded after a cancel), then the ranked report.
+        """Let the scan read the rest of the logs (bounded after a cancel), then the ranked report.
 
         ``report_fields`` are further ``Report`` fields (the job's facts).
         """
-        for log in self._logs.values():
-            log.follow.finish()
         reason = supervision.command.timeout_reason
         bound = CANCEL_SCAN_WAIT_S if reason is not None and reason == "cancelled" else None
-        self._wait_for_scans(bound)
-        severity = _rule_severity(self.catalogue, SCAN_INCOMPLETE_RULE, Severity.WARNING)
+        outcomes = self._outcomes(bound)
         results, incomplete, clocks = [], [], {}
         for stream, _ in STREAMS:
-            log = self._logs.get(stream)
-            if log is None:
+            outcome = outcomes.get(stream)
+            if outcome is None:
                 continue
-            finding = log.incomplete(severity)
-            if finding is not None:
-                incomplete.append(finding)
-            if not log.thread.is_alive():  # a scanner still inside a window: its state is not ours to read
-                results.append(log.scan.result())
-                clocks[log.display_path] = log.follow.clock
+            if outcome.incomplete is not None:
+                incomplete.append(outcome.incomplete)
+            if outcome.result is not None:
+                results.append(outcome.result)
+                clocks[self._path(stream)] = outcome.clock()
         findings = pipeline.combine(
             results,
             self.catalogue,
@@ -443,26 +811,6 @@ class GuardedRun:
             **report_fields,
         )
 
-    def _wait_for_scans(self, bound_s: Optional[float]) -> None:
-        """Join the scanners until they are done, ``bound_s`` passed or a cut was asked for; then cut.
-
-        A cut scanner stops at its next read, so it gets ``CUT_SCAN_WAIT_S`` to hand in what it has.
-        """
-        deadline = None if bound_s is None else time.monotonic() + bound_s
-        alive = [log for log in self._logs.values() if log.thread.is_alive()]
-        while alive and not self._cut_requested:
-            left = _JOIN_SLICE_S if deadline is None else min(_JOIN_SLICE_S, deadline - time.monotonic())
-            if left <= 0:
-                break
-            alive[0].thread.join(left)
-            alive = [log for log in alive if log.thread.is_alive()]
-        if alive:
-            for log in alive:
-                log.follow.cut()
-            grace = time.monotonic() + CUT_SCAN_WAIT_S
-            for log in alive:
-                log.thread.join(max(0.0, grace - time.monotonic()))
-
     # -- workflow files -------------------------------------------------------------------------
     def pass_through_files(self) -> List[str]:
         """Undo direct writes to the real workflow files, then pass the command's valid entries on.
@@ -476,9 +824,14 @@ class GuardedRun:
         return self.files.pass_summary()
 
     def close(self) -> None:
-        """Stop the scanners (they are daemon threads) and remove the private files."""
+        """Stop the scan (its threads are daemons, its process is ended) and remove the private files."""
+        if self._child is not None:
+            self._child.close()
         for log in self._logs.values():
             log.follow.cut()
+        for fd in self._fds.values():
+            os.close(fd)
+        self._fds = {}
         self.files.close()
 
 

@@ -1,0 +1,356 @@
+"""The guarded run end to end: the live scan, --abort-on, checks before the command starts, and what the
+command can no longer reach (the guard's imports, the action's variables). Real processes throughout."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+from typing import Dict, Optional, Sequence, Tuple
+
+import pytest
+
+from analyzer.guarded import ACTION_VARIABLES, _Follow, _LiveLog, parse_abort_kinds
+from analyzer.model import Kind, Severity
+from analyzer.rules.loader import load_catalogue
+from analyzer.scan import pipeline
+
+REPO = Path(__file__).resolve().parents[1]
+CATALOGUE = REPO / "analyzer" / "rules" / "catalogue.yaml"
+
+
+def _catalogue_example(rule_id: str) -> str:
+    """The first ``match`` example of a catalogue rule: a real wording the rule was written for."""
+    rule = next(r for r in load_catalogue().rules if r.id == rule_id)
+    return rule.examples_match[0]
+
+
+WATCHDOG_LINE = _catalogue_example("nccl-watchdog-timeout")
+
+
+def run_guard(
+    *args: str, cwd: Path, env: Optional[Dict[str, str]] = None, timeout: float = 120
+) -> Tuple[int, str, str]:
+    proc = subprocess.run(
+        [sys.executable, "-m", "analyzer", "run", *args],
+        capture_output=True,
+        cwd=str(cwd),
+        env=env,
+        timeout=timeout,
+    )
+    return proc.returncode, proc.stdout.decode("utf-8", "replace"), proc.stderr.decode("utf-8", "replace")
+
+
+def write_program(tmp_path: Path, body: str) -> Path:
+    path = tmp_path / "prog.py"
+    path.write_text(textwrap.dedent(body))
+    return path
+
+
+# -- --abort-on -----------------------------------------------------------------------------------------
+
+def test_abort_on_ends_a_command_that_hangs_after_an_nccl_watchdog_timeout(tmp_path: Path):
+    prog = write_program(
+        tmp_path,
+        f"""
+        import sys, time
+        print("step 1 ok", flush=True)
+        print({WATCHDOG_LINE!r}, file=sys.stderr, flush=True)
+        time.sleep(300)  # the rank hangs on, as ranks do after their watchdog fired
+        """,
+    )
+    started = time.monotonic()
+    code, out, err = run_guard(
+        "--abort-on", "timeout,crash", "--abort-grace", "1s", "--timeout", "200s", "--kill-grace", "2s",
+        "--json", "r.json", "--", sys.executable, str(prog), cwd=tmp_path,
+    )
+    took = time.monotonic() - started
+    assert code == 124, (out, err)
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["verdict"] == "fail"
+    assert report["command"]["timed_out"] is True
+    assert report["command"]["timeout_reason"] == "aborted"
+    hang = next(f for f in report["findings"] if f["kind"] == "hang")
+    assert hang["rule"] == "guard-aborted"
+    assert "NCCL watchdog" in hang["message"] and "stderr.log:1" in hang["message"]
+    watchdog = next(f for f in report["findings"] if f["rule"] == "nccl-watchdog-timeout")
+    assert watchdog["path"].endswith("stderr.log") and watchdog["line"] == 1
+    assert took < 150, took  # not the 200 s wall timeout: the abort ended it (generous bound)
+
+
+def test_abort_grace_lets_a_command_that_ends_by_itself_end(tmp_path: Path):
+    prog = write_program(
+        tmp_path,
+        f"""
+        import sys, time
+        print({WATCHDOG_LINE!r}, flush=True)
+        time.sleep(0.5)
+        sys.exit(3)
+        """,
+    )
+    code, out, err = run_guard(
+        "--abort-on", "timeout", "--abort-grace", "60s", "--json", "r.json", "--", sys.executable, str(prog),
+        cwd=tmp_path,
+    )
+    assert code == 3, (out, err)
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["command"]["timed_out"] is False and report["command"]["timeout_reason"] is None
+    assert [f["rule"] for f in report["findings"]][:1] == ["nccl-watchdog-timeout"]
+    assert not [f for f in report["findings"] if f["rule"] == "guard-aborted"]
+
+
+def test_abort_on_waits_only_for_the_kinds_it_names(tmp_path: Path):
+    prog = write_program(
+        tmp_path,
+        f"""
+        import time
+        print({WATCHDOG_LINE!r}, flush=True)
+        time.sleep(300)
+        """,
+    )
+    code, out, err = run_guard(
+        "--abort-on", "crash", "--abort-grace", "0s", "--timeout", "2s", "--kill-grace", "1s",
+        "--json", "r.json", "--", sys.executable, str(prog), cwd=tmp_path,
+    )
+    assert code == 124, (out, err)
+    assert json.loads((tmp_path / "r.json").read_text())["command"]["timeout_reason"] == "wall"
+
+
+@pytest.mark.parametrize(
+    "option, value, needle",
+    [
+        ("--abort-on", "timeout,hang-ish", "hang-ish"),
+        ("--abort-on", "Timeout", "Timeout"),
+        ("--abort-grace", "soon", "--abort-grace"),
+    ],
+)
+def test_a_bad_abort_option_is_a_one_line_error_before_the_command_runs(tmp_path, option, value, needle):
+    marker = tmp_path / "ran"
+    code, out, err = run_guard(option, value, "--", "touch", str(marker), cwd=tmp_path)
+    assert (code, out) == (2, ""), err
+    assert err.count("\n") == 1 and err.startswith("python -m analyzer: error: ") and needle in err
+    assert not marker.exists()
+
+
+def test_abort_kinds_parse_to_the_contract_kinds():
+    assert parse_abort_kinds(None) == frozenset()
+    kinds = parse_abort_kinds(" timeout , worker-failure,crash")
+    assert kinds == {Kind.TIMEOUT, Kind.WORKER_FAILURE, Kind.CRASH}
+
+
+# -- report paths are checked before anything runs -----------------------------------------------------
+
+@pytest.mark.parametrize("option", ["--json", "--summary", "--github-output"])
+@pytest.mark.parametrize("where", ["missing-dir", "a-directory"])
+def test_a_report_path_that_cannot_be_written_fails_before_the_command_runs(tmp_path, option, where):
+    target = tmp_path / "no" / "such" / "r.out" if where == "missing-dir" else tmp_path
+    marker = tmp_path / "ran"
+    code, out, err = run_guard(option, str(target), "--", "touch", str(marker), cwd=tmp_path)
+    assert (code, out) == (2, ""), err
+    assert err.count("\n") == 1 and f"{option} {target}" in err and "Traceback" not in err
+    assert not marker.exists()
+    assert not (tmp_path / "guard-logs").exists()
+
+
+def test_new_report_files_in_an_existing_directory_are_fine(tmp_path):
+    code, out, err = run_guard(
+        "--json", "new.json", "--summary", "new.md", "--github-output", "new.out", "--", "true", cwd=tmp_path
+    )
+    assert code == 0, (out, err)
+    assert json.loads((tmp_path / "new.json").read_text())["verdict"] == "pass"
+
+
+# -- the live scan ---------------------------------------------------------------------------------------
+
+def test_findings_of_both_streams_are_in_the_report_when_the_command_ends(tmp_path: Path):
+    prog = write_program(
+        tmp_path,
+        f"""
+        import sys
+        for i in range(20000):
+            print(f"tests/test_ddp.py::test_all_reduce[{{i}}] PASSED", flush=i % 1000 == 0)
+        print({WATCHDOG_LINE!r}, file=sys.stderr, flush=True)
+        print("RuntimeError: CUDA error: an illegal memory access was encountered", flush=True)
+        """,
+    )
+    code, out, err = run_guard("--json", "r.json", "--", sys.executable, str(prog), cwd=tmp_path)
+    assert code == 1, (out, err)
+    findings = json.loads((tmp_path / "r.json").read_text())["findings"]
+    where = {(Path(f["path"]).name, f["line"]) for f in findings}
+    assert ("stderr.log", 1) in where
+    assert ("stdout.log", 20001) in where
+    assert not [f for f in findings if f["kind"] == "scan-incomplete"]
+
+
+def _wait(predicate, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out waiting"
+        time.sleep(0.01)
+
+
+def _log(tmp_path: Path, lines: Sequence[bytes]) -> Tuple[Path, int]:
+    path = tmp_path / "stdout.log"
+    path.write_bytes(b"".join(lines))
+    return path, os.open(str(path), os.O_RDONLY)
+
+
+def test_the_follower_reads_only_what_the_pump_reported_and_ends_after_the_final_total(tmp_path: Path):
+    lines = [f"line {i}\n".encode() for i in range(1, 101)]
+    path, fd = _log(tmp_path, lines)
+    follow = _Follow(fd)
+    got = []
+    reader = threading.Thread(target=lambda: got.extend(iter(lambda: follow.read(1 << 20), b"")))
+    reader.start()
+    first = sum(len(line) for line in lines[:40])
+    follow.offer(first, 100.0)
+    _wait(lambda: follow.read_bytes == first)
+    assert reader.is_alive()  # caught up: it waits for more instead of reading past the reported total
+    follow.offer(path.stat().st_size, 200.0)
+    follow.finish()
+    reader.join(30)
+    assert not reader.is_alive()
+    assert b"".join(got) == path.read_bytes()
+    assert follow.lines == 100
+    assert [follow.clock(line) for line in (1, 40, 41, 100)] == [100.0, 100.0, 200.0, 200.0]
+    follow.close()
+
+
+def test_line_clocks_stay_bounded_on_a_long_run(tmp_path: Path):
+    path, fd = _log(tmp_path, [b"x\n"] * 100_000)
+    follow = _Follow(fd)
+    for i in range(1, 100_001):  # one line per pump chunk, one chunk every 0.1 s: 10,000 s of output
+        follow.offer(2 * i, i * 0.1)
+        if i % 1000 == 0:
+            follow.read(1 << 20)
+    follow.finish()
+    while follow.read(1 << 20):
+        pass
+    assert len(follow.clock.times) <= 10_001
+    assert follow.clock(1) <= follow.clock(50_000) <= follow.clock(100_000)
+    assert abs(follow.clock(50_000) - 5000.0) < 10.0
+    follow.close()
+
+
+def test_a_scan_cut_short_says_how_far_it_got(tmp_path: Path):
+    lines = [b"RuntimeError: CUDA error: an illegal memory access was encountered\n"] + [b"ok\n"] * 999
+    path, fd = _log(tmp_path, lines)
+    catalogue = load_catalogue()
+    events = []
+    live = _LiveLog(str(path), fd, catalogue, pipeline.engine_for(catalogue, "python"), events.append)
+    half = sum(len(line) for line in lines[:500])
+    live.follow.offer(half, 1.0)
+    _wait(lambda: live.follow.read_bytes == half)
+    live.follow.cut()  # time is up, and then the rest of the output is reported
+    live.follow.offer(path.stat().st_size, 2.0)
+    live.thread.join(30)
+    finding = live.incomplete(Severity.WARNING)
+    assert finding is not None and finding.kind is Kind.SCAN_INCOMPLETE
+    assert finding.severity is Severity.WARNING
+    assert f"read {half:,} of {path.stat().st_size:,} bytes (500 lines)" in finding.message
+    assert [(e.kind, e.line) for e in events] == [(Kind.CRASH, 1)]  # what it read was scanned
+    assert live.scan.result().path == str(path)
+
+
+def test_a_log_read_to_its_end_is_not_incomplete(tmp_path: Path):
+    path, fd = _log(tmp_path, [b"ok\n"] * 10)
+    catalogue = load_catalogue()
+    live = _LiveLog(str(path), fd, catalogue, pipeline.engine_for(catalogue, "python"), lambda f: None)
+    live.follow.offer(path.stat().st_size, 1.0)
+    live.follow.finish()
+    live.thread.join(30)
+    assert live.incomplete(Severity.WARNING) is None
+
+
+# -- what the command can no longer reach ---------------------------------------------------------------
+
+def test_the_action_variables_never_reach_the_command(tmp_path: Path):
+    env = dict(os.environ, GHG_VENV=str(tmp_path / "venv"), GHG_REPORT="r.json", KEEP_ME="yes")
+    code, out, err = run_guard(
+        "--", sys.executable, "-c", "import os, json; print(json.dumps(dict(os.environ)))",
+        cwd=tmp_path, env=env,
+    )
+    assert code == 0, err
+    seen = json.loads((tmp_path / "guard-logs" / "stdout.log").read_text())
+    assert "GHG_VENV" not in seen and "GHG_REPORT" not in seen
+    assert seen["KEEP_ME"] == "yes"
+
+
+def test_every_variable_the_action_gives_the_guard_is_kept_from_the_command():
+    action = (REPO / "action.yml").read_text()
+    guard_step = action.split("id: guard\n", 1)[1].split("run: |", 1)[0]  # its env: block
+    named = set(re.findall(r"^\s+(GHG_[A-Z_]+):", guard_step, flags=re.MULTILINE))
+    assert named and named <= set(ACTION_VARIABLES), sorted(named - set(ACTION_VARIABLES))
+
+
+PLANT = """
+import pathlib, sys
+root = pathlib.Path(sys.argv[1])
+for module in root.rglob("*.py"):
+    with open(module, "a") as handle:
+        handle.write("\\nopen(%r, 'a').write(__name__ + '\\\\n')\\n" % sys.argv[2])
+print("planted", flush=True)
+"""
+
+
+def test_code_the_command_plants_in_the_guards_package_never_runs_inside_the_guard(tmp_path: Path):
+    site = tmp_path / "site"
+    shutil.copytree(REPO / "analyzer", site / "analyzer", ignore=shutil.ignore_patterns("__pycache__"))
+    planted = tmp_path / "planted.txt"
+    work = tmp_path / "work"
+    work.mkdir()
+    env = dict(os.environ, PYTHONPATH=str(site), GITHUB_ACTIONS="true")
+    code, out, err = run_guard(
+        "--format", "github", "--json", "r.json", "--summary", "s.md", "--github-output", "o.txt",
+        "--", sys.executable, "-c", PLANT, str(site / "analyzer"), str(planted),
+        cwd=work, env=env,
+    )
+    assert code == 0, (out, err)
+    assert "planted" in (work / "guard-logs" / "stdout.log").read_text()
+    assert json.loads((work / "r.json").read_text())["verdict"] == "pass"
+    assert not planted.exists(), planted.read_text()
+    # The control: the planted code does run in the next process that imports the package.
+    importer = [sys.executable, "-c", "import analyzer.report.github"]
+    subprocess.run(importer, env=env, cwd=str(work), check=True)
+    assert "analyzer.report.github" in planted.read_text()
+
+
+SPY = """
+import sys
+import analyzer.supervise.spawn as spawn
+from analyzer import cli
+
+before = {}
+real_start = spawn.start
+
+def start(*args, **kwargs):
+    before["modules"] = set(sys.modules)
+    return real_start(*args, **kwargs)
+
+spawn.start = start
+status = cli.main(sys.argv[1:])
+late = sorted(set(sys.modules) - before["modules"])
+sys.stderr.write("LATE-IMPORTS:" + ",".join(late) + "\\n")
+sys.exit(status)
+"""
+
+
+@pytest.mark.parametrize("outcome", ["exit", "timeout"])
+def test_nothing_is_imported_after_the_command_started(tmp_path: Path, outcome: str):
+    command = ["sh", "-c", "echo hi; exit 0"] if outcome == "exit" else ["sleep", "30"]
+    proc = subprocess.run(
+        [sys.executable, "-c", SPY, "run", "--timeout", "1s", "--kill-grace", "1s", "--format", "github",
+         "--json", "r.json", "--summary", "s.md", "--github-output", "o.txt", "--", *command],
+        capture_output=True, cwd=str(tmp_path), timeout=120,
+        env=dict(os.environ, GITHUB_ACTIONS="true", GITHUB_OUTPUT=str(tmp_path / "gh-out")),
+    )
+    err = proc.stderr.decode()
+    late = err.rsplit("LATE-IMPORTS:", 1)[1].strip()
+    assert late == "", late
