@@ -1,6 +1,8 @@
-"""Start the guarded command so that the guard owns its whole process tree.
+"""Start the guarded command so that the guard owns its whole process tree, and reap what it adopts.
 
-Three layers, because each alone misses something (psutil's docs say ``children(recursive=True)``
+Where the kernel allows, ``containment`` puts the command in a cgroup of its own (joined between
+fork and exec); these three layers stay on regardless and are all there is elsewhere, because each
+alone misses something (psutil's docs say ``children(recursive=True)``
 misses orphans): the command starts in its own session (its groups are never ours, so signalling
 them cannot hit the guard); the guard becomes a child subreaper on Linux so orphans re-parent to it
 instead of to init; and every process inherits an environment token, readable from
