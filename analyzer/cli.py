@@ -428,6 +428,9 @@ def _main_merge(argv: Sequence[str]) -> int:
     from .gh.combine import combine
     from .gh.merge import read_reports
 
+    if args.config:
+        # The reports were graded when each job ran; re-grading here would disagree with their verdicts.
+        raise UsageError("merge: --config does not apply; give it to each job's run (the action's config)")
     report = combine(read_reports(args.paths, _stderr_line), Severity(args.fail_on))
     _emit(report, args)
     return report.exit_status
