@@ -148,6 +148,13 @@ class _Cancel:
         """Seconds the runner still gives the guard's part after the cancel."""
         return max(0.0, self.at + CANCEL_WINDOW_S - time.monotonic())
 
+    def arm(self, deadline: Deadline) -> Deadline:
+        """Make ``deadline`` the one a cancel pulls in, also for a cancel that came before this call."""
+        self.deadline = deadline
+        if self.signum is not None:
+            deadline.cap(self.window())
+        return deadline
+
 
 def _validate(options: GuardOptions) -> None:
     if not options.argv:
@@ -231,7 +238,7 @@ class _Run:
     def end(
         self, procs: Sequence[tree.Proc], grace_s: float, deadline: Deadline, reserve_s: float = 0.0
     ) -> None:
-        self.cancel.deadline = deadline
+        self.cancel.arm(deadline)
         ending = escalate.end_tree(
             procs, grace_s, self.protect_pgid, self.proc, deadline=deadline,
             containment=self.containment, reserve_s=reserve_s,
@@ -314,7 +321,7 @@ class _Run:
         hit = time.monotonic()
         cancelled = reason == TimeoutReason.CANCELLED
         deadline, grace = self.teardown_budget(cancelled)
-        self.cancel.deadline = deadline
+        self.cancel.arm(deadline)
         evidence = self.collect_evidence(deadline, cancelled, grace)
         hang = diagnosis.Hang(
             reason=reason,
@@ -372,9 +379,7 @@ class _Run:
         exited = time.monotonic()
         options = self.options
         deadline = Deadline(options.leak_grace_s + options.kill_grace_s + escalate.KILL_WAIT_S + PIPE_DRAIN_S)
-        self.cancel.deadline = deadline
-        if self.cancel.signum is not None:
-            deadline.cap(self.cancel.window())
+        self.cancel.arm(deadline)
         leak_by = exited + options.leak_grace_s
         # A process holding the pipes is in the tree, so an empty tree also means the pipes will close.
         procs = self.living_tree()

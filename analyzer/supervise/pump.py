@@ -234,14 +234,21 @@ class StreamPump:
                 _write_all(self._log_fd, chunk)
                 self.bytes += len(chunk)
                 self.last_byte = chunk[-1:]
-                if self._on_output is not None:
-                    self._on_output(self.name, self.bytes, arrived)
+                self._tell(arrived)
                 if self._console is not None and self._stop_by is None:
                     self.echoed += self._console.echo(chunk)
         finally:
             os.close(self._log_fd)
-            if self._on_output is not None:
-                self._on_output(self.name, self.bytes, time.monotonic())
+            self._tell(time.monotonic())
+
+    def _tell(self, arrived: float) -> None:
+        """Call ``on_output``; one that fails is dropped, the log must not stop for it."""
+        if self._on_output is None:
+            return
+        try:
+            self._on_output(self.name, self.bytes, arrived)
+        except Exception:  # noqa: BLE001 - the caller's hook; the pump's job is the log
+            self._on_output = None
 
 
 def _write_some(fd: int, data: memoryview, wait_s: float = 0.0) -> int:

@@ -91,3 +91,12 @@ def test_abort_requested_ends_the_tree_as_for_a_timeout_naming_the_event(guard):
     assert (hang.kind, hang.rule) == (Kind.HANG, "guard-aborted")
     assert "NCCL watchdog timeout at stderr.log:812" in hang.message
     assert took < 30
+
+
+def test_a_failing_on_output_hook_costs_the_log_nothing(guard):
+    def broken(stream, total, arrived):
+        raise RuntimeError("hook bug")
+
+    script = "import os\nfor i in range(100):\n    os.write(1, b'x' * 1000)\n"
+    result, _ = guard((sys.executable, "-c", script), on_output=broken)
+    assert os.path.getsize(result.stdout_path) == 100_000 and result.command.exit_code == 0
