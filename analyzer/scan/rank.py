@@ -31,15 +31,19 @@ from __future__ import annotations
 
 import dataclasses
 import fnmatch
+import signal
 import string
-from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
+
+import regex
 
 from ..exits import describe_exit
 from ..model import SCAN_INCOMPLETE_RULE, Finding, Kind, Severity
 from ..rules.loader import EXIT_FIELD_SUFFIX
 from ..rules.model import Catalogue, Rule
 from .match import Match
-from .state import LogEvent, LogFindings, LogState
+from .clean import clean_line
+from .state import LogEvent, LogFindings, LogState, identity_of
 
 
 EXCEPTION_GROUPS = ("exception", "exc")
@@ -61,6 +65,10 @@ TEST_FAILED = "{test} failed"
 TEST_FAILED_REASON = "{test} failed: {reason}"
 CAPPED = "{count} more distinct findings of {rules} were not kept (at most {cap} per rule and log)"
 ATTACHED = "; {who} raised {exception}"
+KILLED = "{who} (pid {pid}) was killed by {signal}"
+KILLED_BY_CRASH = "{who} (pid {pid}) was killed by {signal}: {crash}"
+CRASH_AT = " at {site}"
+CRASH_HEADER = "--- the crash ({where}) ---"
 ATTACHED_HEADER = "--- traceback of {who} ({where}) ---"
 
 _KILL_ECHO_KINDS = (Kind.SIGNAL_EXIT,)
@@ -106,6 +114,8 @@ def rank(
                 continue
             test = log.test_of(event.test)
             events.append((index, log, event, _handled(event, log, test), test))
+    crashes = _one_event_one_finding(events)
+    events = [item for item in events if id(item[2]) not in crashes.absorbed]
 
     has_root = any(
         e.shutdown is None and not handled and _severity(e.match.rule) is Severity.ERROR
@@ -115,7 +125,7 @@ def rank(
 
     ranked: List[Tuple[tuple, Finding, Optional[Match]]] = []
     for index, _log, event, handled, test in events:
-        finding = _finding(event, test, handled, demote=has_root)
+        finding = _finding(event, test, handled, demote=has_root, crash=crashes.crash_of.get(id(event)))
         rule = event.match.rule
         if finding.kind is Kind.TEST_FAILURE:
             order = 4
@@ -278,12 +288,18 @@ def _enrich_guard(finding: Finding, logs: Sequence[LogFindings]) -> Finding:
     return dataclasses.replace(finding, message=_one_line(finding.message.rstrip("; .") + note), test=test)
 
 
-def _finding(event: LogEvent, test: Optional[str], handled: bool, demote: bool) -> Finding:
+def _finding(
+    event: LogEvent,
+    test: Optional[str],
+    handled: bool,
+    demote: bool,
+    crash: Optional[Tuple[str, LogEvent]] = None,
+) -> Finding:
     match = event.match
     rule = match.rule
     severity = _severity(rule)
     kind = rule.kind if rule.kind is not None else Kind.CRASH
-    excerpt = match.excerpt
+    excerpt = _with_stack(match.excerpt, event)
     if kind is Kind.TEST_FAILURE:
         name = _clip(test or "?", MAX_FIELD_CHARS)
         if event.reason:
@@ -293,6 +309,11 @@ def _finding(event: LogEvent, test: Optional[str], handled: bool, demote: bool) 
         message = _one_line(message)
         return Finding(kind, rule.id, severity, match.path, match.line, message, excerpt, test=test)
     message = format_message(rule.message, match.groups)
+    site = crash_site(event.stack) if event.stack is not None else None
+    if site is not None:
+        message += CRASH_AT.format(site=site)
+    if crash is not None:
+        message, excerpt = _killed(event, crash, excerpt)
     if test is not None:
         template = HANDLED if handled else DURING
         message += template.format(test=_clip(test, MAX_FIELD_CHARS))
@@ -375,3 +396,178 @@ def _clip(text: str, limit: int) -> str:
 def _one_line(text: str) -> str:
     return " ".join(text.split()) if ("\n" in text or "\r" in text) else text
 
+
+
+# -- one event, one finding ------------------------------------------------------------------------
+
+_MERGE_KINDS = (Kind.CRASH, Kind.SIGNAL_EXIT, Kind.WORKER_FAILURE)
+_WORKER_KINDS = (Kind.SIGNAL_EXIT, Kind.WORKER_FAILURE)
+_EXIT_GROUPS = ("exitcode", "exit_code", "code", "returncode", "status", "signal", "what")
+_SIGNAL_WORDS = {
+    "segmentation fault": "SIGSEGV",
+    "aborted": "SIGABRT",
+    "abort trap": "SIGABRT",
+    "bus error": "SIGBUS",
+    "illegal instruction": "SIGILL",
+    "floating point exception": "SIGFPE",
+    "trace/breakpoint trap": "SIGTRAP",
+    "killed": "SIGKILL",
+    "terminated": "SIGTERM",
+}
+# Frames of the interpreter and of installed packages are where a crash surfaces, not where it was
+# caused; the crash site is the innermost frame outside them.
+_LIBRARY_PATHS = ("/lib/python", "site-packages", "dist-packages", "<frozen")
+_FRAME = regex.compile(r'^\s*File "(?P<path>[^"]+)", line (?P<line>\d+)')
+_Item = Tuple[int, LogFindings, LogEvent, bool, Optional[str]]
+_REPORT_LINES = 40  # a ChildFailedError report's header is at most this far above its Root Cause
+_CHILD_FAILED = "ChildFailedError"
+
+
+@dataclasses.dataclass(frozen=True)
+class _Merged:
+    absorbed: Set[int]  # id() of events told by another finding
+    crash_of: Dict[int, Tuple[str, LogEvent]]  # id() of a worker's event -> (signal, its crash)
+
+
+def _one_event_one_finding(items: Sequence[_Item]) -> _Merged:
+    """Tell each crash once: per log, findings of one pid are one event (the root cause tells it), and a
+    crash line (faulthandler, the shell, the step's exit status) of the signal a worker died of is that
+    worker's crash; crash lines of one signal without a worker are one crash, the first one tells it."""
+    absorbed: Set[int] = set()
+    crash_of: Dict[int, Tuple[str, LogEvent]] = {}
+    by_log: Dict[int, List[_Item]] = {}
+    for item in items:
+        if not item[3] and item[2].match.rule.kind in _MERGE_KINDS:
+            by_log.setdefault(item[0], []).append(item)
+    for log_items in by_log.values():
+        workers: Dict[str, _Item] = {}
+        signals: Dict[str, Optional[str]] = {}
+        first = sorted(log_items, key=lambda it: (0 if it[2].match.rule.root_cause else 1, it[2].match.seq))
+        for item in first:
+            event = item[2]
+            pid = _pid_of(event.match)
+            if pid is None or event.match.rule.kind not in _WORKER_KINDS:
+                continue
+            if pid in workers:
+                absorbed.add(id(event))
+            else:
+                workers[pid] = item
+            signals[pid] = signals.get(pid) or signal_of(event.match)
+        # torchrun's "ChildFailedError" line heads the report whose Root Cause names the worker.
+        roots = [w for w in workers.values() if w[2].match.rule.root_cause]
+        for item in log_items:
+            match = item[2].match
+            if match.rule.kind is not Kind.WORKER_FAILURE or match.rule.root_cause:
+                continue
+            if _pid_of(match) is not None or _CHILD_FAILED not in match.text:
+                continue
+            if any(0 < root[2].match.line - match.end_line <= _REPORT_LINES for root in roots):
+                absorbed.add(id(item[2]))
+        crash_primary: Dict[str, _Item] = {}
+        for item in sorted(log_items, key=lambda it: it[2].match.seq):
+            event = item[2]
+            kind = event.match.rule.kind
+            if id(event) in absorbed or (kind is not Kind.CRASH and _pid_of(event.match) is not None):
+                continue
+            signame = signal_of(event.match)
+            if signame is None:
+                continue
+            worker = _worker_for(event, item[4], signame, workers, signals)
+            if worker is not None:
+                if id(worker[2]) not in crash_of or (
+                    crash_of[id(worker[2])][1].stack is None and event.stack is not None
+                ):
+                    crash_of[id(worker[2])] = (signame, event)
+                absorbed.add(id(event))
+                continue
+            primary = crash_primary.get(signame)
+            if primary is not None and (item[4] is None or item[4] == primary[4]):
+                absorbed.add(id(event))
+            elif primary is None:
+                crash_primary[signame] = item
+    return _Merged(absorbed, crash_of)
+
+
+def _worker_for(
+    event: LogEvent,
+    test: Optional[str],
+    signame: str,
+    workers: Dict[str, _Item],
+    signals: Dict[str, Optional[str]],
+) -> Optional[_Item]:
+    """The worker whose death ``event`` (a crash line) tells, when it can only be that one."""
+    candidates = [
+        w for pid, w in workers.items() if signals.get(pid) == signame and (test is None or w[4] == test)
+    ]
+    if len(candidates) > 1 and event.match.rank is not None:
+        rank_of = ("rank", str(event.match.rank))
+        ranked = [w for w in candidates if identity_of(w[2].match, use_rank_prefix=True) == rank_of]
+        candidates = ranked or candidates
+    if len(candidates) > 1:
+        candidates = [w for w in candidates if w[2].match.rule.root_cause] or candidates
+    return candidates[0] if len(candidates) == 1 else None
+
+
+def _killed(event: LogEvent, crash: Tuple[str, LogEvent], excerpt: str) -> Tuple[str, str]:
+    """The one sentence for a worker killed by a crash, and the excerpt with the crash attached."""
+    signame, crash_event = crash
+    identity = identity_of(event.match, use_rank_prefix=True)
+    who = f"rank {identity[1]}" if identity is not None and identity[0] == "rank" else "worker"
+    told = format_message(crash_event.match.rule.message, crash_event.match.groups)
+    site = crash_site(crash_event.stack) if crash_event.stack is not None else None
+    if site is not None:
+        told += CRASH_AT.format(site=site)
+    message = KILLED_BY_CRASH.format(who=who, pid=_pid_of(event.match), signal=signame, crash=told)
+    header = CRASH_HEADER.format(where=_where(crash_event.match, event.match.path))
+    excerpt = f"{excerpt}\n{header}\n{_with_stack(crash_event.match.excerpt, crash_event)}"
+    return message, excerpt
+
+
+def _with_stack(excerpt: str, event: LogEvent) -> str:
+    if event.stack is None:
+        return excerpt
+    lines = event.stack.excerpt.split("\n")
+    if len(lines) > 1 and not _FRAME.match(clean_line(lines[-1].encode("utf-8", "surrogatepass"))[0]):
+        lines.pop()  # the line that ended the stack is the log's next line, not part of the crash
+    stack = "\n".join(lines)
+    return f"{excerpt}\n{stack}" if excerpt else stack
+
+
+def crash_site(stack: Match) -> Optional[str]:
+    """``file.py:N`` of the innermost frame of a faulthandler stack outside the stdlib and packages."""
+    for line in stack.excerpt.split("\n"):
+        text, _ = clean_line(line.encode("utf-8", "surrogatepass"))
+        frame = _FRAME.match(text)
+        if frame is not None and not any(part in frame.group("path") for part in _LIBRARY_PATHS):
+            return f"{frame.group('path').rsplit('/', 1)[-1]}:{frame.group('line')}"
+    return None
+
+
+def signal_of(match: Match) -> Optional[str]:
+    """The signal a match says a process died of: ``-11``, ``139`` (128 + N), ``SIGSEGV``,
+    ``Segmentation fault``."""
+    for name in _EXIT_GROUPS:
+        value = (match.groups.get(name) or "").strip()
+        if not value:
+            continue
+        if value.upper().startswith("SIG") and value[3:].isalpha():
+            return value.upper()
+        word = _SIGNAL_WORDS.get(value.lower())
+        if word is not None:
+            return word
+        try:
+            number = int(value)
+        except ValueError:
+            continue
+        signum = -number if number < 0 else number - 128 if 128 < number < 160 else 0
+        if signum > 0:
+            try:
+                return signal.Signals(signum).name
+            except ValueError:
+                return None
+    return None
+
+
+def _pid_of(match: Match) -> Optional[str]:
+    pid = (match.groups.get("pid") or "").strip()
+    return pid if pid.isdigit() else None

@@ -23,12 +23,16 @@ from typing import Callable, Dict, List, Optional, Set, Tuple
 import regex
 
 from ..model import Finding, Kind
-from ..rules.model import Catalogue, LineIgnore, Rule
+from ..rules.model import Catalogue, LineIgnore
 from .attribution import TestLine, normal_test_id
 from .clean import clean_line
 from .match import Match
 
 TRACEBACK_MARKER = "traceback"
+CRASH_STACK_MARKER = "crash-stack"
+# A crash stack starts this few lines after the crash line it belongs to ("Fatal Python error: X",
+# a blank line, "Current thread 0x... (most recent call first):").
+CRASH_STACK_GAP = 3
 VERDICT_MARKER = "verdict-printed"
 HEADER_MARKER = "test-header"
 SECTION_MARKER = "test-section"
@@ -76,6 +80,7 @@ class LogEvent:
     shutdown: Optional[Match] = None
     traceback: Optional[Tuple[str, Match]] = None
     reason: Optional[str] = None  # a test failure's one-line reason
+    stack: Optional[Match] = None  # the crash stack faulthandler printed right after it
 
 
 @dataclasses.dataclass(frozen=True)
@@ -146,7 +151,10 @@ class LogState:
         self.verdict: Optional[Match] = None
         self.depth = 0
         self.inner_ctx: Tuple[str, Optional[str], Optional[TestLine]] = ("reset", None, None)
+        # Per collateral marker name: the last one, and the last one per pid it names.
         self.shutdowns: Dict[str, Match] = {}
+        self.shutdowns_by_pid: Dict[Tuple[str, str], Match] = {}
+        self.last_crash: Optional[Tuple[_Open, int]] = None
         self.tracebacks: Dict[Identity, Match] = {}
         self.wanting: Dict[Identity, List[_Open]] = {}
 
@@ -217,8 +225,19 @@ class LogState:
             self._set_context("verdict", match.line)
         elif marker == TRACEBACK_MARKER:
             self._traceback(match)
-        elif marker in self.collateral_names:
+        elif marker == CRASH_STACK_MARKER:
+            last = self.last_crash
+            if last is not None and 0 < match.line - last[1] <= CRASH_STACK_GAP:
+                if last[0].event.stack is None:
+                    last[0].event = dataclasses.replace(last[0].event, stack=match)
+            self.last_crash = None
+        if marker in self.collateral_names:
             self.shutdowns[marker] = match
+            pid = _pid(match)
+            if pid is not None:
+                if len(self.shutdowns_by_pid) >= MAX_IDENTITIES:
+                    self.shutdowns_by_pid.pop(next(iter(self.shutdowns_by_pid)))
+                self.shutdowns_by_pid[(marker, pid)] = match
 
     def _traceback(self, match: Match) -> None:
         identity = identity_of(match, use_rank_prefix=True)
@@ -264,6 +283,8 @@ class LogState:
         found = self.events.get(key)
         if found is not None:
             found.repeats += 1
+            if match.rule.kind is Kind.CRASH:
+                self.last_crash = (found, match.end_line)
             return
         if key in self.ignored_keys:
             return
@@ -278,21 +299,25 @@ class LogState:
             test_finished=progress.finished if progress is not None and test is not None else None,
             progress_line=progress.line if progress is not None and test is not None else 0,
             verdict_before=self.verdict if kind == "verdict" else None,
-            shutdown=self._shutdown_before(match.rule),
+            shutdown=self._shutdown_before(match),
         )
         identity = identity_of(match, use_rank_prefix=False)
         if identity is not None:
             earlier = self.tracebacks.get(identity)
             if earlier is not None and not match.line <= earlier.line <= match.end_line:
                 event = dataclasses.replace(event, traceback=(_who(identity), earlier))
-        self._add(key, match, event, identity)
+        opened = self._add(key, match, event, identity)
+        if opened is not None and match.rule.kind is Kind.CRASH:
+            self.last_crash = (opened, match.end_line)
 
-    def _add(self, key: tuple, match: Match, event: LogEvent, identity: Optional[Identity]) -> None:
+    def _add(
+        self, key: tuple, match: Match, event: LogEvent, identity: Optional[Identity]
+    ) -> Optional[_Open]:
         rule_id = match.rule.id
         count = self.per_rule.get(rule_id, 0)
         if count >= MAX_PER_RULE:
             self.dropped[rule_id] = self.dropped.get(rule_id, 0) + 1
-            return
+            return None
         self.per_rule[rule_id] = count + 1
         opened = _Open(event, identity)
         self.events[key] = opened
@@ -300,11 +325,18 @@ class LogState:
             self.wanting.setdefault(identity, []).append(opened)
         if self.on_event is not None and self.preliminary is not None:
             self.on_event(dataclasses.replace(self.preliminary(match), test=event.test))
+        return opened
 
-    def _shutdown_before(self, rule: Rule) -> Optional[Match]:
+    def _shutdown_before(self, match: Match) -> Optional[Match]:
+        """The shutdown marker ``match`` came after, if any: for a match that names a pid, only one
+        that names the same pid or none (torchrun's closing signal to 11161 does not make the failed
+        worker 11162's exit collateral)."""
+        pid = _pid(match)
         best: Optional[Match] = None
-        for name in rule.collateral_after:
+        for name in match.rule.collateral_after:
             found = self.shutdowns.get(name)
+            if found is not None and pid is not None and _pid(found) not in (None, pid):
+                found = self.shutdowns_by_pid.get((name, pid))
             if found is not None and (best is None or found.seq > best.seq):
                 best = found
         return best
@@ -385,6 +417,11 @@ def verdict_failed(verdict: Match) -> bool:
     if outcome:
         return outcome.strip().upper() != "OK"
     return bool(_FAILING_VERDICT.search(verdict.groups.get("summary") or verdict.text))
+
+
+def _pid(match: Match) -> Optional[str]:
+    pid = match.groups.get("pid")
+    return pid.strip() if pid and pid.strip().isdigit() else None
 
 
 def _who(identity: Identity) -> str:

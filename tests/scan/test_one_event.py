@@ -1,0 +1,86 @@
+"""One event, one finding: a crash told by faulthandler, torchrun's report, the shell and the step.
+
+``logs/torchrun-rank-segv.log`` is real: ``torchrun --nproc-per-node 2 logs/rank_segv.py`` with torch
+2.13.0+cpu (rank 1 dereferences NULL under ``faulthandler.enable()``; torchrun then SIGTERMs rank 0),
+run on this project's CI image, with GitHub's closing status line appended. ``segfault-three-reports``
+is the same crash seen the way a GitHub step log shows a plain script's: faulthandler, bash's job
+report and the step's exit status 139.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from analyzer.model import Kind, Severity
+from analyzer.rules.loader import load_catalogue
+from analyzer.scan import scan_paths
+from tests.scan.test_engine_helpers import ENGINES
+
+import pytest
+
+LOGS = Path(__file__).resolve().parent / "logs"
+BUILTIN = load_catalogue()
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_rank_killed_by_a_segfault_is_one_finding_naming_rank_signal_and_crash_site(engine):
+    findings = scan_paths([str(LOGS / "torchrun-rank-segv.log")], BUILTIN, engine=engine)
+    errors = [f for f in findings if f.severity is Severity.ERROR]
+    (root,) = errors
+    assert root.message == (
+        "rank 1 (pid 28801) was killed by SIGSEGV: Fatal Python error: Segmentation fault at rank_segv.py:12"
+    )
+    assert root.line == 42 and root.kind is Kind.WORKER_FAILURE
+    report, crash = root.excerpt.split("\n--- the crash (line 5) ---\n")
+    assert "exitcode  : -11 (pid: 28801)" in report
+    assert crash.splitlines() == [
+        "Fatal Python error: Segmentation fault",
+        "Current thread 0x00007f1bfd9c6b80 (most recent call first):",
+        '  File "/root/.pyenv/versions/3.11.7/lib/python3.11/ctypes/__init__.py", line 519 in string_at',
+        '  File "/tmp/segv/rank_segv.py", line 12 in main',
+        '  File "/tmp/segv/rank_segv.py", line 16 in <module>',
+    ]
+
+
+def test_the_killed_ranks_own_row_is_not_collateral_of_itself_the_sigtermed_one_is():
+    findings = scan_paths([str(LOGS / "torchrun-rank-segv.log")], BUILTIN, engine="python")
+    root, collateral = findings
+    assert "pid 28801" in root.message
+    assert collateral.message.startswith("torchrun: worker pid 28799 died with exit code -15")
+    assert collateral.severity is Severity.WARNING and "collateral" in collateral.message
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_faulthandler_the_shell_and_the_step_status_telling_one_segfault_are_one_finding(engine):
+    (finding,) = scan_paths([str(LOGS / "segfault-three-reports.log")], BUILTIN, engine=engine)
+    assert (finding.rule, finding.line, finding.severity) == ("fatal-python-error", 1, Severity.ERROR)
+    assert finding.message == "Fatal Python error: Segmentation fault at native.py:10"
+    assert finding.excerpt.splitlines()[-1].endswith('File "/w/native.py", line 14 in <module>')
+
+
+def test_two_different_crashes_stay_two_findings(tmp_path):
+    log = tmp_path / "job.log"
+    log.write_text(
+        "Fatal Python error: Segmentation fault\n"
+        + "some output\n" * 5
+        + "Fatal Python error: Aborted\n"
+        "bash: line 1:  4242 Aborted                 (core dumped) python x.py\n"
+    )
+    findings = scan_paths([str(log)], BUILTIN, engine="python")
+    assert [(f.rule, f.line) for f in findings] == [("fatal-python-error", 1), ("fatal-python-error", 7)]
+
+
+def test_a_closing_signal_to_one_pid_does_not_make_another_pids_exit_collateral(tmp_path):
+    log = tmp_path / "job.log"
+    log.write_text(
+        "W1130 22:34:12.089000 11122 torch/distributed/elastic/multiprocessing/api.py:1028] "
+        "Sending process 11161 closing signal SIGTERM\n"
+        "  exitcode  : -9 (pid: 11162)\n"
+        "  error_file: <N/A>\n"
+        "  traceback : Signal 9 (SIGKILL) received by PID 11162\n"
+        "  exitcode  : -15 (pid: 11161)\n"
+        "  error_file: <N/A>\n"
+        "  traceback : Signal 15 (SIGTERM) received by PID 11161\n"
+    )
+    findings = scan_paths([str(log)], BUILTIN, engine="python")
+    assert [(f.line, f.severity) for f in findings] == [(2, Severity.ERROR), (5, Severity.WARNING)]
