@@ -305,3 +305,36 @@ def test_github_format_and_outputs_work_for_many_jobs(github, tmp_path):
     assert annotations and all("job-10" in line for line in annotations)
     assert "verdict=fail" in outputs.read_text(encoding="utf-8")
     assert_no_token(result, tmp_path)
+
+
+def test_a_wide_matrix_through_a_small_pool(github, tmp_path):
+    # 24 shards, every third one failed in attempt 1 and passed on the re-run: 16 pages of 2 jobs.
+    jobs = []
+    for shard in range(24):
+        failed = shard % 3 == 0
+        jobs.append(
+            Job(
+                5000 + shard,
+                f"gpu ({shard})",
+                300,
+                1,
+                "failure" if failed else "success",
+                runner=f"gpu-{shard % 5}",
+                log=ATEXIT_LOG if failed else PASSING_LOG,
+            )
+        )
+        if failed:
+            jobs.append(
+                Job(6000 + shard, f"gpu ({shard})", 300, 2, "success", runner="gpu-9", log=PASSING_LOG)
+            )
+    github.add(Run(300, "feed", attempts=2, jobs=jobs))
+    result, report, summary = gh(github, tmp_path, "--run", "300", "--all-attempts", "--workers", "3")
+    assert result.returncode == 1, result.stderr
+    assert len(report["jobs"]) == 32 and len({j["job_id"] for j in report["jobs"]}) == 32
+    assert len([p for p in github.paths() if p.endswith("/jobs")]) == 16
+    flaky = [t for t in report["triage"] if t["status"] == "flaky"]
+    assert flaky and len(flaky) == len(report["triage"])
+    failed = sorted(i for t in flaky for i in t["failed_jobs"])
+    assert [report["jobs"][i]["attempt"] for i in failed] == [1] * 8
+    assert all(report["jobs"][i]["attempt"] == 2 for t in flaky for i in t["passed_jobs"])
+    assert "across 32 jobs" in summary
