@@ -6,9 +6,9 @@ Two sources of reports:
 
 * the pipeline (issue 7.4): committed fixtures scanned by the real scanner (an atexit exception, a
   torchrun job with a failing rank, a hang at interpreter exit), and one real guard run (a command
-  that dies by SIGSEGV and leaves a child behind) with its pids, durations, paths and
-  machine-specific evidence (kernel stacks, wait channels) normalised, so that a change of a rule's
-  wording, of the ranking or of the guard's findings shows here;
+  that dies by SIGSEGV and leaves a child behind, under the process-scan containment every host has)
+  with its pids, durations, paths and machine-specific evidence (kernel stacks, wait channels)
+  normalised, so that a change of a rule's wording, of the ranking or of the guard's findings shows;
 * hand-built reports (``reports.py``) for what the pipeline cannot produce on this machine: a GPU
   snapshot (mocked: no GPU here) and a flood of findings at the annotation and summary caps.
 """
@@ -116,7 +116,6 @@ def _normalised(report: Report, tmp: Path) -> Report:
         duration_s=0.25,
         leftover_pids=tuple(pids[p] for p in command.leftover_pids),
         unkillable_pids=tuple(pids[p] for p in command.unkillable_pids),
-        containment="cgroup-v2" if report.command.containment else None,
     )
     return dataclasses.replace(report, command=fixed_command)
 
@@ -127,7 +126,10 @@ def _guard_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Report:
     from analyzer.supervise.guard import GuardOptions
 
     monkeypatch.chdir(tmp_path)
-    options = GuardOptions(argv=("bash", "-c", GUARD_COMMAND), log_dir="logs", echo=False)
+    # The fallback containment, which every host has: the report must not depend on root or cgroups.
+    options = GuardOptions(
+        argv=("bash", "-c", GUARD_COMMAND), log_dir="logs", echo=False, containment="process-scan"
+    )
     run = GuardedRun(options, load_catalogue(None), engine="python", environ={})
     try:
         report = run.report(run.supervise())
