@@ -28,7 +28,7 @@ CGROUP_V2 = "cgroup-v2"
 CGROUP_V1 = "cgroup-v1"
 CHOICES = ("auto", CGROUP_V2, CGROUP_V1, PROCESS_SCAN)
 NAME_PREFIX = "gpu-hang-guard-"
-FREEZE_WAIT_S = 0.5  # a member in D state may never report frozen; the signals go out regardless
+FREEZE_WAIT_S = 0.2  # a member in D state may never report frozen; the signals go out regardless
 _POLL_S = 0.005
 _V1_CONTROLLERS = ("freezer", "pids")
 

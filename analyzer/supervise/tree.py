@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import collections
 import os
-import time
 from dataclasses import dataclass
 from typing import Dict, Iterable, List, Optional, Sequence, Set
 
@@ -167,14 +166,18 @@ def _parents_first(found: Dict[int, Proc], table: Dict[int, Stat]) -> List[Proc]
     return [found[pid] for pid in sorted(found, key=lambda pid: (depth(pid), table[pid].start, pid))]
 
 
-def _age_s(start_ticks: int) -> Optional[float]:
-    """Seconds since the process started (more precise than psutil's whole-second boot time)."""
+def _uptime() -> Optional[float]:
     try:
-        started = start_ticks / os.sysconf("SC_CLK_TCK")
-        uptime = float(_read("/proc/uptime", 100).split()[0])
-    except (IndexError, ValueError, OSError):
+        return float(_read("/proc/uptime", 100).split()[0])
+    except (IndexError, ValueError):
         return None
-    return max(0.0, uptime - started)
+
+
+def _age_s(start_ticks: int, uptime: Optional[float]) -> Optional[float]:
+    """Seconds since the process started (more precise than psutil's whole-second boot time)."""
+    if uptime is None:
+        return None
+    return max(0.0, uptime - start_ticks / os.sysconf("SC_CLK_TCK"))
 
 
 def cmdline(pid: int) -> str:
@@ -191,11 +194,14 @@ def cmdline(pid: int) -> str:
     return redact(text.translate(_PRINTABLE))
 
 
-def describe(proc: Proc, now: Optional[float] = None) -> ProcessInfo:
-    """Pid, parent, state letter, command line (redacted), kernel wait channel and stack of one process."""
+def describe(proc: Proc, uptime: Optional[float] = None) -> ProcessInfo:
+    """Pid, parent, state letter, command line (redacted), kernel wait channel and stack of one process.
+
+    ``uptime`` (seconds since boot, read once for many processes) defaults to now.
+    """
     pid = proc.pid
     stat = read_stat(pid)
-    age = _age_s(stat.start if stat else proc.start)
+    age = _age_s(stat.start if stat else proc.start, _uptime() if uptime is None else uptime)
     wchan = _read(f"/proc/{pid}/wchan", 200)
     return ProcessInfo(
         pid=pid,
@@ -209,8 +215,8 @@ def describe(proc: Proc, now: Optional[float] = None) -> ProcessInfo:
 
 
 def describe_all(procs: Sequence[Proc]) -> List[ProcessInfo]:
-    now = time.time()
-    return [describe(proc, now) for proc in procs]
+    uptime = _uptime()
+    return [describe(proc, uptime) for proc in procs]
 
 
 def is_python(pid: int) -> bool:
