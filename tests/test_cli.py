@@ -308,3 +308,22 @@ def test_a_report_path_that_is_not_utf8_is_written_and_named(tmp_path: Path, ate
     assert (proc.returncode, proc.stderr) == (1, b"")
     assert json.loads(open(report, "rb").read())["verdict"] == "fail"
     assert b"report=" + report + b"\n" in outputs.read_bytes()  # the real bytes, for the next step
+
+
+@pytest.mark.parametrize("fmt", ["text", "github"])
+def test_with_stderr_apart_the_runner_still_runs_only_our_annotations(tmp_path: Path, fmt: str):
+    """Direct CLI use in a step: stdout and stderr reach the runner as two streams, read in either order."""
+    import os
+
+    from tests.report.runner_view import every_order
+
+    proc = subprocess.run(
+        [sys.executable, "-m", "analyzer", "run", "--format", fmt, "--log-dir", str(tmp_path / "logs"), "--",
+         *_hostile_command(tmp_path)],
+        input=b"", capture_output=True, cwd=str(REPO), env={**os.environ, "GITHUB_ACTIONS": "true"},
+        timeout=120,
+    )
+    assert proc.returncode == 1, proc.stderr
+    assert b"::add-mask::X" in proc.stdout + proc.stderr
+    for commands in every_order(proc.stdout, proc.stderr):
+        assert [c.name for c in commands] == (["error"] if fmt == "github" else [])
