@@ -101,7 +101,7 @@ def _report(log_dir: str) -> dict:
 def test_recommended_pattern_guard_timeout_fires_and_the_action_uploads(tmp_path, action_path, runner_temp,
                                                                        step_env):
     job = [j for j in _readme_jobs("In GitHub Actions") if "timeout-minutes" in j][0]
-    workflow, guard_id, marker = _runnable(job, tmp_path, timeout="4s", **{"kill-grace": "3s"})
+    workflow, guard_id, marker = _runnable(job, tmp_path, timeout="10s", **{"kill-grace": "3s"})
     run = run_job(workflow, "job", runner_temp=runner_temp, action_path=action_path, env=step_env,
                   matrix={"shard": 1})
     _assert_nothing_left(marker)
