@@ -21,16 +21,19 @@ from __future__ import annotations
 import bisect
 import collections
 import dataclasses
-import fcntl
+import hashlib
+import hmac
 import io
+import mmap
 import os
 import pickle
+import secrets
 import select
 import signal
 import struct
 import threading
 import time
-from typing import Any, Callable, Deque, Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Deque, Dict, FrozenSet, List, Mapping, Optional, Sequence, Set, Tuple
 
 from . import file_commands
 from .durations import format_duration
@@ -60,14 +63,17 @@ _CLOCK_STEP_S = 0.05
 _CLOCK_POINTS = 10_000
 _PENDING_POINTS = 4_096
 _JOIN_SLICE_S = 0.1
-# The scanner process: control records (stream index or a command, bytes in the log, arrival time)
-# and length-prefixed pickled frames back.
-_RECORD = struct.Struct("<Bqd")
-_FINISH, _CUT = 255, 254
+# The scanner process: per log (bytes in it, arrival time) in shared memory, then the state (run,
+# finish, cut), the scanner's pid and its done flag; length-prefixed signed pickles come back.
+_SLOT = struct.Struct("<qd")
+_FIELD = struct.Struct("<q")
+_STATE_AT, _PID_AT, _DONE_AT = 2 * _SLOT.size, 2 * _SLOT.size + 8, 2 * _SLOT.size + 16
+_SHARED = struct.Struct("<" + "qd" * 2 + "qqq")
+_FINISH, _CUT = 1, 2
 _FRAME_HEAD = struct.Struct(">I")
-_F_SETPIPE_SZ = 1031  # fcntl.F_SETPIPE_SZ, named only from Python 3.10
-_CONTROL_PIPE_BYTES = 1 << 20
-_CONTROL_WRITE_S = 1.0
+_MAC_BYTES = 32  # HMAC-SHA256
+_POLL_S = 0.01
+_GUARD_CHECK_POLLS = 50
 _CHILD_ANSWER_S = 0.5  # for the child to pickle and send what it has after a cut
 # The variables the action (action.yml) sets for its own steps: the venv path among them. The command
 # never needs them, and the venv's path is where it could plant code for the guard.
@@ -424,10 +430,12 @@ class _RuleUnpickler(pickle.Unpickler):
         return self._rules[pid]
 
 
-def _frame(message: Any, rules: Sequence[Rule]) -> bytes:
+def _frame(message: Any, rules: Sequence[Rule], key: bytes) -> bytes:
+    """A length-prefixed, HMAC-signed pickle: the guard unpickles only what its own scanner signed."""
     body = io.BytesIO()
     _RulePickler(body, rules).dump(message)
-    return _FRAME_HEAD.pack(len(body.getvalue())) + body.getvalue()
+    data = body.getvalue()
+    return _FRAME_HEAD.pack(len(data)) + hmac.new(key, data, hashlib.sha256).digest() + data
 
 
 def _write_all(fd: int, data: bytes, timeout_s: Optional[float] = None) -> bool:
@@ -453,13 +461,17 @@ class _ScanChild:
     """The live scan in a child process forked before the command starts, so its GIL is not the pump's.
 
     In one process the scanner's Python work holds the GIL the pump needs after every read and write:
-    measured, that made the pump of a 268 MB flood 3x slower. Here the pump's ``offer`` only writes a
-    17-byte record to a pipe, non-blocking: when the pipe is full the record is dropped, as the next
-    total supersedes it, and the last total is sent again at the end. The child runs a follower and a
-    scanner thread per log (``_LiveLog``, on its own descriptors), sends the first ``--abort-on``
-    event as soon as it is seen, and its results when told the run is over: pickled, with rules sent
-    as their place in the catalogue both processes share. It ignores the runner's signals and ends
-    with the guard: EOF on its control pipe.
+    measured, that made the pump of a 268 MB flood 3x slower. Here the pump's ``offer`` only stores
+    two numbers in memory shared with the child (no system call, no lock); the child polls them, runs
+    a follower and a scanner thread per log (``_LiveLog``, on its own descriptors), sends the first
+    ``--abort-on`` event as soon as it is seen, and its results when the guard sets the shared state
+    to finish (or cut): pickled, rules sent as their place in the catalogue both processes share.
+
+    The command runs as the same user and can open a pipe of ours through ``/proc/PID/fd``, but not
+    anonymous shared memory: so the totals and the finish or cut come through memory, and the pipe
+    back carries frames signed with a key that only the two processes hold; a frame that fails the
+    check ends the listening, and the guard then scans the logs itself. The child ignores the
+    runner's signals and ends when the guard is gone.
     """
 
     def __init__(
@@ -471,34 +483,27 @@ class _ScanChild:
         abort_kinds: FrozenSet[Kind],
     ) -> None:
         self.rules = tuple(catalogue.rules)
-        self.latest: Dict[int, Tuple[int, float]] = {}
-        ctl_read, ctl_write = os.pipe()
+        self._key = secrets.token_bytes(32)
+        self._shm = mmap.mmap(-1, _SHARED.size)  # anonymous and shared with the child across fork
         res_read, res_write = os.pipe()
-        try:
-            fcntl.fcntl(ctl_write, _F_SETPIPE_SZ, _CONTROL_PIPE_BYTES)
-        except (OSError, AttributeError):
-            pass  # the default 64 KiB holds 3,800 records
+        guard = (os.getpid(), _start_tick(os.getpid()))
         # Forked twice: the scanner is not the guard's child, so the guard's walk of the command's tree
         # (which takes the guard's children for the command's when the command was gone before it
-        # could be inspected) never counts it. It ends when its control pipe reaches EOF.
+        # could be inspected) never counts it.
         pid = os.fork()
         if pid == 0:  # the intermediate: forks the scanner and exits at once
             status = 1
             try:
                 if os.fork() == 0:
-                    os.close(ctl_write)
                     os.close(res_read)
-                    _child_main(ctl_read, res_write, fds, paths, catalogue, prepared, abort_kinds)
+                    _child_main(self._shm, res_write, fds, paths, catalogue, prepared, abort_kinds,
+                                self._key, guard)
                 status = 0
             finally:
                 os._exit(status)
-        os.close(ctl_read)
         os.close(res_write)
         os.waitpid(pid, 0)
-        self.pid: Optional[int] = None  # the scanner's, from its first frame
-        os.set_blocking(ctl_write, False)
         os.set_blocking(res_read, False)
-        self._ctl = ctl_write
         self._res = res_read
         self._buffer = b""
         self._eof = False
@@ -507,12 +512,11 @@ class _ScanChild:
         self.events: List[Finding] = []
 
     def offer(self, index: int, total: int, arrived: float) -> None:
-        """From a pump thread: how far a log has grown. Never blocks."""
-        self.latest[index] = (total, arrived)
-        try:
-            os.write(self._ctl, _RECORD.pack(index, total, arrived))
-        except OSError:
-            pass  # full (the next total supersedes this one) or the child is gone (the end will say)
+        """From a pump thread: how far a log has grown. Two stores into shared memory."""
+        _SLOT.pack_into(self._shm, index * _SLOT.size, total, arrived)
+
+    def _field(self, offset: int) -> int:
+        return _FIELD.unpack_from(self._shm, offset)[0]
 
     def poll(self) -> None:
         """Take in whatever the child sent (events, the result) without waiting."""
@@ -527,20 +531,23 @@ class _ScanChild:
                 self._eof = True
                 break
             self._buffer += data
-        while len(self._buffer) >= _FRAME_HEAD.size:
+        head = _FRAME_HEAD.size + _MAC_BYTES
+        while len(self._buffer) >= head and not self._eof:
             (size,) = _FRAME_HEAD.unpack_from(self._buffer)
-            if len(self._buffer) < _FRAME_HEAD.size + size:
+            if len(self._buffer) < head + size:
                 break
-            body = self._buffer[_FRAME_HEAD.size: _FRAME_HEAD.size + size]
-            self._buffer = self._buffer[_FRAME_HEAD.size + size:]
+            mac = self._buffer[_FRAME_HEAD.size: head]
+            body = self._buffer[head: head + size]
+            self._buffer = self._buffer[head + size:]
+            if not hmac.compare_digest(mac, hmac.new(self._key, body, hashlib.sha256).digest()):
+                self._eof = True  # not from our scanner: stop listening, the end scans here instead
+                break
             try:
                 kind, payload = _RuleUnpickler(io.BytesIO(body), self.rules).load()
             except Exception:
-                self._eof = True  # a child that sends garbage is as good as gone
+                self._eof = True
                 break
-            if kind == "pid":
-                self.pid = payload
-            elif kind == "event":
+            if kind == "event":
                 self.events.append(payload)
             elif kind == "result":
                 self._result = payload
@@ -548,20 +555,20 @@ class _ScanChild:
 
     def collect(self, bound_s: Optional[float], is_cut: Callable[[], bool]) -> Optional[Dict[str, _Outcome]]:
         """Tell the child the run is over and wait for its results; None if it could not hand them in."""
-        records = b"".join(_RECORD.pack(index, *point) for index, point in sorted(self.latest.items()))
-        if not _write_all(self._ctl, records + _RECORD.pack(_FINISH, 0, 0.0), _CONTROL_WRITE_S):
-            self.close()
-            return None
+        _FIELD.pack_into(self._shm, _STATE_AT, _FINISH)
         deadline = None if bound_s is None else time.monotonic() + bound_s
         cut = False
         while True:
             self.poll()
             if self._eof:
                 break
+            if self._field(_DONE_AT):  # it sent all it will send: whatever did not arrive never will
+                self.poll()
+                break
             now = time.monotonic()
             if not cut and (is_cut() or (deadline is not None and now >= deadline)):
                 cut = True
-                _write_all(self._ctl, _RECORD.pack(_CUT, 0, 0.0), _CONTROL_WRITE_S)
+                _FIELD.pack_into(self._shm, _STATE_AT, _CUT)
                 deadline = now + CUT_SCAN_WAIT_S + _CHILD_ANSWER_S
             elif cut and deadline is not None and now >= deadline:
                 break
@@ -571,35 +578,66 @@ class _ScanChild:
         return result
 
     def close(self) -> None:
-        """End the scanner: EOF on its control pipe ends it; SIGKILL makes sure."""
+        """End the scanner (a cut; SIGKILL if it never finished) and let go of the pipe."""
         if self._closed:
             return
         self._closed = True
-        for fd in (self._ctl, self._res):
+        _FIELD.pack_into(self._shm, _STATE_AT, _CUT)
+        try:
+            os.close(self._res)
+        except OSError:
+            pass
+        pid = self._field(_PID_AT)
+        if pid and self._result is None and not self._field(_DONE_AT):  # it may be stuck in a window
             try:
-                os.close(fd)
-            except OSError:
-                pass
-        if self.pid is not None and self._result is None:  # it did not finish: it may be stuck
-            try:
-                os.kill(self.pid, signal.SIGKILL)
+                os.kill(pid, signal.SIGKILL)
             except OSError:
                 pass  # already gone
 
 
+def _start_tick(pid: int) -> int:
+    """The start time of ``pid`` in clock ticks (``/proc/PID/stat`` field 22), 0 when it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            return int(handle.read().rsplit(b")", 1)[1].split()[19])
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
+def _keep_only_fds(keep: Set[int]) -> None:
+    """Close every inherited descriptor but ``keep``; 0-2 become /dev/null (the console is the guard's)."""
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+    os.close(null)
+    try:
+        open_fds = [int(name) for name in os.listdir("/proc/self/fd")]
+    except OSError:
+        open_fds = []
+    for fd in open_fds:
+        if fd > 2 and fd not in keep:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
 def _child_main(
-    ctl: int,
+    shm: mmap.mmap,
     res: int,
     fds: Mapping[str, int],
     paths: Mapping[str, str],
     catalogue: Catalogue,
     prepared: Mapping[str, pipeline.Prepared],
     abort_kinds: FrozenSet[Kind],
+    key: bytes,
+    guard: Tuple[int, int],
 ) -> None:
     for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(signum, signal.SIG_IGN)  # the guard decides when the scan ends
+    _keep_only_fds({res, *fds.values()})
+    _FIELD.pack_into(shm, _PID_AT, os.getpid())
     rules = tuple(catalogue.rules)
-    _write_all(res, _frame(("pid", os.getpid()), rules))
     send_lock = threading.Lock()
     sent: List[bool] = []
 
@@ -608,41 +646,39 @@ def _child_main(
             with send_lock:
                 if not sent:
                     sent.append(True)
-                    _write_all(res, _frame(("event", finding), rules))
+                    _write_all(res, _frame(("event", finding), rules, key))
 
     logs = {name: _LiveLog(paths[name], fd, catalogue, prepared[name], on_event) for name, fd in fds.items()}
-    by_index = {index: logs[stream] for index, (stream, _) in enumerate(STREAMS) if stream in logs}
-    state = {"finish": False, "cut": False}
-    pending = b""
-    while not state["cut"]:
-        if state["finish"]:
-            if not any(log.thread.is_alive() for log in logs.values()):
-                break
-            if not select.select([ctl], [], [], _JOIN_SLICE_S)[0]:
-                continue
-        data = os.read(ctl, 1 << 16)
-        if not data:  # the guard is gone or gave up on us
-            state["cut"] = True
+    by_index = [(index, logs[stream]) for index, (stream, _) in enumerate(STREAMS) if stream in logs]
+    finished = cut = False
+    polls = 0
+    while not cut:
+        state = _FIELD.unpack_from(shm, _STATE_AT)[0]  # read before the totals: a finish follows them
+        for index, log in by_index:
+            total, arrived = _SLOT.unpack_from(shm, index * _SLOT.size)
+            log.follow.offer(total, arrived)
+        if state == _CUT:
+            cut = True
             break
-        pending += data
-        usable = len(pending) - len(pending) % _RECORD.size
-        for index, total, arrived in _RECORD.iter_unpack(pending[:usable]):
-            if index == _FINISH:
-                state["finish"] = True
-                for log in logs.values():
-                    log.follow.finish()
-            elif index == _CUT:
-                state["cut"] = True
-            elif index in by_index:
-                by_index[index].follow.offer(total, arrived)
-        pending = pending[usable:]
+        if state == _FINISH and not finished:
+            finished = True
+            for _, log in by_index:
+                log.follow.finish()
+        if finished and not any(log.thread.is_alive() for log in logs.values()):
+            break
+        polls += 1
+        if polls % _GUARD_CHECK_POLLS == 0 and _start_tick(guard[0]) != guard[1]:
+            cut = True  # the guard is gone
+            break
+        time.sleep(_POLL_S)
     severity = _rule_severity(catalogue, SCAN_INCOMPLETE_RULE, Severity.WARNING)
-    outcomes = _collect(logs, 0.0 if state["cut"] else None, lambda: state["cut"], severity)
+    outcomes = _collect(logs, 0.0 if cut else None, lambda: cut, severity)
     try:
-        message = _frame(("result", outcomes), rules)
+        message = _frame(("result", outcomes), rules, key)
     except Exception as err:  # something in the results cannot be pickled: the guard scans itself
-        message = _frame(("error", f"{type(err).__name__}: {err}"), rules)
+        message = _frame(("error", f"{type(err).__name__}: {err}"), rules, key)
     _write_all(res, message)
+    _FIELD.pack_into(shm, _DONE_AT, 1)
 
 
 class GuardedRun:

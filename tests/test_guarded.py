@@ -354,3 +354,97 @@ def test_nothing_is_imported_after_the_command_started(tmp_path: Path, outcome: 
     err = proc.stderr.decode()
     late = err.rsplit("LATE-IMPORTS:", 1)[1].strip()
     assert late == "", late
+
+
+# -- the scanner process ----------------------------------------------------------------------------------
+
+def _guarded(tmp_path: Path, argv: Sequence[str], **kwargs):
+    from analyzer.guarded import GuardedRun
+    from analyzer.supervise.guard import GuardOptions
+
+    options = GuardOptions(argv=tuple(argv), log_dir=str(tmp_path / "logs"), echo=False)
+    return GuardedRun(options, load_catalogue(), environ={}, **kwargs)
+
+
+def _gone(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            return handle.read().rsplit(b")", 1)[1].split()[0] in (b"Z", b"X")
+    except OSError:
+        return True
+
+
+CRASH_LINE = "RuntimeError: CUDA error: an illegal memory access was encountered"
+
+
+@pytest.mark.parametrize("scan_process", [True, False])
+def test_both_scanners_find_the_same_events_and_leave_nothing_running(tmp_path: Path, scan_process: bool):
+    from analyzer import guarded
+
+    prog = write_program(
+        tmp_path,
+        f"""
+        import sys
+        print("ok\\n" * 5000, end="", flush=True)
+        print({WATCHDOG_LINE!r}, file=sys.stderr, flush=True)
+        print({CRASH_LINE!r}, flush=True)
+        """,
+    )
+    run = _guarded(tmp_path, [sys.executable, str(prog)], scan_process=scan_process)
+    try:
+        supervision = run.supervise()
+        child = run._child
+        assert (child is not None) == scan_process
+        pid = child._field(guarded._PID_AT) if child is not None else None
+        report = run.report(supervision)
+    finally:
+        run.close()
+    where = [(Path(f.path).name, f.line) for f in report.findings]
+    assert ("stderr.log", 1) in where and ("stdout.log", 5001) in where
+    assert not [f for f in report.findings if f.kind is Kind.SCAN_INCOMPLETE]
+    if pid is not None:
+        _wait(lambda: _gone(pid))
+
+
+ATTACK_THE_SCANNER = textwrap.dedent(
+    """
+    import os, sys, time
+    guard = os.getppid()
+    me = open(f"/proc/{guard}/cmdline", "rb").read()
+    hit = 0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) in (guard, os.getpid()):
+            continue
+        try:
+            if open(f"/proc/{entry}/cmdline", "rb").read() != me:
+                continue
+            fds = os.listdir(f"/proc/{entry}/fd")
+        except OSError:
+            continue
+        for fd in fds:  # every pipe the scanner holds gets a forged frame and junk
+            path = f"/proc/{entry}/fd/{fd}"
+            try:
+                if not os.readlink(path).startswith("pipe:"):
+                    continue
+                out = os.open(path, os.O_WRONLY | os.O_NONBLOCK)
+                os.write(out, (40).to_bytes(4, "big") + b"x" * 72 + b"\\x01" * 17)
+                os.close(out)
+                hit += 1
+            except OSError:
+                pass
+    print(f"pipes attacked: {hit}", flush=True)
+    time.sleep(0.3)
+    print(sys.argv[1], flush=True)
+    """
+)
+
+
+def test_a_command_that_forges_frames_on_the_scanners_pipes_still_gets_its_crash_reported(tmp_path: Path):
+    prog = tmp_path / "attack.py"
+    prog.write_text(ATTACK_THE_SCANNER)
+    code, out, err = run_guard("--json", "r.json", "--", sys.executable, str(prog), CRASH_LINE, cwd=tmp_path)
+    assert code == 1, (out, err)
+    log = (tmp_path / "guard-logs" / "stdout.log").read_text()
+    assert "pipes attacked: 0" not in log  # the attack reached the scanner
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert [f["line"] for f in report["findings"] if f["path"].endswith("stdout.log")] == [2]
