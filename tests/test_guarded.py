@@ -297,6 +297,7 @@ for module in root.rglob("*.py"):
     with open(module, "a") as handle:
         handle.write("\\nopen(%r, 'a').write(__name__ + '\\\\n')\\n" % sys.argv[2])
 print("planted", flush=True)
+print(sys.argv[3], flush=True)  # a finding after the plant: the scan and ranking code paths all run
 """
 
 
@@ -309,12 +310,14 @@ def test_code_the_command_plants_in_the_guards_package_never_runs_inside_the_gua
     env = dict(os.environ, PYTHONPATH=str(site), GITHUB_ACTIONS="true")
     code, out, err = run_guard(
         "--format", "github", "--json", "r.json", "--summary", "s.md", "--github-output", "o.txt",
-        "--", sys.executable, "-c", PLANT, str(site / "analyzer"), str(planted),
+        "--abort-on", "crash", "--abort-grace", "60s",
+        "--", sys.executable, "-c", PLANT, str(site / "analyzer"), str(planted), WATCHDOG_LINE,
         cwd=work, env=env,
     )
-    assert code == 0, (out, err)
+    assert code == 1, (out, err)
     assert "planted" in (work / "guard-logs" / "stdout.log").read_text()
-    assert json.loads((work / "r.json").read_text())["verdict"] == "pass"
+    report = json.loads((work / "r.json").read_text())
+    assert [f["rule"] for f in report["findings"]] == ["nccl-watchdog-timeout"]
     assert not planted.exists(), planted.read_text()
     # The control: the planted code does run in the next process that imports the package.
     importer = [sys.executable, "-c", "import analyzer.report.github"]
