@@ -65,7 +65,8 @@ _CREATE_TRIES = 3
 CHUNK_COPY_BYTES = 1 << 20
 _CANCEL_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 CONSOLE_CUT_NOTE = (
-    "gpu-hang-guard: the console fell behind; the last {missed} bytes of {stream} are only in {log}\n"
+    "gpu-hang-guard: the last {missed} bytes of {stream} were not echoed here (the console fell behind"
+    " or the pipe was drained at the end); they are in {log}\n"
 )
 
 
