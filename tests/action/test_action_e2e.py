@@ -390,6 +390,8 @@ def test_container_job_cancel_the_stop_step_reaches_the_guard(act):
     assert result.outputs["verdict"] == "fail"
     assert report_of(result)["command"]["timeout_reason"] == "cancelled"
     assert "wait_for_peers" in stop.summary
+    # The guard's annotations went to the dead client; the stop step makes them again from the report.
+    assert any(a.name == "error" and "wait_for_peers" in a.data for a in result.shown_annotations)
     [upload] = [s for s in result.steps if s.uses]
     assert upload.ran and upload.with_inputs["path"] == result.outputs["log-dir"]
 
