@@ -55,3 +55,18 @@ def test_in_a_container(action_path, runner_temp, step_env):
     assert check.outcome == "success", check.script.output if check.script else check
     assert guard.action.outputs["verdict"] == "fail" and "wait_for_peers" in guard.action.summary
     assert job.conclusion == "success"
+
+
+def test_a_matrix_key_that_does_not_exist_fails_the_step(tmp_path, action_path, runner_temp, step_env):
+    """`run: ${{ matrix.cmd }}` in a matrix entry without `cmd` hands the action "" (nothing checks it)."""
+    workflow = tmp_path / "matrix.yml"
+    workflow.write_text(
+        "on: push\njobs:\n  t:\n    runs-on: ubuntu-latest\n    strategy:\n      matrix:\n"
+        "        include:\n          - command: pytest\n    steps:\n      - id: guard\n        uses: ./\n"
+        "        with:\n          run: ${{ matrix.cmd }}\n          timeout: 1m\n", encoding="utf-8")
+    job = run_job(workflow, "t", matrix={"command": "pytest"}, runner_temp=runner_temp,
+                  action_path=action_path, env=step_env)
+    guard = job.step("guard")
+    assert guard.outcome == "failure" and job.conclusion == "failure"
+    [error] = [a for a in guard.action.shown_annotations if a.name == "error"]
+    assert error.data.startswith("run input: no command to run")
