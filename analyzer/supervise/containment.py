@@ -222,17 +222,21 @@ def _make(mount: str, own_path: str, token: str, need: Sequence[str]) -> Optiona
 
 
 def _remove_stale(parent: str) -> None:
-    """Remove empty cgroups a guard that is gone left behind (one whose member SIGKILL could not end).
+    """Remove empty cgroups earlier runs left behind (one whose member SIGKILL could not end).
 
-    The name carries the guard's pid: a cgroup of a guard that still runs is never touched.
+    The name carries the guard's pid: only this process's own earlier runs (one run at a time per
+    process) and those of guards that are gone are touched, never another running guard's.
     """
     try:
         names = os.listdir(parent)
     except OSError:
         return
+    me = str(os.getpid())
     for name in names:
         owner = name[len(NAME_PREFIX):].split("-", 1)[0]
-        if name.startswith(NAME_PREFIX) and owner.isdigit() and not os.path.exists(f"/proc/{owner}"):
+        if not name.startswith(NAME_PREFIX) or not owner.isdigit():
+            continue
+        if owner == me or not os.path.exists(f"/proc/{owner}"):
             _remove_cgroup(os.path.join(parent, name))
 
 

@@ -392,3 +392,27 @@ def test_unkillable_findings_keep_their_wording():
     )
     assert re.match(r"/logs/processes\.txt$", finding.path)
     assert escalate.may_signal(os.getpid())
+
+
+def test_without_the_right_to_make_a_cgroup_the_process_scan_holds_the_run():
+    # The real fallback: an unprivileged user cannot create a cgroup next to the guard's own.
+    if os.geteuid() != 0:
+        held = containment.open_containment("unprivileged", "auto")
+        held.close()
+        pytest.skip(f"not root: this run already uses {held.name}")
+    read_end, write_end = os.pipe()
+    child = os.fork()
+    if child == 0:
+        try:
+            os.setgid(65534)
+            os.setuid(65534)
+            held = containment.open_containment("unprivileged", "auto")
+            os.write(write_end, held.name.encode())
+            held.close()
+        finally:
+            os._exit(0)
+    os.close(write_end)
+    os.waitpid(child, 0)
+    name = os.read(read_end, 100).decode()
+    os.close(read_end)
+    assert name == containment.PROCESS_SCAN

@@ -19,6 +19,18 @@ from analyzer.supervise.escalate import KILL_WAIT_S
 
 from .conftest import alive, program
 
+@pytest.fixture(params=["auto", "process-scan"])
+def guard(request, guard):
+    """Each tree test twice: in the strongest containment here (a cgroup, as root) and in the scan
+    that unprivileged runners get, so the fallback stays tested on a machine that has cgroups."""
+
+    def run(argv, **options):
+        options.setdefault("containment", request.param)
+        return guard(argv, **options)
+
+    return run
+
+
 SLACK_S = 6.0
 FREEZER = Path("/sys/fs/cgroup/freezer")
 # A process SIGKILL cannot end needs privileges; on this project's dev machine both tests run (as
