@@ -67,6 +67,7 @@ _JOIN_SLICE_S = 0.1
 # finish, cut), the scanner's pid and its done flag; length-prefixed signed pickles come back.
 _SLOT = struct.Struct("<qd")
 _FIELD = struct.Struct("<q")
+_TIME = struct.Struct("<d")
 _STATE_AT, _PID_AT, _DONE_AT = 2 * _SLOT.size, 2 * _SLOT.size + 8, 2 * _SLOT.size + 16
 _SHARED = struct.Struct("<" + "qd" * 2 + "qqq")
 _FINISH, _CUT = 1, 2
@@ -512,8 +513,16 @@ class _ScanChild:
         self.events: List[Finding] = []
 
     def offer(self, index: int, total: int, arrived: float) -> None:
-        """From a pump thread: how far a log has grown. Two stores into shared memory."""
-        _SLOT.pack_into(self._shm, index * _SLOT.size, total, arrived)
+        """From a pump thread: how far a log has grown. Two stores into shared memory.
+
+        The time goes first and the total second, and the child reads them the other way round, so on
+        x86 (stores and loads kept in order) a total is never paired with an older time; the child
+        skips a total whose time is not written yet. Where the CPU reorders, a pair may be one chunk
+        apart, which moves a line's time by about one pump read.
+        """
+        offset = index * _SLOT.size
+        _TIME.pack_into(self._shm, offset + 8, arrived)
+        _FIELD.pack_into(self._shm, offset, total)
 
     def _field(self, offset: int) -> int:
         return _FIELD.unpack_from(self._shm, offset)[0]
@@ -655,7 +664,10 @@ def _child_main(
     while not cut:
         state = _FIELD.unpack_from(shm, _STATE_AT)[0]  # read before the totals: a finish follows them
         for index, log in by_index:
-            total, arrived = _SLOT.unpack_from(shm, index * _SLOT.size)
+            total = _FIELD.unpack_from(shm, index * _SLOT.size)[0]  # the total first: see offer
+            arrived = _TIME.unpack_from(shm, index * _SLOT.size + 8)[0]
+            if total and not arrived:
+                continue  # its time is not stored yet: the next poll takes both
             log.follow.offer(total, arrived)
         if state == _CUT:
             cut = True

@@ -451,3 +451,19 @@ def test_a_command_that_forges_frames_on_the_scanners_pipes_still_gets_its_crash
     assert "pipes attacked: 0" not in log  # the attack reached the scanner
     report = json.loads((tmp_path / "r.json").read_text())
     assert [f["line"] for f in report["findings"] if f["path"].endswith("stdout.log")] == [2]
+
+
+def test_findings_of_stdout_and_stderr_are_ordered_by_when_their_lines_arrived(tmp_path: Path):
+    prog = write_program(
+        tmp_path,
+        """
+        import sys, time
+        print("RuntimeError: CUDA error: an illegal memory access was encountered", file=sys.stderr)
+        time.sleep(0.5)
+        print("RuntimeError: CUDA error: out of memory", flush=True)
+        """,
+    )
+    code, out, err = run_guard("--json", "r.json", "--", sys.executable, str(prog), cwd=tmp_path)
+    assert code == 1, (out, err)
+    findings = json.loads((tmp_path / "r.json").read_text())["findings"]
+    assert [Path(f["path"]).name for f in findings] == ["stderr.log", "stdout.log"], findings
