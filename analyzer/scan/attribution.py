@@ -89,11 +89,12 @@ def parse_progress(raw: bytes) -> Optional[Tuple[str, bool, bool]]:
     return None
 
 
-def _last_progress(buf: bytes, hi: int) -> Optional[Tuple[int, int, Tuple[str, bool, bool]]]:
-    """The last progress line starting before ``hi``: ``(start, end, parsed)``, or None."""
+def _last_progress(buf: bytes, hi: int, floor: int = 0) -> Optional[Tuple[int, int, Tuple[str, bool, bool]]]:
+    """The last progress line in ``buf[floor:hi]`` (``floor`` is a line start or a ``\\n``):
+    ``(start, end, parsed)``, or None."""
     best: Optional[Tuple[int, int, Tuple[str, bool, bool]]] = None
     for needle in (PYTEST_NEEDLE, UNITTEST_NEEDLE):
-        lo = best[0] if best is not None else 0
+        lo = best[0] if best is not None else floor
         at = buf.rfind(needle, lo, hi)
         tries = 0
         while at != -1 and tries < MAX_CANDIDATES:
@@ -141,32 +142,44 @@ class TestTracker:
     watched, one at a time, so this costs nothing on innocent lines.
     """
 
-    __slots__ = ("carry", "outcomes", "_watch", "_watch_from")
+    __slots__ = (
+        "carry", "outcomes", "_watch", "_watch_from", "_buf", "_to", "_here", "_here_start", "_bare_to"
+    )
 
     def __init__(self) -> None:
         self.carry: Optional[TestLine] = None
         self.outcomes: Dict[int, bool] = {}
         self._watch: Optional[TestLine] = None
         self._watch_from = 0  # offset in the current window from which the watched test is read
+        # Matches come in line order, so each window is searched once, front to back, however many
+        # matches it holds: ``_to`` is how far it has been searched for progress lines, ``_here`` the
+        # one in force there (starting at ``_here_start``), ``_bare_to`` how far a bare outcome for it.
+        self._buf: Optional[bytes] = None
+        self._to = 0
+        self._here: Optional[TestLine] = None
+        self._here_start = 0
+        self._bare_to = 0
 
     def at(self, buf: bytes, pos: int, line: int) -> Optional[TestLine]:
         """The progress line in force at the line starting at ``buf[pos]`` (number ``line``)."""
         line_end = buf.find(b"\n", pos)
         if line_end == -1:
             line_end = len(buf)
-        found = _last_progress(buf, line_end)
-        if found is None:
-            result = self.carry
-            if result is not None and not result.finished and _BARE_OUTCOME.search(buf, 0, pos):
-                result = TestLine(result.test, result.line, True, result.xdist)
-                self.carry = result
-            start = 0
-        else:
-            start, end, (test, finished, xdist) = found
-            if not finished and end < pos:
-                finished = _BARE_OUTCOME.search(buf, end, pos) is not None
-            result = TestLine(test, line - buf.count(b"\n", start, pos), finished, xdist)
-        self._rewatch(buf, result, start, line_end)
+        if buf is not self._buf:
+            self._buf, self._to, self._here, self._here_start, self._bare_to = buf, 0, self.carry, 0, 0
+        if line_end > self._to:
+            found = _last_progress(buf, line_end, self._to)
+            if found is not None:
+                start, end, (test, finished, xdist) = found
+                self._here = TestLine(test, line - buf.count(b"\n", start, pos), finished, xdist)
+                self._here_start, self._bare_to = start, end
+            self._to = line_end
+        result = self._here
+        if result is not None and not result.finished and self._bare_to < pos:
+            if _BARE_OUTCOME.search(buf, self._bare_to, pos) is not None:
+                result = self._here = TestLine(result.test, result.line, True, result.xdist)
+            self._bare_to = pos
+        self._rewatch(buf, result, self._here_start, line_end)
         return result
 
     def _rewatch(self, buf: bytes, result: Optional[TestLine], start: int, pos: int) -> None:
@@ -193,6 +206,7 @@ class TestTracker:
 
     def end_window(self, buf: bytes, first_line: int) -> None:
         """Remember the last progress line of ``buf`` (its first line is ``first_line``)."""
+        self._buf = self._here = None
         watch = self._watch
         if watch is not None:
             stop = _next_progress(buf, self._watch_from)

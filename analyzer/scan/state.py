@@ -292,6 +292,9 @@ class LogState:
             if len(self.ignored_keys) < MAX_PER_RULE * 10:
                 self.ignored_keys.add(key)
             return
+        if self.per_rule.get(match.rule.id, 0) >= MAX_PER_RULE:  # a flood: count it, build nothing
+            self.dropped[match.rule.id] = self.dropped.get(match.rule.id, 0) + 1
+            return
         event = LogEvent(
             match,
             test=test,
