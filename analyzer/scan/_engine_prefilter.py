@@ -7,6 +7,7 @@ through ``strip_controls``, so an ANSI colour code inside a literal cannot hide 
 
 from __future__ import annotations
 
+import threading
 from typing import Callable, Dict, List, Set, Tuple
 
 from ._engine_literals import Plan
@@ -234,6 +235,10 @@ def hyperscan_finder(plan: Plan) -> Finder:
         literal=True,
     )
 
+    # One scratch space per thread: the guard scans stdout and stderr in two threads with one
+    # compiled database, and a scratch in use by another scan fails with ScratchInUseError.
+    local = threading.local()
+
     def find(window: bytes) -> Candidates:
         ends: List[tuple] = []
         append = ends.append
@@ -241,7 +246,10 @@ def hyperscan_finder(plan: Plan) -> Finder:
         def on_match(index: int, _start: int, end: int, _flags: int, _ctx: object) -> None:
             append((end, index))
 
-        db.scan(window, match_event_handler=on_match)
+        scratch = getattr(local, "scratch", None)
+        if scratch is None:
+            scratch = local.scratch = hyperscan.Scratch(db)
+        db.scan(window, match_event_handler=on_match, scratch=scratch)
         out: Candidates = {}
         rfind = window.rfind
         last_line = -1
