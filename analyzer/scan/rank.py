@@ -198,7 +198,7 @@ def _handled(event: LogEvent, log: LogFindings, test: Optional[str]) -> bool:
     """An event inside a test that then reported an outcome other than failed/error."""
     if test is None or event.exit_path or not event.test_finished:
         return False
-    if event.match.rule.kind is Kind.TEST_FAILURE:
+    if event.match.rule.kind in (Kind.TEST_FAILURE, Kind.SCAN_INCOMPLETE):
         return False
     return test not in log.failed and not log.failed_overflow
 
@@ -269,6 +269,9 @@ def _guard_findings(findings: Sequence[Finding], catalogue: Catalogue) -> List[F
 
 
 def _enrich_guard(finding: Finding, logs: Sequence[LogFindings]) -> Finding:
+    if finding.kind is Kind.TIMEOUT and finding.test is None:
+        running = next((log.unfinished for log in reversed(logs) if log.unfinished is not None), None)
+        return dataclasses.replace(finding, test=running.test) if running is not None else finding
     if finding.kind is not Kind.HANG:
         return finding
     verdict = next((log.final_verdict for log in reversed(logs) if log.final_verdict is not None), None)
@@ -314,7 +317,7 @@ def _finding(
         message += CRASH_AT.format(site=site)
     if crash is not None:
         message, excerpt = _killed(event, crash, excerpt)
-    if test is not None:
+    if test is not None and kind is not Kind.SCAN_INCOMPLETE:
         template = HANDLED if handled else DURING
         message += template.format(test=_clip(test, MAX_FIELD_CHARS))
     if handled:

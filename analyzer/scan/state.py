@@ -110,13 +110,14 @@ class LogFindings:
 class _Open:
     """A folded event while its log is still being read (mutable, internal)."""
 
-    __slots__ = ("event", "repeats", "identity", "reason")
+    __slots__ = ("event", "repeats", "identity", "reason", "verdict_after")
 
     def __init__(self, event: LogEvent, identity: Optional[Identity]) -> None:
         self.event = event
         self.repeats = 1
         self.identity = identity
         self.reason = event.reason
+        self.verdict_after = False  # the run printed its verdict after this event
 
 
 class LogState:
@@ -157,6 +158,9 @@ class LogState:
         self.last_crash: Optional[Tuple[_Open, int]] = None
         self.tracebacks: Dict[Identity, Match] = {}
         self.wanting: Dict[Identity, List[_Open]] = {}
+        # Events after their test had already reported (its teardown, or the time between tests):
+        # handled only if the run then lived to print its verdict.
+        self.awaiting_verdict: List[_Open] = []
 
     # -- context ----------------------------------------------------------------------------------
 
@@ -223,6 +227,9 @@ class LogState:
                 return  # printed while a test was still running: an inner run's verdict
             self.verdict = match
             self._set_context("verdict", match.line)
+            for opened in self.awaiting_verdict:
+                opened.verdict_after = True
+            self.awaiting_verdict.clear()
         elif marker == TRACEBACK_MARKER:
             self._traceback(match)
         elif marker == CRASH_STACK_MARKER:
@@ -312,6 +319,8 @@ class LogState:
         opened = self._add(key, match, event, identity)
         if opened is not None and match.rule.kind is Kind.CRASH:
             self.last_crash = (opened, match.end_line)
+        if opened is not None and event.test_finished and event.progress_line:
+            self.awaiting_verdict.append(opened)
 
     def _add(
         self, key: tuple, match: Match, event: LogEvent, identity: Optional[Identity]
@@ -374,6 +383,10 @@ class LogState:
             event = opened.event
             if event.test_finished is False and event.progress_line and outcomes.get(event.progress_line):
                 event = dataclasses.replace(event, test_finished=True)
+            elif event.test_finished and opened in self.awaiting_verdict:
+                # The test had reported before this event and the run never printed a verdict after
+                # it: a crash in teardown or between tests took the run down.
+                event = dataclasses.replace(event, test_finished=False)
             if opened.repeats != 1 or opened.reason != event.reason:
                 event = dataclasses.replace(event, repeats=opened.repeats, reason=opened.reason)
             events.append(event)

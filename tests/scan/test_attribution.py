@@ -247,6 +247,14 @@ def test_a_test_that_never_reported_an_outcome_keeps_its_event_an_error():
     assert summary([finding]) == [("fatal-python-error", "error", 2, "test_x (a.T)")]
 
 
+def test_after_its_test_passed_an_event_is_handled_only_if_the_run_lived_to_its_verdict():
+    log = "tests/t.py::test_a PASSED                   [100%]\nFatal Python error: Aborted\n"
+    (died,) = scan({"job.log": log})
+    assert summary([died]) == [("fatal-python-error", "error", 2, "tests/t.py::test_a")]
+    (lived,) = scan({"job.log": log + "========= 1 passed in 0.10s =========\n"})
+    assert summary([lived]) == [("fatal-python-error", "notice", 2, "tests/t.py::test_a")]
+
+
 def test_xdist_lines_say_nothing_about_the_lines_after_them():
     (finding,) = scan({"job.log": XDIST_CRASH})
     assert summary([finding]) == [("fatal-python-error", "error", 2, None)]
