@@ -26,6 +26,7 @@ import argparse
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -215,6 +216,54 @@ def time_guarded_cat(log: str, workdir: str, engine: str):
         return took, after_end, json.load(handle)
 
 
+SLOW_CAT = """
+import os, sys, time
+rate, limit, start, sent = float(sys.argv[2]) * 1e6, float(sys.argv[3]) * 1e6, time.monotonic(), 0
+with open(sys.argv[1], "rb") as log:
+    for chunk in iter(lambda: log.read(1 << 20), b""):
+        if sent >= limit:
+            break
+        os.write(1, chunk)
+        sent += len(chunk)
+        time.sleep(max(0.0, sent / rate - (time.monotonic() - start)))
+"""
+
+
+def report_after_paced_output(log: str, workdir: str, engine: str, rate_mb_s: float, mb: float) -> float:
+    """From the end of a command printing ``mb`` MB of ``log`` at ``rate_mb_s``, to the guard's exit."""
+    ended = os.path.join(workdir, "paced-ended")
+    script = f'{sys.executable} -c "$1" "$2" "$3" "$4"; date +%s.%N > "$5"'
+    paced = ["sh", "-c", script, "_", SLOW_CAT, log, str(rate_mb_s), str(mb), ended]
+    log_dir = os.path.join(workdir, "paced")
+    with open(os.devnull, "wb") as null:
+        subprocess.run(
+            [sys.executable, "-m", "analyzer", "run", "--engine", engine, "--log-dir", log_dir, "--", *paced],
+            stdout=null, cwd=str(ROOT), check=False,
+        )
+    exited = time.time()
+    with open(ended) as handle:
+        return exited - float(handle.read())
+
+
+def cancel_during_flood(log: str, workdir: str, engine: str, after_s: float = 3.0):
+    """SIGINT to a guard whose scan lags a flood: (seconds to exit, exit status, the scan-incomplete text)."""
+    report = os.path.join(workdir, "cancel.json")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "analyzer", "run", "--engine", engine, "--log-dir",
+         os.path.join(workdir, "cancel"), "--json", report, "--", "sh", "-c", 'cat "$1"; sleep 99', "_", log],
+        stdout=subprocess.DEVNULL, cwd=str(ROOT),
+    )
+    time.sleep(after_s)
+    sent = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    status = proc.wait(60)
+    took = time.monotonic() - sent
+    with open(report) as handle:
+        findings = json.load(handle)["findings"]
+    incomplete = [f["message"] for f in findings if f["kind"] == "scan-incomplete"]
+    return took, status, incomplete[0] if incomplete else "scan complete"
+
+
 def total_time(mib: int, rounds: int, workdir: str, engines, shape: str) -> None:
     sys.path.insert(0, str(ROOT / "bench"))
     import logshapes
@@ -247,6 +296,13 @@ def total_time(mib: int, rounds: int, workdir: str, engines, shape: str) -> None
     if len(findings) > 1:
         same = len({tuple(f) for f in findings.values()}) == 1
         print(f"  identical findings on every engine: {'yes' if same else 'NO'}")
+    for engine in engines:
+        for rate, mb in ((10.0, 50.0), (40.0, 200.0)):
+            after = report_after_paced_output(log, workdir, engine, rate, mb)
+            print(f"  {mb:g} MB paced at {rate:g} MB/s, {engine}: report {after:.2f} s after the end")
+        took, status, incomplete = cancel_during_flood(log, workdir, engine)
+        print(f"  SIGINT 3 s into the flood, {engine}: exit {status} {took:.2f} s later (runner's window:"
+              f" 10 s); {incomplete}")
 
 
 def throughput(args, workdir: str, console: str) -> None:
