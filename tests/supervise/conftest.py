@@ -98,6 +98,20 @@ def no_process_left_behind(monkeypatch) -> Iterator[None]:
         pytest.fail(f"processes started by this test were still alive after it: {left}")
 
 
+# The strongest containment here (a cgroup, as root) and the one unprivileged runners get.
+CONTAINMENTS = ("auto", "process-scan")
+
+
+def in_containment(guard, containment: str):
+    """``guard`` with ``containment`` unless a test asks for another (for a module's ``guard`` override)."""
+
+    def run(argv, **options):
+        options.setdefault("containment", containment)
+        return guard(argv, **options)
+
+    return run
+
+
 @pytest.fixture
 def guard(tmp_path):
     """Run argv under the guard (echo off) and return (Supervision, wall seconds it took)."""

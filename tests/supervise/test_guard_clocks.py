@@ -11,14 +11,22 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from analyzer.model import Kind, Severity
 from analyzer.supervise.escalate import KILL_WAIT_S
 from analyzer.verdict import decide
 
-from .conftest import BIN, DRIVER, alive, program
+from .conftest import BIN, CONTAINMENTS, DRIVER, alive, in_containment, program
 
 # Generous: py-spy, process start-up and a loaded CI machine all fit with room to spare.
 SLACK_S = 6.0
+
+
+@pytest.fixture(params=CONTAINMENTS)
+def guard(request, guard):
+    """Each clock test in a cgroup (where this machine allows one) and in the unprivileged process scan."""
+    return in_containment(guard, request.param)
 
 
 def kinds(result):

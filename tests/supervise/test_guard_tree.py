@@ -17,18 +17,13 @@ from analyzer.model import Kind, Severity
 from analyzer.supervise import escalate, tree
 from analyzer.supervise.escalate import KILL_WAIT_S
 
-from .conftest import alive, program
+from .conftest import CONTAINMENTS, alive, in_containment, program
 
-@pytest.fixture(params=["auto", "process-scan"])
+@pytest.fixture(params=CONTAINMENTS)
 def guard(request, guard):
     """Each tree test twice: in the strongest containment here (a cgroup, as root) and in the scan
     that unprivileged runners get, so the fallback stays tested on a machine that has cgroups."""
-
-    def run(argv, **options):
-        options.setdefault("containment", request.param)
-        return guard(argv, **options)
-
-    return run
+    return in_containment(guard, request.param)
 
 
 SLACK_S = 6.0
