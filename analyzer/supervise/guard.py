@@ -559,6 +559,14 @@ def supervise(options: GuardOptions) -> Supervision:
                 ))
             os.close(own_views[stream])
         os.close(dir_fd)
+        for pump in run.pumps:
+            if pump.log_error:
+                log = STDOUT_LOG if pump.name == "stdout" else STDERR_LOG
+                run.diagnostics.append(Diagnostic(
+                    f"{log} is incomplete: {pump.log_error}",
+                    f"Writing {log} failed after {pump.logged} of the {pump.bytes} bytes the command wrote"
+                    f" to {pump.name} ({pump.log_error}); the rest is not in the log.\n",
+                ))
     return Supervision(
         command=run.result(reason),
         findings=tuple(run.findings),

@@ -170,7 +170,9 @@ class StreamPump:
         on_output: Optional[OnOutput] = None,
     ):
         self.name = name
-        self.bytes = 0
+        self.bytes = 0  # read from the pipe
+        self.logged = 0  # of those, in the log (less only after a write error)
+        self.log_error = ""  # why the log stopped growing ("No space left on device"), if it did
         self.echoed = 0
         self.last_byte = b""
         self.eof = threading.Event()
@@ -231,7 +233,8 @@ class StreamPump:
                     break
                 arrived = time.monotonic()
                 self._activity.last = arrived
-                _write_all(self._log_fd, chunk)
+                if not self.log_error:
+                    self._log(chunk)
                 self.bytes += len(chunk)
                 self.last_byte = chunk[-1:]
                 self._tell(arrived)
@@ -241,12 +244,26 @@ class StreamPump:
             os.close(self._log_fd)
             self._tell(time.monotonic())
 
+    def _log(self, chunk: bytes) -> None:
+        view = memoryview(chunk)
+        while view:
+            try:
+                written = os.write(self._log_fd, view)
+            except InterruptedError:
+                continue
+            except OSError as err:
+                # A full disk: the command keeps running (and echoing); the guard says the log is short.
+                self.log_error = err.strerror or str(err)
+                return
+            view = view[written:]
+            self.logged += written
+
     def _tell(self, arrived: float) -> None:
         """Call ``on_output``; one that fails is dropped, the log must not stop for it."""
         if self._on_output is None:
             return
         try:
-            self._on_output(self.name, self.bytes, arrived)
+            self._on_output(self.name, self.logged, arrived)
         except Exception:  # noqa: BLE001 - the caller's hook; the pump's job is the log
             self._on_output = None
 
@@ -267,14 +284,3 @@ def _write_some(fd: int, data: memoryview, wait_s: float = 0.0) -> int:
             if err.errno in (errno.EPIPE, errno.EBADF, errno.EIO, errno.ENOSPC, errno.EINVAL):
                 return -1
             raise
-
-
-def _write_all(fd: int, data: bytes) -> bool:
-    """Write every byte of ``data`` to ``fd`` (a file); False if ``fd`` is unusable."""
-    view = memoryview(data)
-    while view:
-        written = _write_some(fd, view, wait_s=1.0)
-        if written < 0:
-            return False
-        view = view[written:]
-    return True

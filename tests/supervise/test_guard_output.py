@@ -232,3 +232,24 @@ def test_command_pipes_get_a_larger_buffer():
         assert sizes == [spawn.PIPE_BYTES] * 2
     finally:
         proc.communicate(timeout=30)
+
+
+def test_a_full_disk_is_said_in_a_diagnostic_and_the_command_is_not_blocked(tmp_path):
+    if os.geteuid() != 0:
+        pytest.skip("a real full file system needs root to mount a small tmpfs")
+    small = tmp_path / "small"
+    small.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(small)],
+                             stderr=subprocess.PIPE)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.decode().strip()}")
+    try:
+        script = "import os\nfor i in range(100):\n    os.write(1, b'y' * 10_000)\nprint('done')\n"
+        result = supervise(GuardOptions(argv=(sys.executable, "-c", script), log_dir=str(small / "logs"),
+                                        echo=False))
+        assert result.command.exit_code == 0
+        [note] = [d for d in result.diagnostics if d.title.startswith("stdout.log is incomplete")]
+        assert "No space left on device" in note.title
+        assert "of the 1000005 bytes" in note.text
+    finally:
+        subprocess.run(["umount", "-l", str(small)])
