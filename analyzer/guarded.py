@@ -503,7 +503,10 @@ class _ScanChild:
             finally:
                 os._exit(status)
         os.close(res_write)
-        os.waitpid(pid, 0)
+        try:
+            os.waitpid(pid, 0)  # the intermediate, gone at once
+        except ChildProcessError:
+            pass  # a reaper of the guard's collected it first
         os.set_blocking(res_read, False)
         self._res = res_read
         self._buffer = b""
