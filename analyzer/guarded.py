@@ -509,7 +509,7 @@ class _ScanChild:
             pass  # a reaper of the guard's collected it first
         os.set_blocking(res_read, False)
         self._res = res_read
-        self._buffer = b""
+        self._buffer = bytearray()  # appended in place: a big result arrives in many reads
         self._eof = False
         self._closed = False
         self._result: Optional[Dict[str, _Outcome]] = None
@@ -548,9 +548,9 @@ class _ScanChild:
             (size,) = _FRAME_HEAD.unpack_from(self._buffer)
             if len(self._buffer) < head + size:
                 break
-            mac = self._buffer[_FRAME_HEAD.size: head]
-            body = self._buffer[head: head + size]
-            self._buffer = self._buffer[head + size:]
+            mac = bytes(self._buffer[_FRAME_HEAD.size: head])
+            body = bytes(self._buffer[head: head + size])
+            del self._buffer[: head + size]
             if not hmac.compare_digest(mac, hmac.new(self._key, body, hashlib.sha256).digest()):
                 self._eof = True  # not from our scanner: stop listening, the end scans here instead
                 break
