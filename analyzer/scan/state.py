@@ -150,6 +150,7 @@ class LogState:
         self.ctx_passed = False  # the header's section shows tests that did not fail
         self.section = ""
         self.verdict: Optional[Match] = None
+        self.last_verdict: Optional[Match] = None  # the last one of any run, inner ones included
         self.depth = 0
         self.inner_ctx: Tuple[str, Optional[str], Optional[TestLine]] = ("reset", None, None)
         # Per collateral marker name: the last one, and the last one per pid it names.
@@ -218,6 +219,7 @@ class LogState:
                 self.section = section
                 self._set_context("reset", match.line)
         elif marker == VERDICT_MARKER:
+            self.last_verdict = match
             if self.depth:
                 self.depth -= 1
                 return
@@ -260,14 +262,19 @@ class LogState:
 
     def _test_failure(self, match: Match) -> None:
         header = bool(match.groups.get("header"))
-        if self.depth and not header:
-            return  # an inner run's failing test, reported inside the outer test's output
         test = normal_test_id(match.groups.get("test") or "")
         if not test:
             return
         kind, _, _ = self._context(match)
-        if kind == "test" and self.ctx_kind == "header" and not header:
-            return  # a failure printed inside another test's captured output (an inner run)
+        if not header and (self.depth or (kind == "test" and self.ctx_kind == "header")):
+            # Printed inside a test's captured output: an inner run's failure, unless it names a test
+            # this log already saw fail (an inner run that never printed its verdict hides where the
+            # outer short test summary starts).
+            known = self.events.get(("test-failure", test))
+            reason = (match.groups.get("reason") or "").strip()
+            if known is not None and known.reason is None and reason:
+                known.reason = reason
+            return
         if header:
             self._set_context("uheader", match.line, test)
         if test not in self.failed:
@@ -392,8 +399,20 @@ class LogState:
             events.append(event)
         final_verdict = None
         unfinished = None
+        last = self.last_verdict
         if self.ctx_kind == "verdict" and (final is None or final.line < self.ctx_line):
             final_verdict = self.verdict
+        elif last is not None and last is not self.verdict and (final is None or final.line < last.line):
+            # The log's last verdict was taken for an inner run's, but nothing ran after it: an inner
+            # run that never printed its own verdict (killed by its timeout) left the count off by one.
+            # It was the run's verdict, and what came after it is the run's exit path.
+            final_verdict = last
+            events = [
+                dataclasses.replace(e, test=None, exit_path=True, test_finished=None, verdict_before=last)
+                if e.match.line > last.line and e.match.rule.kind is not Kind.TEST_FAILURE
+                else e
+                for e in events
+            ]
         elif final is not None and final.line > self.ctx_line and not final.finished and not final.xdist:
             unfinished = final
         return LogFindings(

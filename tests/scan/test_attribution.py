@@ -229,6 +229,33 @@ def test_an_inner_verdict_is_not_the_outer_verdict_a_guard_hang_reads():
     assert "(1 passed in 1.50s)" in hang.message
 
 
+def test_an_inner_run_killed_before_its_verdict_does_not_swallow_the_outer_one():
+    # pytest-timeout's thread method ends the inner run with os._exit: no inner verdict.
+    log = (
+        "tests/test_pt.py::test_thread PASSED                                     [100%]\n"
+        "==================================== PASSES ====================================\n"
+        "_________________________________ test_thread __________________________________\n"
+        "----------------------------- Captured stdout call -----------------------------\n"
+        "============================= test session starts ==============================\n"
+        "test_thread.py \n"
+        "+++++++++++++++++++++++++++++++++++ Timeout ++++++++++++++++++++++++++++++++++++\n"
+        '  File "/tmp/pt/test_thread.py", line 8, in test_foo\n'
+        "+++++++++++++++++++++++++++++++++++ Timeout ++++++++++++++++++++++++++++++++++++\n"
+        "=========================== short test summary info ============================\n"
+        "PASSED tests/test_pt.py::test_thread\n"
+        "============================== 1 passed in 2.01s ===============================\n"
+        "Exception ignored in atexit callback: <function f at 0x7f3a2c1b0e00>\n"
+        "RuntimeError: boom\n"
+    )
+    findings = scan({"job.log": log})
+    assert summary(findings) == [
+        ("atexit-callback-ignored", "error", 13, None),
+        ("pytest-timeout-dump", "notice", 7, "test_thread"),
+    ]
+    (hang,) = scan({"job.log": log}, guard=[HANG])[1:2]
+    assert "(1 passed in 2.01s)" in hang.message
+
+
 def test_unittest_verbose_lines_attribute_and_their_outcome_handles():
     (finding,) = scan({"job.log": UNITTEST_HANDLED})
     assert summary([finding]) == [
