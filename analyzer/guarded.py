@@ -48,11 +48,12 @@ from .verdict import decide
 
 STREAMS = (("stdout", STDOUT_LOG), ("stderr", STDERR_LOG))
 DEFAULT_ABORT_GRACE_S = 60.0
-# After a cancel the runner kills the guard 10 s after its SIGINT and supervise used most of that; a
-# scan still behind gets this long before the report is written without its end.
-CANCEL_SCAN_WAIT_S = 1.0
+# After a cancel the runner kills the guard 10 s after its SIGINT and supervise may use 6 s of that
+# (guard.CANCEL_WINDOW_S); a scan still behind gets this long, then is cut, and the scanner process has
+# CUT_SCAN_WAIT_S + _CHILD_ANSWER_S to hand in what it read: at most 2 s in all before the report.
+CANCEL_SCAN_WAIT_S = 0.5
 # After a cut (a signal while waiting for the scan), how long a scanner may take to notice it.
-CUT_SCAN_WAIT_S = 0.5
+CUT_SCAN_WAIT_S = 0.3
 # The follower hands the scanner at least this much, or what came within _BATCH_WAIT_S: fewer, bigger
 # windows for the engine while the output trickles.
 _BATCH_BYTES = 256 * 1024
@@ -75,7 +76,7 @@ _FRAME_HEAD = struct.Struct(">I")
 _MAC_BYTES = 32  # HMAC-SHA256
 _POLL_S = 0.01
 _GUARD_CHECK_POLLS = 50
-_CHILD_ANSWER_S = 0.5  # for the child to pickle and send what it has after a cut
+_CHILD_ANSWER_S = 1.2  # for the scanner process to get the CPU, pickle and send what it has after a cut
 # The variables the action (action.yml) sets for its own steps: the venv path among them. The command
 # never needs them, and the venv's path is where it could plant code for the guard.
 ACTION_VARIABLES = (

@@ -7,6 +7,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import textwrap
@@ -468,3 +469,35 @@ def test_findings_of_stdout_and_stderr_are_ordered_by_when_their_lines_arrived(t
     assert code == 1, (out, err)
     findings = json.loads((tmp_path / "r.json").read_text())["findings"]
     assert [Path(f["path"]).name for f in findings] == ["stderr.log", "stdout.log"], findings
+
+
+def test_a_signal_while_the_scan_catches_up_cuts_it_short_and_says_so(tmp_path: Path):
+    marker = tmp_path / "printed"
+    flood = (
+        "import sys\n"
+        "block = b'tests/test_ddp.py::test_all_reduce[nccl] PASSED\\n' * 2000\n"
+        "for _ in range(1200):\n"
+        "    sys.stdout.buffer.write(block)\n"
+        "sys.stdout.flush()\n"
+        f"open({str(marker)!r}, 'w').close()\n"
+    )
+    guard = subprocess.Popen(
+        [sys.executable, "-m", "analyzer", "run", "--engine", "python", "--json", "r.json",
+         "--", sys.executable, "-c", flood],
+        cwd=str(tmp_path), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )
+    try:
+        _wait(lambda: marker.exists() or guard.poll() is not None, timeout=120)
+        time.sleep(0.2)
+        guard.send_signal(signal.SIGINT)  # the runner's cancel, while the pure-Python scan is far behind
+        guard.wait(60)
+    finally:
+        if guard.poll() is None:
+            guard.kill()
+            guard.wait()
+    report = json.loads((tmp_path / "r.json").read_text())
+    findings = report["findings"]
+    cut = [f for f in findings if f["kind"] == "scan-incomplete" and f["path"].endswith("stdout.log")]
+    # Cut short with what it had read, or (on a machine too busy to let the scanner answer in time)
+    # reported as unscanned: either way the report says so, with the log's size.
+    assert len(cut) == 1 and f"{48 * 2000 * 1200:,} bytes" in cut[0]["message"], findings
