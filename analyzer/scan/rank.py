@@ -466,7 +466,7 @@ def _one_event_one_finding(items: Sequence[_Item]) -> _Merged:
                 continue
             if any(0 < root[2].match.line - match.end_line <= _REPORT_LINES for root in roots):
                 absorbed.add(id(item[2]))
-        crash_primary: Dict[str, _Item] = {}
+        crash_primary: Dict[str, List[Tuple[_Item, Optional[str]]]] = {}
         for item in sorted(log_items, key=lambda it: it[2].match.seq):
             event = item[2]
             kind = event.match.rule.kind
@@ -483,11 +483,16 @@ def _one_event_one_finding(items: Sequence[_Item]) -> _Merged:
                     crash_of[id(worker[2])] = (signame, event)
                 absorbed.add(id(event))
                 continue
-            primary = crash_primary.get(signame)
-            if primary is not None and (item[4] is None or item[4] == primary[4]):
-                absorbed.add(id(event))
-            elif primary is None:
-                crash_primary[signame] = item
+            # Crash lines of one signal are one crash unless they name two processes (two ranks that
+            # both aborted) or happened in two tests.
+            pid = _pid_of(event.match)
+            for index, (primary, primary_pid) in enumerate(crash_primary.get(signame, [])):
+                if (item[4] is None or item[4] == primary[4]) and (pid is None or primary_pid in (None, pid)):
+                    absorbed.add(id(event))
+                    crash_primary[signame][index] = (primary, primary_pid or pid)
+                    break
+            else:
+                crash_primary.setdefault(signame, []).append((item, pid))
     return _Merged(absorbed, crash_of)
 
 

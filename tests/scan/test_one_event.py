@@ -84,3 +84,14 @@ def test_a_closing_signal_to_one_pid_does_not_make_another_pids_exit_collateral(
     )
     findings = scan_paths([str(log)], BUILTIN, engine="python")
     assert [(f.line, f.severity) for f in findings] == [(2, Severity.ERROR), (5, Severity.WARNING)]
+
+
+def test_two_processes_killed_by_the_same_signal_are_two_findings(tmp_path):
+    # glog's failure signal handler, one line per process (PaddlePaddle's SignalInfo shape).
+    log = tmp_path / "job.log"
+    log.write_text(
+        "  [SignalInfo: *** SIGSEGV (@0x15e6) received by PID 5606 (TID 0x7fe7d4604700) from PID 5606 ***]\n"
+        "  [SignalInfo: *** SIGSEGV (@0x15e7) received by PID 5607 (TID 0x7fe7d4604701) from PID 5607 ***]\n"
+    )
+    findings = scan_paths([str(log)], BUILTIN, engine="python")
+    assert [f.line for f in findings] == [1, 2]
