@@ -49,6 +49,10 @@ def _engines() -> List[str]:
 # inside a test that passed become notices.  Strict: when attribution lands they pass, the xfail
 # fails, and the name must leave this set.
 WAITS_ON_ATTRIBUTION: Set[str] = set()
+# Expectations the scanner's one-event folding disagrees with, kept as a person decided them: two
+# processes (pid 8562 and 8563) each print absl's "*** SIGABRT received by PID", and are folded
+# into one finding.  Strict, so the fixture leaves this set when the folding keeps distinct pids.
+DISPUTED_FOLDING = {"quoted/absl-sigabrt.log"}
 EXPECT_LINE = re.compile(r"expect rule=(\S+) line=(\d+)(?: severity=(notice))?(?: test=(.+))?$")
 
 
@@ -90,6 +94,9 @@ def _param(path: Path):
     if name in WAITS_ON_ATTRIBUTION:
         return pytest.param(path, id=name, marks=pytest.mark.xfail(
             strict=True, reason="waits on test attribution (handled events become notices)"))
+    if name in DISPUTED_FOLDING:
+        return pytest.param(path, id=name, marks=pytest.mark.xfail(
+            strict=True, reason="two processes' crashes are folded into one finding (scan-pipeline)"))
     return pytest.param(path, id=name)
 
 
@@ -165,7 +172,8 @@ def test_every_finding_rule_has_a_real_fixture(catalogue):
     example_only = {"pytorch-ci-timed-out", "workers-timed-out", "github-job-max-time",
                     # no public log quotes these wordings alone yet (the flattened report, zsh's
                     # "killed", an aborted communicator whose reason is not the watchdog's timeout)
-                    "torchrun-root-cause-inline", "zsh-signal-report", "nccl-communicator-aborted"}
+                    "torchrun-root-cause-inline", "zsh-signal-report", "nccl-communicator-aborted",
+                    "lightning-deadlock-detected"}
     covered = set()
     for path in LOGS:
         covered |= {e.rule for e in read_header(path)["expect"] if not e.notice}  # type: ignore[union-attr]

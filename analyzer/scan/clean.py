@@ -3,7 +3,17 @@
 Cleaning happens in two steps so the engine can do the first one over a whole window at once:
 ``strip_controls`` removes NULs and ANSI escape sequences (neither ever contains ``\\n``, so line
 numbers survive), and ``clean_stripped`` removes what sits at the start of a line (UTF-8 BOM, GitHub's
-timestamp, ``[rankN]:``), decodes, and drops the line ending. ``clean_line`` is both in a row.
+timestamp, ``[rankN]:``, another logger's prefix), decodes, and drops the line ending. ``clean_line`` is
+both in a row.
+
+Other loggers' prefixes are removed so that a rule anchored at ``^`` (a traceback's last line, "Process
+NAME:", "Segmentation fault") still finds its wording when the log went through them: journald/syslog
+(``Nov 29 17:59:56 host proc[12]: ``), Python logging's ``[2024-01-09 18:41:23,123] [ERROR] `` and
+``ERROR:pkg.module:``, glog and torch's C++ logging at levels I, W and E (``E0325 12:00:00.123 1234
+file.cpp:12] ``, ``[E1206 18:44:12.7 ProcessGroupNCCL.cpp:607] ``), NCCL's ``host:pid:tid [dev] ``, vLLM's
+``ERROR 08-15 17:38:13 [core.py:398] ``, Ray's and vLLM's ``(EngineCore_DP0 pid=559) `` and docker
+compose's ``service  | ``.
+A glog FATAL (``F``) prefix is kept: it is part of what the fatal-line rule matches.
 
 Carriage returns: a progress bar redraws one terminal line with ``\\r`` many times before its ``\\n``.
 Line numbers count ``\\n`` only, so the whole redraw stays one line, and the cleaned text keeps the
@@ -25,6 +35,18 @@ _BOM = b"\xef\xbb\xbf"
 _TIMESTAMP = re.compile(rb"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d+Z ")
 # torchrun's --tee/--log-line-prefix and recent torch print "[rank3]:" before every line of a rank.
 _RANK = re.compile(r"\[rank(\d+)\]: ?")
+# Other loggers' line prefixes (see the module docstring); each alternative must consume some text.
+_LOGGER_PREFIX = re.compile(
+    r"(?:[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d [\w.-]+ [\w./@-]+(?:\[\d+\])?: "  # syslog, journald
+    r"|\[\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?\] (?:\[(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\] )?"
+    r"|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL):[\w.]+:(?=\S)"  # logging.basicConfig's default format
+    r"|\[?[IWE]\d{4} \d\d:\d\d:\d+\.\d+ +(?:\d+ +)?[\w./-]+:\d+\]:? ?"  # glog, c10 logging
+    r"|\[[IWE] [\w./-]+:\d+\] "
+    r"|[\w.-]+:\d+:\d+ \[\d+\] "  # NCCL's host:pid:tid [cudaDev]
+    r"|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \[[\w./-]+:\d+\] "  # vLLM
+    r"|\((?:[\w.-]+ )*pid=\d+(?:, ip=[\d.]+)?\) "  # Ray's and vLLM's "(Worker pid=123) " per process
+    r"|[\w.-]+ +\| )"  # docker compose's "service  | "
+)
 
 
 # Above this many coloured lines in a window, one substitution over all of it beats editing each.
@@ -73,11 +95,18 @@ def clean_stripped(raw: bytes) -> Tuple[str, Optional[int]]:
                 raw = raw[3:]
     text = raw.decode("utf-8", "backslashreplace")
     rank = None
-    if text.startswith("[rank"):
-        m = _RANK.match(text)
-        if m is not None:
-            rank = int(m.group(1))
+    for _ in range(3):  # e.g. journald, then [rankN]:, then torch's [E... file.cpp:N]
+        if text.startswith("[rank"):
+            m = _RANK.match(text)
+            if m is not None:
+                rank = int(m.group(1))
+                text = text[m.end():]
+                continue
+        m = _LOGGER_PREFIX.match(text)
+        if m is not None and m.end() < len(text):
             text = text[m.end():]
+            continue
+        break
     return text, rank
 
 

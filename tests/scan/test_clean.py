@@ -34,6 +34,38 @@ def test_rank_prefix_is_stripped_and_returned():
     assert clean_line(raw) == ("RuntimeError: boom", 12)
 
 
+def test_other_loggers_prefixes_are_stripped():
+    # issue 7: anchored wordings must survive journald, Python logging, glog/c10 and NCCL prefixes
+    cases = {
+        b"Nov 29 17:59:56 host proc[12]: Traceback (most recent call last):":
+            "Traceback (most recent call last):",
+        b"[2024-01-09 18:41:23,123] [ERROR] Process Worker-1:": "Process Worker-1:",
+        b"ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: 1)":
+            "failed (exitcode: 1)",
+        b"E0325 12:00:00.123 1234 file.cpp:12] Segmentation fault": "Segmentation fault",
+        b"node1:534:1763 [3] NCCL WARN Cuda failure 'out of memory'":
+            "NCCL WARN Cuda failure 'out of memory'",
+    }
+    for raw, text in cases.items():
+        assert clean_line(raw) == (text, None)
+    raw = b"[rank7]:[E1206 18:44:12.715298746 ProcessGroupNCCL.cpp:607] [Rank 7] Watchdog"
+    assert clean_line(raw) == (
+        "[Rank 7] Watchdog", 7,
+    )
+    assert clean_line(b"Nov 29 17:59:56 host proc[12]: [rank3]: _queue.Empty") == ("_queue.Empty", 3)
+    raw = b"eap-llm-server-on-arc  | ERROR 11-08 11:01:30 [core.py:502] Traceback (most recent call last):"
+    assert clean_line(raw) == ("Traceback (most recent call last):", None)
+    raw = b"(EngineCore_DP0 pid=697344) Traceback (most recent call last):"
+    assert clean_line(raw) == ("Traceback (most recent call last):", None)
+
+
+def test_fatal_glog_prefix_and_lookalikes_are_kept():
+    for raw in (b"F0000 00:00:1709942790.379654  501354 pjrt.cc:491] Check failed: ok",
+                b"ERROR: test_x (mod.Class)", b"INFO: Found 1 test target...",
+                b"test_hang.py::test_timeout PASSED", b"E       Failed: Timeout >2.0s"):
+        assert clean_line(raw) == (raw.decode(), None)
+
+
 def test_rank_like_text_elsewhere_is_kept():
     assert clean_line(b"peer [rank3]: hung\n") == ("peer [rank3]: hung", None)
 
