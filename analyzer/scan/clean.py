@@ -11,8 +11,9 @@ NAME:", "Segmentation fault") still finds its wording when the log went through 
 (``Nov 29 17:59:56 host proc[12]: ``), Python logging's ``[2024-01-09 18:41:23,123] [ERROR] `` and
 ``ERROR:pkg.module:``, glog and torch's C++ logging at levels I, W and E (``E0325 12:00:00.123 1234
 file.cpp:12] ``, ``[E1206 18:44:12.7 ProcessGroupNCCL.cpp:607] ``), NCCL's ``host:pid:tid [dev] ``, vLLM's
-``ERROR 08-15 17:38:13 [core.py:398] ``, Ray's and vLLM's ``(EngineCore_DP0 pid=559) `` and docker
-compose's ``service  | ``.
+``ERROR 08-15 17:38:13 [core.py:398] ``, Ray's and vLLM's ``(EngineCore_DP0 pid=559) ``, docker
+compose's ``service  | ``, and torchrun ``--tee``'s ``[default0]:`` (a local rank, so it is not returned
+as the rank).
 A glog FATAL (``F``) prefix is kept: it is part of what the fatal-line rule matches.
 
 Carriage returns: a progress bar redraws one terminal line with ``\\r`` many times before its ``\\n``.
@@ -40,12 +41,14 @@ _LOGGER_PREFIX = re.compile(
     r"(?:[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d [\w.-]+ [\w./@-]+(?:\[\d+\])?: "  # syslog, journald
     r"|\[\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?\] (?:\[(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\] )?"
     r"|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL):[\w.]+:(?=\S)"  # logging.basicConfig's default format
-    r"|\[?[IWE]\d{4} \d\d:\d\d:\d+\.\d+ +(?:\d+ +)?[\w./-]+:\d+\]:? ?"  # glog, c10 logging
+    r"|\[?[IWE]\d{3,4} \d\d:\d\d:\d+\.\d+ +(?:\d+ +)?[\w./-]+:\d+\]:? ?"  # glog, c10 (E321: no zero)
     r"|\[[IWE] [\w./-]+:\d+\] "
     r"|[\w.-]+:\d+:\d+ \[\d+\] "  # NCCL's host:pid:tid [cudaDev]
     r"|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \[[\w./-]+:\d+\] "  # vLLM
     r"|\((?:[\w.-]+ )*pid=\d+(?:, ip=[\d.]+)?\) "  # Ray's and vLLM's "(Worker pid=123) " per process
-    r"|[\w.-]+ +\| )"  # docker compose's "service  | "
+    r"|[\w.-]+ +\| "  # docker compose's "service  | "
+    r"|\[[A-Za-z_]\w*?\d+\]: ?"  # torchrun --tee's "[default0]:" (role and *local* rank: not a rank)
+    r"|\[\d+\] (?=\[rank\d+\]:))"  # a pid tag before torch's "[rank3]:"
 )
 
 

@@ -57,6 +57,10 @@ def test_other_loggers_prefixes_are_stripped():
     assert clean_line(raw) == ("Traceback (most recent call last):", None)
     raw = b"(EngineCore_DP0 pid=697344) Traceback (most recent call last):"
     assert clean_line(raw) == ("Traceback (most recent call last):", None)
+    raw = b"[default0]:Traceback (most recent call last):"
+    assert clean_line(raw) == ("Traceback (most recent call last):", None)
+    raw = b"[80746] [rank0]:[E321 02:07:08.408 ProcessGroupNCCL.cpp:607] [Rank 0] Watchdog"
+    assert clean_line(raw) == ("[Rank 0] Watchdog", 0)
 
 
 def test_fatal_glog_prefix_and_lookalikes_are_kept():
