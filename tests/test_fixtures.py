@@ -169,7 +169,7 @@ def test_healthy_logs_raise_no_error_and_no_warning(path: Path, catalogue):
 
 def test_every_finding_rule_has_a_real_fixture(catalogue):
     # Rules whose wording no fixture carries yet; each is still proven by its examples.
-    example_only = {"pytorch-ci-timed-out", "workers-timed-out", "github-job-max-time",
+    example_only = {"pytorch-ci-timed-out", "workers-timed-out", "gitlab-job-timeout",
                     # no public log quotes these wordings alone yet (the flattened report, zsh's
                     # "killed", an aborted communicator whose reason is not the watchdog's timeout)
                     "torchrun-root-cause-inline", "zsh-signal-report", "nccl-communicator-aborted",
