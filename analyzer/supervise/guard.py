@@ -550,6 +550,7 @@ def supervise(options: GuardOptions) -> Supervision:
         restore()
         os.close(wake_read)
         os.close(wake_write)
+        _follow_a_moved_log_dir(run, dir_fd)
         for stream, path in (("stdout", run.stdout_path), ("stderr", run.stderr_path)):
             if _restore_log(dir_fd, os.path.basename(path), own_views[stream]):
                 run.diagnostics.append(Diagnostic(
@@ -633,6 +634,35 @@ def _end_partial_lines(consoles: Sequence[Console]) -> None:
             ended_stderr = ended_stderr or console.fd == 2
     if ended_stderr:
         time.sleep(_STREAM_SETTLE_S)
+
+
+def _follow_a_moved_log_dir(run: _Run, dir_fd: int) -> None:
+    """If the command moved the log dir away (and put another in its place), point the run at the real one.
+
+    The guard wrote through ``dir_fd``; what the path names now may be the command's decoy.
+    """
+    try:
+        here = os.stat(run.log_dir)
+        ours = os.fstat(dir_fd)
+        if (here.st_dev, here.st_ino) == (ours.st_dev, ours.st_ino):
+            return
+    except FileNotFoundError:
+        pass
+    except OSError:
+        return
+    try:
+        actual = os.readlink(f"/proc/self/fd/{dir_fd}")
+    except OSError:
+        return
+    if not os.path.isdir(actual) or actual.endswith(" (deleted)"):
+        return
+    run.diagnostics.append(Diagnostic(
+        "The log dir was moved during the run; the guard's logs and evidence are where it moved to",
+        f"{run.log_dir} no longer names the directory the guard wrote; its files are in {actual}.\n",
+    ))
+    run.log_dir = actual
+    run.stdout_path = os.path.join(actual, STDOUT_LOG)
+    run.stderr_path = os.path.join(actual, STDERR_LOG)
 
 
 def _say_what_the_console_missed(pumps: Sequence[StreamPump]) -> None:

@@ -100,3 +100,16 @@ def test_a_failing_on_output_hook_costs_the_log_nothing(guard):
     script = "import os\nfor i in range(100):\n    os.write(1, b'x' * 1000)\n"
     result, _ = guard((sys.executable, "-c", script), on_output=broken)
     assert os.path.getsize(result.stdout_path) == 100_000 and result.command.exit_code == 0
+
+
+def test_a_command_that_moves_the_log_dir_and_plants_a_decoy_does_not_hide_its_output(guard, tmp_path):
+    logs = tmp_path / "logs"
+    script = (
+        "import os, sys\nprint('real segfault line', flush=True)\n"
+        f"os.rename({str(logs)!r}, {str(tmp_path / 'hidden')!r})\nos.mkdir({str(logs)!r})\n"
+        f"open(os.path.join({str(logs)!r}, 'stdout.log'), 'w').write('all tests passed\\n')\n"
+    )
+    result, _ = guard((sys.executable, "-c", script), log_dir=str(logs))
+    assert Path(result.stdout_path).read_bytes() == b"real segfault line\n"
+    assert result.command.log_dir == str(tmp_path / "hidden")
+    assert any(d.title.startswith("The log dir was moved during the run") for d in result.diagnostics)
