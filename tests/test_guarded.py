@@ -480,6 +480,9 @@ def test_a_signal_while_the_scan_catches_up_cuts_it_short_and_says_so(tmp_path: 
         "    sys.stdout.buffer.write(block)\n"
         "sys.stdout.flush()\n"
         f"open({str(marker)!r}, 'w').close()\n"
+        # Still running when the cancel comes, however fast or busy the machine: the guard cannot
+        # have finished (and scanned everything) on its own before the signal.
+        "import time; time.sleep(120)\n"
     )
     guard = subprocess.Popen(
         [sys.executable, "-m", "analyzer", "run", "--engine", "python", "--json", "r.json",
@@ -488,7 +491,6 @@ def test_a_signal_while_the_scan_catches_up_cuts_it_short_and_says_so(tmp_path: 
     )
     try:
         _wait(lambda: marker.exists() or guard.poll() is not None, timeout=120)
-        time.sleep(0.2)
         guard.send_signal(signal.SIGINT)  # the runner's cancel, while the pure-Python scan is far behind
         guard.wait(60)
     finally:
