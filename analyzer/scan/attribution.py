@@ -186,8 +186,9 @@ class TestTracker:
         # ``pos``: the end of the matched line; the watched test's outcome can only come after it.
         watch = self._watch
         if watch is not None and (result is None or result.line != watch.line):
-            # The watched test's time ended where the one in force now starts.
-            self._settle(watch, _BARE_OUTCOME.search(buf, self._watch_from, start) is not None)
+            # The watched test's time ended where the next progress line after it starts.
+            stop = min(_next_progress(buf, self._watch_from), start)
+            self._settle(watch, _BARE_OUTCOME.search(buf, self._watch_from, stop) is not None)
             watch = None
         if result is not None and result.finished and not result.xdist:
             self.outcomes[result.line] = True

@@ -12,6 +12,8 @@ import io
 from typing import Dict, List, Sequence
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from analyzer.model import Finding, Kind, Severity
 from analyzer.rules.loader import load_catalogue
@@ -175,7 +177,19 @@ def summary(findings: Sequence[Finding]) -> List[tuple]:
     return [(f.rule, f.severity.value, f.line, f.test) for f in findings]
 
 
+# A test that never reported, then another that passed, then a stray outcome word: the stray word
+# belongs to the test after, not to the one the crash happened in.
+NEVER_REPORTED_THEN_A_STRAY_OK = """\
+tests/test_b.py::test_three
+Fatal Python error: Segmentation fault
+tests/test_a.py::test_one PASSED                                         [ 10%]
+ok
+tests/test_a.py::test_two
+CUDA error: an illegal memory access was encountered
+"""
+
 SCENARIOS = {
+    "never-reported-then-stray-ok": NEVER_REPORTED_THEN_A_STRAY_OK,
     "handled-in-passing-test": HANDLED_IN_PASSING_TEST,
     "crash-in-failed-test": CRASH_IN_FAILED_TEST,
     "only-a-failed-test": ONLY_A_FAILED_TEST,
@@ -282,6 +296,14 @@ def test_after_its_test_passed_an_event_is_handled_only_if_the_run_lived_to_its_
     assert summary([lived]) == [("fatal-python-error", "notice", 2, "tests/t.py::test_a")]
 
 
+def test_an_outcome_word_after_the_next_test_started_is_not_the_crashed_tests():
+    findings = scan({"job.log": NEVER_REPORTED_THEN_A_STRAY_OK})
+    assert summary(findings) == [
+        ("fatal-python-error", "error", 2, "tests/test_b.py::test_three"),
+        ("cuda-error", "error", 6, "tests/test_a.py::test_two"),
+    ]
+
+
 def test_xdist_lines_say_nothing_about_the_lines_after_them():
     (finding,) = scan({"job.log": XDIST_CRASH})
     assert summary([finding]) == [("fatal-python-error", "error", 2, None)]
@@ -349,3 +371,53 @@ def test_line_clocks_order_two_logs_by_arrival():
     clocks = {"stdout.log": lambda line: 10.0 + line, "stderr.log": lambda line: 5.0}
     by_time = scan_sources(_sources(logs), BUILTIN, engine="python", line_clocks=clocks)
     assert [f.path for f in by_time] == ["stderr.log", "stdout.log"]
+
+
+# -- property: attribution never depends on where a read window ends --------------------------------
+
+LINES = [
+    "tests/test_a.py::test_one ",
+    "tests/test_a.py::test_one PASSED                                        [ 10%]",
+    "tests/test_a.py::test_two FAILED                                        [ 20%]",
+    "tests/test_b.py::test_three[p-1] ",
+    "[gw1] [ 30%] PASSED tests/test_b.py::test_three[p-1]",
+    "PASSED",
+    "FAILED",
+    "test_x (m.T) ... ",
+    "test_x (m.T) ... ok",
+    "ok",
+    "FAIL: test_x (m.T)",
+    "Fatal Python error: Aborted",
+    "Fatal Python error: Segmentation fault",
+    "Current thread 0x00007f3a2c1d0e50 (most recent call first):",
+    '  File "/w/x.py", line 3 in f',
+    "CUDA error: an illegal memory access was encountered",
+    "=================================== FAILURES ===================================",
+    "==================================== PASSES ====================================",
+    "_________________________________ test_two _________________________________",
+    "============================= test session starts ==============================",
+    "=========================== short test summary info ============================",
+    "FAILED tests/test_a.py::test_two - assert False",
+    "============================== 2 passed in 0.10s ===============================",
+    "========================= 1 failed, 1 passed in 0.52s ==========================",
+    "Ran 2 tests in 0.020s",
+    "OK",
+    "",
+    "noise line",
+]
+TEST_LOGS = st.lists(st.sampled_from(LINES), max_size=40).map(lambda lines: "".join(x + "\n" for x in lines))
+
+
+@settings(max_examples=100, deadline=None)
+@given(log=TEST_LOGS, size=st.sampled_from([7, 64, 301]))
+def test_random_test_logs_attribute_the_same_in_any_window_and_on_both_engines(log, size):
+    expected = scan({"job.log": log}, engine="python")
+    for engine in ENGINES:
+        assert scan({"job.log": log}, engine=engine) == expected
+    saved = engine_module.READ_SIZE
+    engine_module.READ_SIZE = size
+    try:
+        for engine in ENGINES:
+            assert scan({"job.log": log}, engine=engine) == expected
+    finally:
+        engine_module.READ_SIZE = saved
