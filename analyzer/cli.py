@@ -167,6 +167,8 @@ def _optional_duration(text: Optional[str], option: str) -> Optional[float]:
 
 def _split_run_argv(argv: Sequence[str]) -> Tuple[list, list]:
     """Guard options before ``--``, the command after it; the command is required."""
+    if "--" not in argv and any(a in ("-h", "--help") for a in argv):
+        _run_parser().parse_args(["--help"])  # prints the help and exits 0, as argparse does
     if "--" not in argv:
         raise UsageError("run: put the command after --, as in: run --timeout 10m -- pytest tests/")
     split = list(argv).index("--")

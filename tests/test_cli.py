@@ -118,6 +118,12 @@ def test_run_without_a_command_is_a_usage_error():
     assert_one_line_error(*run_cli("run", "--"), "no command")
 
 
+def test_run_help_needs_no_command():
+    code, out, err = run_cli("run", "--help")
+    assert (code, err) == (0, "")
+    assert out.startswith("usage: python -m analyzer run") and "--abort-on" in out
+
+
 def test_run_rejects_a_bad_duration():
     assert_one_line_error(*run_cli("run", "--timeout", "ten", "--", "true"), "--timeout", "ten")
 
