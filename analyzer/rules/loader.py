@@ -67,6 +67,7 @@ RULE = Table(
         Key("start", schema.text, shapes=_BLOCKS),
         Key("end", schema.text, shapes=_BLOCKS),
         Key("capture", schema.text, shapes=_BLOCKS, misplaced=_ONLY_BLOCK),
+        Key("cut_short", schema.text, shapes=_BLOCKS, misplaced=_ONLY_BLOCK),
         Key("max_lines", schema.count(2, "lines"), default=200, shapes=_BLOCKS, misplaced=_ONLY_BLOCK),
         Key("ignore_case", schema.flag, default=False, shapes=_PATTERNED),
         Key("literals", schema.strings(), default=(), shapes=_PATTERNED),
@@ -208,7 +209,7 @@ def parse_rule(
         name: schema.compile_pattern(
             values[name], source, f"{where}.{name}", values["ignore_case"], label=f"rule {rule_id}: "
         )
-        for name in ("pattern", "start", "end", "capture")
+        for name in ("pattern", "start", "end", "capture", "cut_short")
         if values[name] is not None
     }
     for name in ("pattern", "start"):
@@ -241,6 +242,7 @@ def parse_rule(
         start=values["start"],
         end=values["end"],
         capture=values["capture"],
+        cut_short=values["cut_short"],
         max_lines=values["max_lines"],
         ignore_case=values["ignore_case"],
         literals=values["literals"],
@@ -255,6 +257,7 @@ def parse_rule(
         start_re=compiled.get("start"),
         end_re=compiled.get("end"),
         capture_re=compiled.get("capture"),
+        cut_short_re=compiled.get("cut_short"),
     )
 
 

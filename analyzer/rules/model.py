@@ -4,7 +4,10 @@ A rule either matches one line (``pattern``) or a block of lines (``start`` ... 
 ``max_lines``), always against the *cleaned* line (no timestamp, ANSI escapes or ``[rankN]:`` prefix).
 Named groups of ``pattern``/``start``/``end`` fill the ``{name}`` fields of ``message``; a block rule's
 optional ``capture`` is searched in the lines after ``start``, and the first line it matches fills its
-groups (Python 3.6-3.9 name the atexit callback only in the traceback's first frame).
+groups (Python 3.6-3.9 name the atexit callback only in the traceback's first frame). A block still
+open when its log ends matches nothing, unless the rule has ``cut_short`` and one of the block's lines
+matched it: a traceback whose last line never made it into the log (the process was killed, the
+output cut) still happened; its missing end groups read as ``CUT_SHORT_GROUP``.
 
 Keys that steer ranking (see ``analyzer/scan/rank.py``):
 - ``marker``: the rule records context (the test runner printed its verdict, a test started, a parent
@@ -38,6 +41,10 @@ DEFAULT_MATCH_TIMEOUT_S = 1.0
 DEFAULT_MATCH_BUDGET_S = 10.0
 
 
+# What a block's end groups read when its log ended before the end line (see ``cut_short``).
+CUT_SHORT_GROUP = "an exception whose line was cut from the log"
+
+
 @dataclass(frozen=True)
 class Rule:
     """One entry of the catalogue, with its patterns compiled by the loader (``regex`` module)."""
@@ -51,6 +58,7 @@ class Rule:
     start: Optional[str] = None
     end: Optional[str] = None
     capture: Optional[str] = None
+    cut_short: Optional[str] = None
     max_lines: int = 200
     ignore_case: bool = False
     literals: Tuple[str, ...] = ()
@@ -65,6 +73,7 @@ class Rule:
     start_re: Any = field(default=None, compare=False, repr=False)
     end_re: Any = field(default=None, compare=False, repr=False)
     capture_re: Any = field(default=None, compare=False, repr=False)
+    cut_short_re: Any = field(default=None, compare=False, repr=False)
 
     @property
     def is_block(self) -> bool:

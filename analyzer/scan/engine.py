@@ -27,7 +27,7 @@ from ..errors import InputError, UsageError
 from ..durations import format_duration
 from ..model import SCAN_INCOMPLETE_RULE
 from ..rules.budget import MatchBudget
-from ..rules.model import DEFAULT_MATCH_BUDGET_S, Catalogue, Rule
+from ..rules.model import CUT_SHORT_GROUP, DEFAULT_MATCH_BUDGET_S, Catalogue, Rule
 from ._engine_literals import Plan, build_plan
 from .attribution import TestTracker
 from ._engine_prefilter import Candidates, Finder, hyperscan_available, hyperscan_finder, python_finder
@@ -179,7 +179,7 @@ def _reason(err: BaseException) -> str:
 class _Block:
     """A block rule's match in progress (internal, mutable while lines are fed to it)."""
 
-    __slots__ = ("index", "line", "text", "rank", "groups", "lines", "chars", "count", "progress")
+    __slots__ = ("index", "line", "text", "rank", "groups", "lines", "chars", "count", "progress", "cut_ok")
 
     def __init__(
         self, index: int, line: int, text: str, rank: Optional[int], groups: Dict[str, str], progress: Any
@@ -193,6 +193,7 @@ class _Block:
         self.lines: List[str] = []
         self.chars = 0
         self.count = 0
+        self.cut_ok = False  # a line matched the rule's cut_short: the block counts even if EOF cuts it
 
     def add(self, excerpt_line: str) -> None:
         self.count += 1
@@ -251,7 +252,8 @@ class _SourceScan:
         finally:
             stream.close()
         self.tracker.end_log()
-        self.open = []  # blocks still waiting for their end at EOF match nothing
+        self._close_cut_short_blocks()
+        self.open = []  # other blocks still waiting for their end at EOF match nothing
         self.open_rules.clear()
         yield from self._flush()
         yield from self._notices()
@@ -344,12 +346,23 @@ class _SourceScan:
             if captured is not None:
                 for name, value in _groups(captured[1]).items():
                     block.groups.setdefault(name, value)  # the first inner line that says it wins
+        if rule.cut_short_re is not None and not block.cut_ok:
+            cut_line = self._search(block.index, rule.cut_short_re, segments, rule.user_defined)
+            block.cut_ok = cut_line is not None
         found = self._search(block.index, rule.end_re, segments, rule.user_defined)
         if found is not None:
             block.groups.update(_groups(found[1]))
             self._close(block, line)
         elif block.count >= rule.max_lines:
             self._drop(block.index)
+
+    def _close_cut_short_blocks(self) -> None:
+        """End the log's open blocks that its ``cut_short`` says happened, their end groups unknown."""
+        for block in [b for b in self.open if b.cut_ok]:
+            end_re = self.rules[block.index].end_re
+            for name in end_re.groupindex if end_re is not None else ():
+                block.groups.setdefault(name, CUT_SHORT_GROUP)
+            self._close(block, block.line + block.count - 1)
 
     def _drop(self, index: int) -> None:
         """Forget the open block of rule ``index``: no end within ``max_lines`` means no match."""

@@ -8,7 +8,7 @@ import pytest
 import regex
 
 from analyzer.errors import UsageError
-from analyzer.rules.model import Catalogue
+from analyzer.rules.model import CUT_SHORT_GROUP, Catalogue
 from analyzer.scan import engine as engine_module
 from analyzer.scan.engine import iter_matches, resolve_engine
 from analyzer.scan.sources import iter_sources
@@ -152,6 +152,21 @@ def test_block_without_end_within_max_lines_or_before_eof_matches_nothing(tmp_pa
     at_eof = start + b"Traceback (most recent call last):\n  frame\n"
     assert scan_bytes(tmp_path, too_long, engine=engine) == []
     assert scan_bytes(tmp_path, at_eof, engine=engine) == []
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_block_cut_by_the_end_of_the_log_counts_only_when_its_cut_short_line_was_seen(tmp_path, engine):
+    rule = block_rule(
+        "worker-tb", r"^Process (?P<name>\S+):$", r"^(?P<exc>\w+): ",
+        cut_short=r"^Traceback \(most recent call last\):$",
+        cut_short_re=regex.compile(r"^Traceback \(most recent call last\):$"),
+    )
+    catalogue = Catalogue(rules=(rule,))
+    killed = b"noise\nProcess SpawnProcess-3:\nTraceback (most recent call last):\n  File \"w.py\", line 4\n"
+    (match,) = scan_bytes(tmp_path, killed, catalogue=catalogue, engine=engine)
+    assert (match.line, match.end_line) == (2, 4)
+    assert dict(match.groups) == {"name": "SpawnProcess-3", "exc": CUT_SHORT_GROUP}
+    assert scan_bytes(tmp_path, b"Process Worker-1:\nwarming up\n", catalogue=catalogue, engine=engine) == []
 
 
 @pytest.mark.parametrize("engine", ENGINES)
