@@ -10,73 +10,27 @@ inside ``<code>`` or ``<pre>``, where GitHub's mention and issue-reference filte
 from __future__ import annotations
 
 import os
-import re
 import subprocess
 import sys
-from html.parser import HTMLParser
 from pathlib import Path
-from typing import List
 
 import pytest
 
 from analyzer.model import CommandResult, Finding, Kind, Report, Severity, Verdict
 from analyzer.report.markdown import render_markdown
 
+from .gfm import assert_inert, render_html
 from .reports import GOLDEN_REPORTS
 from .test_markdown import _hostile_report
 
-cmarkgfm = pytest.importorskip("cmarkgfm", reason="cmarkgfm (test extra) renders Markdown like GitHub")
-
 REPO = Path(__file__).resolve().parents[2]
-# Every element the summary renderer writes; anything else came from untrusted text.
-OURS = {
-    "h2", "h3", "p", "strong", "em", "code", "pre", "details", "summary", "table", "thead", "tbody",
-    "tr", "th", "td", "ul", "li", "blockquote",
-}
 LINK_BAIT = "`![ok](https://evil/p.svg) [re-run](https://evil/login)`"
 MORE_BAIT = "![passed](https://evil/x.svg) <img src=x> www.evil.com a@b.co @team #12 https://evil/y"
-
-
-def _html(markdown: str) -> str:
-    from cmarkgfm.cmark import Options
-
-    return cmarkgfm.github_flavored_markdown_to_html(markdown, options=Options.CMARK_OPT_UNSAFE)
-
-
-class _Elements(HTMLParser):
-    """Tags, and the text outside <code>/<pre> (where GitHub would look for mentions)."""
-
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.tags: List[str] = []
-        self.plain: List[str] = []
-        self._code = 0
-
-    def handle_starttag(self, tag, attrs):
-        self.tags.append(tag)
-        self._code += tag in ("code", "pre")
-
-    def handle_endtag(self, tag):
-        self._code -= tag in ("code", "pre")
-
-    def handle_data(self, data):
-        if not self._code:
-            self.plain.append(data)
+SUMMARY_COLUMNS = 6
 
 
 def _assert_inert(markdown: str) -> None:
-    html = _html(markdown)
-    elements = _Elements()
-    elements.feed(html)
-    assert set(elements.tags) <= OURS, set(elements.tags) - OURS
-    assert "<a " not in html and "<img" not in html
-    plain = "".join(elements.plain)
-    assert "@" not in plain and not re.search(r"#\d", plain), plain
-    # Only the collapsible blocks we wrote are live; log text cannot open or close one.
-    ours = markdown.count("<details><summary>")
-    assert html.count("<details>") == html.count("</details>") == ours
-    for row in re.findall(r"<tr>(.*?)</tr>", html, re.DOTALL):
-        assert len(re.findall(r"<t[dh]\b", row)) == 6
+    assert_inert(markdown, SUMMARY_COLUMNS)
 
 
 def _baited_report() -> Report:
@@ -119,7 +73,7 @@ def test_rendered_html_has_no_live_log_markup(name):
 
 def test_the_bait_would_render_without_escaping():
     """The check above can fail: the same text, unescaped, gives links, images and tags."""
-    html = _html(f"{LINK_BAIT.strip('`')} {MORE_BAIT}")
+    html = render_html(f"{LINK_BAIT.strip('`')} {MORE_BAIT}")
     assert "<a " in html and "<img" in html
 
 
