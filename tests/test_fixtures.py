@@ -45,14 +45,6 @@ def _engines() -> List[str]:
     return ["python", "hyperscan"]
 
 
-# Fixtures whose expectations wait on test attribution (issue 7 item 1, scan-pipeline): events
-# inside a test that passed become notices.  Strict: when attribution lands they pass, the xfail
-# fails, and the name must leave this set.
-WAITS_ON_ATTRIBUTION: Set[str] = set()
-# Expectations the scanner's one-event folding disagrees with, kept as a person decided them: two
-# processes (pid 8562 and 8563) each print absl's "*** SIGABRT received by PID", and are folded
-# into one finding.  Strict, so the fixture leaves this set when the folding keeps distinct pids.
-DISPUTED_FOLDING: Set[str] = set()  # absl-sigabrt left it: distinct pids stay apart (479db56)
 EXPECT_LINE = re.compile(r"expect rule=(\S+) line=(\d+)(?: severity=(notice))?(?: test=(.+))?$")
 
 
@@ -90,14 +82,7 @@ def _failing(expect: Set[Expected]) -> Set[Tuple[str, int]]:
 
 
 def _param(path: Path):
-    name = path.relative_to(FIXTURES).as_posix()
-    if name in WAITS_ON_ATTRIBUTION:
-        return pytest.param(path, id=name, marks=pytest.mark.xfail(
-            strict=True, reason="waits on test attribution (handled events become notices)"))
-    if name in DISPUTED_FOLDING:
-        return pytest.param(path, id=name, marks=pytest.mark.xfail(
-            strict=True, reason="two processes' crashes are folded into one finding (scan-pipeline)"))
-    return pytest.param(path, id=name)
+    return pytest.param(path, id=path.relative_to(FIXTURES).as_posix())
 
 
 @pytest.fixture(scope="module")
