@@ -89,6 +89,12 @@ def parse_progress(raw: bytes) -> Optional[Tuple[str, bool, bool]]:
     return None
 
 
+def _line_around(buf: bytes, at: int) -> Tuple[int, int]:
+    """Start and end (exclusive, without its ``\\n``) of the line of ``buf`` that holds offset ``at``."""
+    end = buf.find(b"\n", at)
+    return buf.rfind(b"\n", 0, at) + 1, len(buf) if end == -1 else end
+
+
 def _last_progress(buf: bytes, hi: int, floor: int = 0) -> Optional[Tuple[int, int, Tuple[str, bool, bool]]]:
     """The last progress line in ``buf[floor:hi]`` (``floor`` is a line start or a ``\\n``):
     ``(start, end, parsed)``, or None."""
@@ -99,10 +105,7 @@ def _last_progress(buf: bytes, hi: int, floor: int = 0) -> Optional[Tuple[int, i
         tries = 0
         while at != -1 and tries < MAX_CANDIDATES:
             tries += 1
-            start = buf.rfind(b"\n", 0, at) + 1
-            end = buf.find(b"\n", at)
-            if end == -1:
-                end = len(buf)
+            start, end = _line_around(buf, at)
             parsed = parse_progress(buf[start:end])
             if parsed is not None:
                 if best is None or start > best[0]:
@@ -122,10 +125,7 @@ def _next_progress(buf: bytes, lo: int) -> int:
         tries = 0
         while at != -1 and tries < MAX_CANDIDATES:
             tries += 1
-            start = buf.rfind(b"\n", 0, at) + 1
-            end = buf.find(b"\n", at)
-            if end == -1:
-                end = len(buf)
+            start, end = _line_around(buf, at)
             if start >= lo and parse_progress(buf[start:end]) is not None:
                 best = min(best, start)
                 break
