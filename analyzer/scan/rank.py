@@ -253,7 +253,7 @@ def _verdict_text(verdict: Match) -> str:
 
 def _guard_findings(findings: Sequence[Finding], catalogue: Catalogue) -> List[Finding]:
     """The guard's findings under the one policy: the catalogue's rule of the same id, else the config."""
-    guard_rules = {rule.id: rule for rule in getattr(catalogue, "guard_rules", ())}
+    guard_rules = {rule.id: rule for rule in catalogue.guard_rules}
     overrides = dict(catalogue.severity_overrides)
     out = []
     for finding in findings:
@@ -361,16 +361,9 @@ def _capped(log: LogFindings, catalogue: Catalogue) -> Optional[Finding]:
     count = sum(n for _, n in log.dropped)
     rules = ", ".join(rule_id for rule_id, _ in log.dropped)
     reason = CAPPED.format(count=count, rules=rules, cap=MAX_PER_RULE)
-    severity = dict(catalogue.severity_overrides).get(SCAN_INCOMPLETE_RULE, Severity.WARNING)
-    message = reason
-    lookup = getattr(catalogue, "guard_rule", None)
-    if lookup is not None:
-        try:
-            rule = lookup(SCAN_INCOMPLETE_RULE)
-            severity = rule.severity or severity
-            message = format_message(rule.message, {"reason": reason}) if rule.message else reason
-        except KeyError:
-            pass
+    rule = catalogue.guard_rule(SCAN_INCOMPLETE_RULE)  # always there: a default for a hand-built one
+    severity = rule.severity or dict(catalogue.severity_overrides).get(SCAN_INCOMPLETE_RULE, Severity.WARNING)
+    message = format_message(rule.message, {"reason": reason}) if rule.message else reason
     return Finding(Kind.SCAN_INCOMPLETE, SCAN_INCOMPLETE_RULE, severity, log.path, 0, _clip(message, 2000))
 
 
