@@ -186,8 +186,8 @@ def _unreadable(path: str, err: OSError) -> Source:
 
 def _zip_sources(path: str, in_directory: bool = False) -> Iterator[Source]:
     try:
-        with zipfile.ZipFile(path) as archive:
-            infos = archive.infolist()
+        with zipfile.ZipFile(path) as listing:
+            infos = listing.infolist()
         entries = [(index, info.filename) for index, info in enumerate(infos) if not info.is_dir()]
     except (OSError, zipfile.BadZipFile, EOFError, ValueError, RuntimeError) as err:
         if in_directory and isinstance(err, OSError):
@@ -195,35 +195,47 @@ def _zip_sources(path: str, in_directory: bool = False) -> Iterator[Source]:
             return
         raise InputError(f"{path}: not a readable zip archive: {_reason(err)}") from None
     skipped = _job_files_with_steps([name for _, name in entries])
+    ordered = sorted(entries, key=lambda entry: (_member_key(entry[1]), entry[0]))
+    chosen = [entry for entry in ordered if entry[1] not in skipped]
+    archive = _Archive(path, len(chosen))
     seen: Dict[str, int] = {}
-    for index, name in sorted(entries, key=lambda entry: (_member_key(entry[1]), entry[0])):
-        if name in skipped:
-            continue
+    for index, name in chosen:
         seen[name] = seen.get(name, 0) + 1
         shown = name if seen[name] == 1 else f"{name}#{seen[name]}"
-        yield Source(f"{path}!{shown}", _member_opener(path, index), in_directory=in_directory)
+        yield Source(f"{path}!{shown}", archive.opener(index), in_directory=in_directory)
 
 
-def _member_opener(path: str, index: int) -> Callable[[], IO[bytes]]:
-    """Open the ``index``-th entry of the archive's central directory (names may repeat)."""
+class _Archive:
+    """One open handle on a zip for all its members: reading the central directory again for each
+    of a 200-job run archive's thousand entries cost more than scanning them. The handle opens with
+    the first member and closes when the last one listed has been read (or with the object)."""
 
-    def opener() -> IO[bytes]:
-        # The archive handle lives as long as the member stream: ZipExtFile keeps a reference to
-        # the underlying file, and closing the member closes it.
-        archive = zipfile.ZipFile(path)
-        try:
-            return _ClosingMember(archive, archive.open(archive.infolist()[index]))
-        except BaseException:
-            archive.close()
-            raise
+    def __init__(self, path: str, members: int) -> None:
+        self.path = path
+        self.left = members
+        self.zip: Optional[zipfile.ZipFile] = None
 
-    return opener
+    def opener(self, index: int) -> Callable[[], IO[bytes]]:
+        """Open the ``index``-th entry of the central directory (names may repeat)."""
+
+        def opener() -> IO[bytes]:
+            if self.zip is None:
+                self.zip = zipfile.ZipFile(self.path)
+            return _ClosingMember(self, self.zip.open(self.zip.infolist()[index]))
+
+        return opener
+
+    def member_closed(self) -> None:
+        self.left -= 1
+        if self.left <= 0 and self.zip is not None:
+            self.zip.close()
+            self.zip = None
 
 
 class _ClosingMember:
-    """A zip member stream that also closes its archive when closed."""
+    """A zip member stream that tells its archive when it is closed."""
 
-    def __init__(self, archive: zipfile.ZipFile, member: IO[bytes]) -> None:
+    def __init__(self, archive: _Archive, member: IO[bytes]) -> None:
         self._archive = archive
         self._member = member
 
@@ -234,7 +246,7 @@ class _ClosingMember:
         try:
             self._member.close()
         finally:
-            self._archive.close()
+            self._archive.member_closed()
 
     def __enter__(self) -> "_ClosingMember":
         return self
