@@ -8,9 +8,10 @@ through ``strip_controls``, so an ANSI colour code inside a literal cannot hide 
 from __future__ import annotations
 
 import threading
-from typing import Callable, Dict, List, Set, Tuple
+from typing import Any, Callable, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
 
-from ._engine_literals import Plan
+from ._engine_approx import LoosePatterns, rule_line_pattern
+from ._engine_literals import Literal, Plan
 
 Candidates = Dict[int, Set[int]]  # line start offset -> literal indices found in that line
 Finder = Callable[[bytes], Candidates]
@@ -221,17 +222,161 @@ def _share_passes(
     return shared, remaining
 
 
-def hyperscan_finder(plan: Plan) -> Finder:
-    """A finder that matches every literal of the plan in one Hyperscan pass over the window."""
+def hyperscan_finder(plan: Plan, loose: Optional[LoosePatterns] = None) -> Finder:
+    """A finder that matches every literal of the plan in one Hyperscan pass over the window; given
+    the engine's ``loose`` patterns, it takes over their noisy rules (``_LooseSwitch``)."""
+    if not plan.literals:
+        return lambda window: {}
+    literal = _literal_database(plan.literals)
+    if loose is None:
+        return literal
+    return _LooseSwitch(plan, literal, loose)
+
+
+_MAX_REBUILDS = 8  # each new noisy rule recompiles; a log cannot make that happen without end
+
+
+class _LooseSwitch:
+    """The literal finder, until the engine's loosened check finds a rule noisy (its literal holds
+    thousands of innocent lines: ``exitcode`` in every ``exitcode: 0``). Noisy rules are then found by
+    their loosened patterns (``_engine_approx``) in a Hyperscan pass, and their literals leave the
+    literal pass, so those innocent lines never reach Python. Compiling a loosened pattern costs a
+    few milliseconds and a few MiB, so only noisy rules get one.
+
+    The output keeps the literal finder's meaning for every line it names (the literals in that
+    line), and it names every line where a noisy rule's literal *and* its loosened pattern both
+    occur: the only lines the engine's own loosened check keeps, so every mode (and the pure-Python
+    engine) confirms the same lines. A line with a byte over 0x7f keeps the literal prefilter alone,
+    as the engine's loosened check does.
+    """
+
+    def __init__(self, plan: Plan, literal: Finder, loose: LoosePatterns) -> None:
+        self.plan = plan
+        self.literal = literal
+        self.loose = loose
+        self.loosened: FrozenSet[int] = frozenset()
+        self.rebuilds = 0
+        self.state: Optional[Tuple[Any, Finder, Dict[int, Tuple[Tuple[int, bytes, bool], ...]]]] = None
+        self.lock = threading.Lock()
+        self.local = threading.local()
+
+    def __call__(self, window: bytes) -> Candidates:
+        if self.loose.noisy != self.loosened and self.rebuilds < _MAX_REBUILDS:
+            with self.lock:
+                noisy = self.loose.noisy
+                if noisy != self.loosened and self.rebuilds < _MAX_REBUILDS:
+                    self.state = self._build(noisy)
+                    self.loosened = noisy
+                    self.rebuilds += 1
+        state = self.state
+        if state is None:
+            return self.literal(window)
+        return self._loosely(window, *state)
+
+    def _build(self, noisy: FrozenSet[int]):
+        needles: Dict[int, List[Tuple[int, bytes, bool]]] = {rule: [] for rule in noisy}
+        for index, lit in enumerate(self.plan.literals):
+            for rule in lit.rules:
+                if rule in needles:
+                    needles[rule].append((index, lit.needle, lit.caseless))
+        patterns = {}
+        for rule in sorted(noisy):
+            pattern = rule_line_pattern(self.loose.rules[rule]) if needles[rule] else None
+            if pattern is not None:
+                patterns[rule] = pattern
+        found = _loose_database(patterns)
+        if found is None:
+            return None
+        database, taken = found
+        rest = [i for i, lit in enumerate(self.plan.literals) if not set(lit.rules) <= set(taken)]
+        rest_finder = _literal_database([self.plan.literals[i] for i in rest], rest)
+        return database, rest_finder, {rule: tuple(needles[rule]) for rule in taken}
+
+    def _loosely(self, window: bytes, database: Any, rest: Finder, needles) -> Candidates:
+        import hyperscan
+
+        out = rest(window)
+        if not window.isascii():
+            for start, lits in self.literal(window).items():
+                end = window.find(b"\n", start)
+                if not window[start:end if end != -1 else len(window)].isascii():
+                    out.setdefault(start, set()).update(lits)
+        hits: List[Tuple[int, int]] = []
+        append = hits.append
+
+        def on_match(rule: int, _start: int, end: int, _flags: int, _ctx: object) -> None:
+            append((end, rule))
+
+        scratch = getattr(self.local, "scratch", None)
+        if scratch is None or getattr(self.local, "database", None) is not database:
+            scratch = self.local.scratch = hyperscan.Scratch(database)
+            self.local.database = database
+        database.scan(window, match_event_handler=on_match, scratch=scratch)
+        lowered: Optional[bytes] = None
+        done: Set[Tuple[int, int]] = set()
+        for end, rule in hits:
+            # The line holding the match's last byte (a loosened class may take a "\n").
+            start = window.rfind(b"\n", 0, end - 1) + 1
+            if (start, rule) in done:
+                continue
+            done.add((start, rule))
+            stop = window.find(b"\n", start)
+            stop = len(window) if stop == -1 else stop
+            for index, needle, caseless in needles[rule]:
+                if caseless and lowered is None:
+                    lowered = window.lower()
+                haystack = lowered if caseless else window
+                if haystack.find(needle, start, stop) != -1:  # type: ignore[union-attr]
+                    out.setdefault(start, set()).add(index)
+        return out
+
+
+def _loose_database(patterns: Dict[int, bytes]) -> Optional[Tuple[Any, List[int]]]:
+    """One Hyperscan database of the loosened patterns (id = rule index), leaving out any that
+    Hyperscan refuses; None when none compiles."""
     import hyperscan
 
-    if not plan.literals:
+    ids = sorted(patterns)
+    for attempt in range(2):
+        if not ids:
+            return None
+        try:
+            db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+            db.compile(
+                expressions=[patterns[i] for i in ids], ids=ids,
+                flags=[hyperscan.HS_FLAG_PREFILTER] * len(ids),
+            )
+            return db, ids
+        except hyperscan.error:
+            if attempt:
+                return None
+            ids = [i for i in ids if _compiles(patterns[i])]
+    return None
+
+
+def _compiles(pattern: bytes) -> bool:
+    import hyperscan
+
+    try:
+        hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK).compile(
+            expressions=[pattern], ids=[0], flags=[hyperscan.HS_FLAG_PREFILTER]
+        )
+    except hyperscan.error:
+        return False
+    return True
+
+
+def _literal_database(literals: Sequence[Literal], ids: Optional[Sequence[int]] = None) -> Finder:
+    """A finder for ``literals`` (reported as ``ids``, default their positions) in one Hyperscan pass."""
+    import hyperscan
+
+    if not literals:
         return lambda window: {}
     db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
     db.compile(
-        expressions=[lit.needle for lit in plan.literals],
-        ids=list(range(len(plan.literals))),
-        flags=[hyperscan.HS_FLAG_CASELESS if lit.caseless else 0 for lit in plan.literals],
+        expressions=[lit.needle for lit in literals],
+        ids=list(ids) if ids is not None else list(range(len(literals))),
+        flags=[hyperscan.HS_FLAG_CASELESS if lit.caseless else 0 for lit in literals],
         literal=True,
     )
 

@@ -28,6 +28,7 @@ from ..durations import format_duration
 from ..model import SCAN_INCOMPLETE_RULE
 from ..rules.budget import MatchBudget
 from ..rules.model import CUT_SHORT_GROUP, DEFAULT_MATCH_BUDGET_S, Catalogue, Rule
+from ._engine_approx import LoosePatterns
 from ._engine_literals import Plan, build_plan
 from .attribution import TestTracker
 from ._engine_prefilter import Candidates, Finder, hyperscan_available, hyperscan_finder, python_finder
@@ -60,6 +61,7 @@ class Prepared:
     timeout_s: float
     budget: Optional[MatchBudget] = None  # mutable: the user patterns' time over the whole scan
     incomplete: Optional[Rule] = None  # the scan-incomplete rule in force
+    loose: Optional[LoosePatterns] = None  # mutable: compiled as lines need them, shared by sources
 
 
 def prepare(catalogue: Catalogue, engine: str = "auto") -> Prepared:
@@ -70,7 +72,10 @@ def prepare(catalogue: Catalogue, engine: str = "auto") -> Prepared:
     plan = build_plan(rules)
     budget = MatchBudget(catalogue.match_timeout_s, catalogue.match_budget_s)
     incomplete = catalogue.guard_rule(SCAN_INCOMPLETE_RULE)
-    return Prepared(rules, plan, make_finder(plan, engine), catalogue.match_timeout_s, budget, incomplete)
+    loose = LoosePatterns(rules)
+    return Prepared(
+        rules, plan, make_finder(plan, engine, loose), catalogue.match_timeout_s, budget, incomplete, loose
+    )
 
 
 def source_scanner(source: Source, prepared: Prepared, seq: int = 0) -> "_SourceScan":
@@ -78,7 +83,7 @@ def source_scanner(source: Source, prepared: Prepared, seq: int = 0) -> "_Source
     up from ``seq``); ``.tracker`` holds its test attribution state (``analyzer.scan.attribution``)."""
     return _SourceScan(
         source.display_path, prepared.rules, prepared.plan, prepared.finder, prepared.timeout_s, seq,
-        prepared.budget, prepared.incomplete,
+        prepared.budget, prepared.incomplete, prepared.loose,
     )
 
 
@@ -92,10 +97,7 @@ def iter_matches(sources: Iterable[Source], catalogue: Catalogue, engine: str = 
     prepared = prepare(catalogue, engine)
     seq = 0
     for source in sources:
-        scanner = _SourceScan(
-            source.display_path, prepared.rules, prepared.plan, prepared.finder, prepared.timeout_s, seq,
-            prepared.budget, prepared.incomplete,
-        )
+        scanner = source_scanner(source, prepared, seq)
         yield from scanner.run(source)
         seq = scanner.seq
 
@@ -111,12 +113,13 @@ def resolve_engine(engine: str) -> str:
     return engine
 
 
-def make_finder(plan: Plan, engine: str) -> Finder:
-    """The candidate-line finder for ``engine``; ``"auto"`` falls back to Python if Hyperscan fails."""
+def make_finder(plan: Plan, engine: str, loose: Optional[LoosePatterns] = None) -> Finder:
+    """The candidate-line finder for ``engine``; ``"auto"`` falls back to Python if Hyperscan fails.
+    Given the engine's ``loose`` patterns, Hyperscan takes over the rules they find noisy."""
     resolved = resolve_engine(engine)
     if resolved == "hyperscan":
         try:
-            return hyperscan_finder(plan)
+            return hyperscan_finder(plan, loose)
         except Exception:  # hyperscan.error on a CPU it does not support: fall back when allowed
             if engine == "hyperscan":
                 raise UsageError("--engine hyperscan: Hyperscan cannot run on this machine") from None
@@ -208,6 +211,7 @@ class _SourceScan:
     def __init__(
         self, path: str, rules: Sequence[Rule], plan: Plan, finder: Finder, timeout_s: float, seq: int,
         budget: Optional[MatchBudget] = None, incomplete: Optional[Rule] = None,
+        loose: Optional[LoosePatterns] = None,
     ) -> None:
         self.path = path
         self.rules = rules
@@ -230,6 +234,16 @@ class _SourceScan:
         self.notices: List[Match] = []  # scan-incomplete matches not yet yielded
         self.line_now = 0  # the line being matched, for a notice
         self.tracker = TestTracker()
+        self.loose = loose if loose is not None else LoosePatterns(rules)
+        self.window = b""  # the window being matched, its isascii() and lower() (made when asked)
+        self.window_ascii = True
+        self.window_lowered: Optional[bytes] = None
+
+    def _lowered(self) -> bytes:
+        """The window in lower case, made once per window when a caseless rule needs it."""
+        if self.window_lowered is None:
+            self.window_lowered = self.window.lower()
+        return self.window_lowered
 
     def run(self, source: Source) -> Iterator[Match]:
         try:
@@ -242,6 +256,7 @@ class _SourceScan:
             first_line = 1
             for window in _windows(stream, self.path):
                 buf = strip_controls(window)
+                self.window, self.window_ascii, self.window_lowered = buf, buf.isascii(), None
                 next_line = self._window(buf, first_line, self.finder(buf))
                 self.tracker.end_window(buf, first_line)
                 first_line = next_line
@@ -290,6 +305,11 @@ class _SourceScan:
 
     def _line(self, buf: bytes, pos: int, stop: int, line: int, lits: Optional[set]) -> None:
         self.line_now = line
+        indices = self._candidate_rules(lits)
+        if indices and (self.window_ascii or buf[pos:stop].isascii()):
+            indices = self.loose.matching(indices, buf, self._lowered, pos, stop)
+        if not indices and not self.open:
+            return
         raw = buf[pos:stop]
         text, rank = clean_stripped(raw)
         progress: Any = _UNKNOWN
@@ -298,17 +318,6 @@ class _SourceScan:
             excerpt_line = _excerpt_line(visible_excerpt(raw))
             for block in list(self.open):
                 self._feed(block, segments, excerpt_line, line)
-        indices: Iterable[int]
-        if lits is None:
-            indices = self.always
-        elif len(lits) == 1 and not self.always:
-            (only,) = lits
-            indices = self.literal_rules[only]
-        else:
-            chosen = set(self.always)
-            for lit in lits:
-                chosen.update(self.literal_rules[lit])
-            indices = sorted(chosen)
         first = self.first
         for index in indices:
             is_block, compiled, user = first[index]
@@ -337,6 +346,18 @@ class _SourceScan:
             else:
                 excerpt = _single_excerpt(raw, seg, m.start())
                 self.pending.append((line, index, line, seg, excerpt, _groups(m), rank, progress))
+
+    def _candidate_rules(self, lits: Optional[set]) -> Sequence[int]:
+        """The rules to try on a line holding the literals ``lits`` (None: no literal)."""
+        if lits is None:
+            return self.always
+        if len(lits) == 1 and not self.always:
+            (only,) = lits
+            return self.literal_rules[only]
+        chosen = set(self.always)
+        for lit in lits:
+            chosen.update(self.literal_rules[lit])
+        return sorted(chosen)
 
     def _feed(self, block: _Block, segments: List[str], excerpt_line: str, line: int) -> None:
         rule = self.rules[block.index]

@@ -1,0 +1,296 @@
+"""A rule's pattern loosened to match raw log lines: the second, exact-enough stage of the prefilter.
+
+A literal says only that a line *may* match: ``exitcode`` is in every ``exitcode: 0`` that a healthy
+launcher prints, and each such line used to cost the full clean, decode and confirm in Python. The
+loosened pattern rejects those lines in C (one Hyperscan pass, or one ``re`` search per candidate line
+on the pure-Python path) and lets the engine confirm only lines that nearly match.
+
+Loosened means a superset, never a miss: whenever the rule's pattern matches the cleaned text of a line
+(``clean.clean_stripped``, a ``\\r`` segment of it), the loosened pattern matches the raw line as the
+window holds it (ANSI and NULs already stripped, timestamp and logger prefixes still there). That
+holds because cleaning only cuts a prefix and a line ending off the raw line and splits it at ``\\r``:
+every segment is a substring of the raw line, so anchors (``^ $ \\b \\A``), lookarounds and
+backreferences are dropped or widened, lazy and possessive repeats become greedy, and a trailing
+repeat keeps only its minimum. Character classes get the meaning they have in ``regex`` on ASCII text,
+widened where Unicode and ASCII semantics differ (``\\s`` also takes ``\\x1c``-``\\x1f``).
+
+The loosened pattern is only trusted on ASCII lines: on a line with another byte, decoding changes the
+text (``\\d`` may match an Arabic digit, ``(?i)k`` the Kelvin sign), so such lines keep the literal
+prefilter alone. User patterns are never loosened: they run under their time budget in ``regex``, and
+a loosened copy in ``re`` would run without one.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Callable, FrozenSet, List, Optional, Sequence, Set, Tuple
+
+from ..rules.model import Rule
+
+try:  # Python 3.11+ moved the parser and deprecated the old module name.
+    from re import _constants as _sre_constants  # type: ignore[attr-defined]
+    from re import _parser as _sre_parse  # type: ignore[attr-defined]
+except ImportError:  # pragma: no cover - Python 3.9 and 3.10
+    import sre_constants as _sre_constants  # type: ignore[no-redef]
+    import sre_parse as _sre_parse  # type: ignore[no-redef]
+
+_C = _sre_constants
+_REPEATS = tuple(
+    getattr(_C, name) for name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT") if hasattr(_C, name)
+)
+_ATOMIC = getattr(_C, "ATOMIC_GROUP", None)
+_NAMED_GROUP = re.compile(r"\(\?P<\w+>")
+_ALL = frozenset(range(256))
+_DIGIT = frozenset(range(0x30, 0x3A))
+_WORD = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
+# str.isspace() and regex's \s disagree on \x1c-\x1f: \s takes them and \S takes them too (a
+# superset on ASCII lines either way).
+_SPACE = frozenset(b" \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f")
+_NOT_SPACE = _ALL - frozenset(b" \t\n\r\x0b\x0c")
+_CATEGORIES = {
+    "CATEGORY_DIGIT": _DIGIT, "CATEGORY_NOT_DIGIT": _ALL - _DIGIT,
+    "CATEGORY_WORD": _WORD, "CATEGORY_NOT_WORD": _ALL - _WORD,
+    "CATEGORY_SPACE": _SPACE, "CATEGORY_NOT_SPACE": _NOT_SPACE,
+}
+
+
+class _Unsupported(Exception):
+    """A construct this module does not loosen: the rule keeps the literal prefilter alone."""
+
+
+def rule_line_pattern(rule: Rule, folded: bool = False) -> Optional[bytes]:
+    """The loosened raw-line pattern of ``rule``'s first pattern, or None when there is none."""
+    if rule.user_defined:
+        return None
+    pattern = rule.start if rule.is_block else rule.pattern
+    if pattern is None:
+        return None
+    return line_pattern(pattern, rule.ignore_case, folded)
+
+
+def line_pattern(pattern: str, ignore_case: bool = False, folded: bool = False) -> Optional[bytes]:
+    """A bytes pattern (valid for Hyperscan and ``re``) matching every raw line whose text matches
+    ``pattern``; None when the pattern uses a construct not handled here or the result matches the
+    empty line (it would reject nothing)."""
+    try:
+        parsed = _parse(pattern, re.IGNORECASE if ignore_case else 0)
+        flags = parsed.state.flags
+        items = _without_optional_head(list(parsed))
+        loosener = _Loosener(folded)
+        loose = loosener.sequence(items, bool(flags & re.IGNORECASE), bool(flags & re.DOTALL), tail=True)
+        compiled = re.compile(loose)
+    except (_Unsupported, re.error, RecursionError, OverflowError, ValueError):
+        return None
+    except Exception:  # syntax only the ``regex`` module parses
+        return None
+    if compiled.search(b"") is not None:
+        return None
+    return loose
+
+
+def _parse(pattern: str, flags: int):
+    try:
+        return _sre_parse.parse(pattern, flags)
+    except re.error:
+        # regex lets alternatives reuse a group name ("(?P<what>a)|(?P<what>b)"), re does not; the
+        # loosened pattern captures nothing, so the names can go.
+        return _sre_parse.parse(_NAMED_GROUP.sub("(?:", pattern), flags)
+
+
+def _without_optional_head(items: list) -> list:
+    """Drop the head of a pattern up to its first fixed character: a search for "Y" finds a line
+    wherever one for "XY" does (and one for "XY" wherever "X+Y" does), and ``re`` searches fast only
+    for a pattern that starts with a fixed character."""
+    while items:
+        op, av = items[0]
+        if op is _C.LITERAL:
+            return items
+        first_literal = next((i for i, (o, _a) in enumerate(items) if o is _C.LITERAL), None)
+        if first_literal is not None:
+            items = items[first_literal:]  # what comes before a fixed character only narrows
+        elif op in (_C.AT, _C.ASSERT, _C.ASSERT_NOT) or (op in _REPEATS and av[0] == 0):
+            items = items[1:]
+        elif op in _REPEATS and av[0] == 1:
+            items = list(av[2]) + items[1:]  # the last copy of the body, right before the rest
+        elif op is _C.SUBPATTERN and not av[1] and not av[2]:
+            items = list(av[3]) + items[1:]  # a group that changes no flag is just its items
+        elif _ATOMIC is not None and op is _ATOMIC:
+            items = list(av) + items[1:]
+        else:
+            return items
+    return items
+
+
+class _Loosener:
+    """Serialise a parse tree as its loosened bytes pattern. ``folded``: for lines lowercased with
+    ``bytes.lower`` (every letter is emitted in lower case, whatever the pattern's case flags)."""
+
+    def __init__(self, folded: bool) -> None:
+        self.folded = folded
+
+    def sequence(self, items: list, caseless: bool, dotall: bool, tail: bool) -> bytes:
+        """A concatenation; ``tail``: nothing follows it, so its last repeat needs only its minimum."""
+        last = len(items) - 1
+        parts = [self.item(op, av, caseless, dotall, tail and i == last) for i, (op, av) in enumerate(items)]
+        return b"".join(parts)
+
+    def item(self, op, av, caseless: bool, dotall: bool, tail: bool) -> bytes:
+        if op is _C.LITERAL:
+            if av >= 0x80:  # matches only a non-ASCII line, where the loosened pattern is not used
+                return b"".join(b"\\x%02x" % b for b in chr(av).encode("utf-8", "surrogatepass"))
+            return self.cls(self.chars(av, caseless))
+        if op is _C.NOT_LITERAL:
+            return self.cls(_ALL - self.chars(av, caseless))
+        if op is _C.ANY:
+            return self.cls(_ALL if dotall else _ALL - {0x0A})
+        if op is _C.IN:
+            return self.cls(self.members(av, caseless))
+        if op is _C.CATEGORY:
+            return self.cls(_category(av))
+        if op is _C.SUBPATTERN:
+            add_flags, del_flags, sub = av[1], av[2], av[3]
+            inner_case = (caseless or bool(add_flags & re.IGNORECASE)) and not (del_flags & re.IGNORECASE)
+            inner_dot = (dotall or bool(add_flags & re.DOTALL)) and not (del_flags & re.DOTALL)
+            return b"(?:" + self.sequence(list(sub), inner_case, inner_dot, tail) + b")"
+        if _ATOMIC is not None and op is _ATOMIC:
+            return b"(?:" + self.sequence(list(av), caseless, dotall, tail) + b")"
+        if op is _C.BRANCH:
+            return b"(?:" + b"|".join(self.sequence(list(b), caseless, dotall, tail) for b in av[1]) + b")"
+        if op in _REPEATS:
+            return self.repeat(av, caseless, dotall, tail)
+        if op in (_C.AT, _C.ASSERT, _C.ASSERT_NOT):
+            return b""  # dropping a zero-width condition only widens
+        if op is _C.GROUPREF:
+            return self.cls(_ALL - {0x0A}) + b"*"
+        if op is _C.GROUPREF_EXISTS:
+            _group, yes, no = av
+            branches = [self.sequence(list(yes), caseless, dotall, tail)]
+            branches.append(self.sequence(list(no), caseless, dotall, tail) if no is not None else b"")
+            return b"(?:" + b"|".join(branches) + b")"
+        raise _Unsupported(str(op))
+
+    def repeat(self, av, caseless: bool, dotall: bool, tail: bool) -> bytes:
+        low, high, sub = av
+        if tail:  # a longer run implies the shortest one: the minimum matches wherever more would
+            high = low
+        if high == 0:
+            return b""
+        # Only a single last copy of the body may itself be cut short: "(?:a\\d+){2}" needs both whole.
+        body = b"(?:" + self.sequence(list(sub), caseless, dotall, tail and high == 1) + b")"
+        if high == _C.MAXREPEAT:
+            return body + b"{%d,}" % low
+        return body + (b"{%d}" % low if low == high else b"{%d,%d}" % (low, high))
+
+    def chars(self, code: int, caseless: bool) -> FrozenSet[int]:
+        if code >= 0x80:
+            return frozenset()
+        if caseless and chr(code).isalpha():
+            return frozenset({ord(chr(code).lower()), ord(chr(code).upper())})
+        return frozenset({code})
+
+    def members(self, items: list, caseless: bool) -> FrozenSet[int]:
+        members: Set[int] = set()
+        negate = False
+        for op, av in items:
+            if op is _C.NEGATE:
+                negate = True
+            elif op is _C.LITERAL:
+                members |= self.chars(av, caseless)
+            elif op is _C.RANGE:
+                low, high = av
+                for code in range(low, min(high, 0x7F) + 1):
+                    members |= self.chars(code, caseless)
+            elif op is _C.CATEGORY:
+                members |= _category(av)
+            else:
+                raise _Unsupported(str(op))
+        if negate:
+            # [^...] also takes every byte >= 0x80: a superset, and unused on non-ASCII lines anyway.
+            return _ALL - (members & frozenset(range(0x80)))
+        return frozenset(members)
+
+    def cls(self, members: FrozenSet[int]) -> bytes:
+        """The class of ``members``; on a lowercased line a character shows as its lower case, so the
+        class takes the lower case of each character it takes (sets are built unfolded until here)."""
+        if self.folded:
+            members = frozenset(code + 32 if 0x41 <= code <= 0x5A else code for code in members)
+        return _class(members)
+
+
+def _category(name) -> FrozenSet[int]:
+    found = _CATEGORIES.get(str(name))
+    if found is None:  # CATEGORY_LINEBREAK and the locale/unicode spellings
+        raise _Unsupported(str(name))
+    return found
+
+
+def _class(members: FrozenSet[int]) -> bytes:
+    if not members:
+        raise _Unsupported("empty class")
+    if len(members) == 1:
+        (only,) = members
+        return b"\\x%02x" % only
+    ranges = []
+    codes = sorted(members)
+    start = prev = codes[0]
+    for code in codes[1:]:
+        if code == prev + 1:
+            prev = code
+            continue
+        ranges.append((start, prev))
+        start = prev = code
+    ranges.append((start, prev))
+    parts = [b"\\x%02x" % a if a == b else b"\\x%02x-\\x%02x" % (a, b) for a, b in ranges]
+    return b"[" + b"".join(parts) + b"]"
+
+
+_UNSET = object()
+
+
+# A rule whose loosened pattern has rejected this many lines is "noisy": its literal is common in
+# this log (``exitcode`` in a launcher's every ``exitcode: 0``), and Hyperscan may take it over.
+NOISY_AFTER_REJECTS = 5_000
+
+
+class LoosePatterns:
+    """Each rule's loosened pattern, built and compiled with ``re`` the first time a line needs it
+    (most rules never see a candidate line, and start-up counts on small logs). A pattern with a
+    caseless part is searched folded, in the window's ``bytes.lower()`` copy, where it starts with a
+    fixed character instead of a class (``re`` is several times faster then). Rejections are
+    counted per rule, so that the Hyperscan finder can take over the noisy ones (``noisy``)."""
+
+    def __init__(self, rules: Sequence[Rule]) -> None:
+        self.rules = rules
+        self.compiled: List[Any] = [_UNSET] * len(rules)
+        self.rejects = [0] * len(rules)
+        self.noisy: FrozenSet[int] = frozenset()
+
+    def matching(
+        self, indices: Sequence[int], buf: bytes, lowered: Callable[[], bytes], pos: int, stop: int
+    ) -> List[int]:
+        """The rules of ``indices`` whose loosened pattern matches the ASCII line ``buf[pos:stop]``;
+        ``lowered()`` is ``buf.lower()``, asked for only when a folded pattern needs it."""
+        end = stop - 1 if stop > pos and buf[stop - 1] == 0x0A else stop
+        compiled = self.compiled
+        kept = []
+        for index in indices:
+            entry = compiled[index]
+            if entry is _UNSET:
+                entry = compiled[index] = self._compile(self.rules[index])
+            if entry is None:
+                kept.append(index)
+                continue
+            loose, folded = entry
+            if loose.search(lowered() if folded else buf, pos, end) is not None:
+                kept.append(index)
+                continue
+            self.rejects[index] += 1
+            if self.rejects[index] == NOISY_AFTER_REJECTS:
+                self.noisy = self.noisy | {index}
+        return kept
+
+    @staticmethod
+    def _compile(rule: Rule) -> Optional[Tuple[Any, bool]]:
+        folded = rule.ignore_case or "(?i" in (rule.start or rule.pattern or "")
+        pattern = rule_line_pattern(rule, folded)
+        return (re.compile(pattern), folded) if pattern is not None else None

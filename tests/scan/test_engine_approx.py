@@ -1,0 +1,188 @@
+"""The loosened raw-line patterns never reject a line their rule matches, and do reject innocent ones.
+
+``_engine_approx`` turns each rule's pattern into a bytes pattern for the raw line (timestamp, logger
+prefix and line ending still there). The engine drops a candidate line when that pattern does not
+match it, so a loosened pattern that is not a superset would hide real failures from both engines at
+once (the engine-equivalence tests could not see it). Checked here against the rule's own compiled
+pattern on the catalogue's examples, wrapped the way real logs wrap them, and on random mutations.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from analyzer.rules.loader import load_catalogue
+from analyzer.scan import _engine_approx as approx
+from analyzer.scan import _engine_prefilter as prefilter
+from analyzer.scan.clean import clean_line, split_segments
+from tests.scan.test_engine_helpers import ENGINES, scan_bytes, summary
+
+RULES = [rule for rule in load_catalogue().rules if not rule.guard]
+# How real logs wrap a line: GitHub's timestamp, a rank prefix, other loggers, CRLF, a progress bar.
+WRAPPERS = [
+    lambda t: t,
+    lambda t: "2024-01-09T18:41:23.1234567Z " + t,
+    lambda t: "[rank3]: " + t,
+    lambda t: "Nov 29 17:59:56 gpu-node-3 python[4121]: " + t,
+    lambda t: "[2024-01-09 18:41:23,123] [ERROR] " + t,
+    lambda t: "E0325 12:00:00.123456 1234 file.cpp:12] " + t,
+    lambda t: "gpu-node-3:4121:4188 [1] " + t,
+    lambda t: t + "\r",
+    lambda t: "epoch 1: 100%|##########| 10/10\r" + t,
+]
+
+
+def rule_matches(rule, raw: bytes) -> bool:
+    compiled = rule.start_re if rule.is_block else rule.pattern_re
+    text, _rank = clean_line(raw)
+    return any(compiled.search(seg) for seg in split_segments(text))
+
+
+def loosely_matches(rule, raw: bytes, folded: bool) -> bool:
+    pattern = approx.rule_line_pattern(rule, folded)
+    if pattern is None:
+        return True  # no loosened pattern: the rule keeps the literal prefilter alone
+    haystack = raw.lower() if folded else raw
+    end = len(raw) - 1 if raw.endswith(b"\n") else len(raw)
+    return re.compile(pattern).search(haystack, 0, end) is not None
+
+
+def test_nearly_every_catalogue_rule_gets_a_loosened_pattern():
+    loosened = [rule.id for rule in RULES if approx.rule_line_pattern(rule) is not None]
+    assert len(loosened) >= len(RULES) - 2, sorted({r.id for r in RULES} - set(loosened))
+
+
+@pytest.mark.parametrize("folded", [False, True], ids=["exact", "folded"])
+@pytest.mark.parametrize("rule", RULES, ids=[rule.id for rule in RULES])
+def test_every_match_example_stays_a_candidate_however_the_line_is_wrapped(rule, folded):
+    checked = 0
+    for example in rule.examples_match:
+        first = example.split("\n")[0]
+        for wrap in WRAPPERS:
+            raw = (wrap(first) + "\n").encode("utf-8")
+            if not raw.isascii() or not rule_matches(rule, raw):
+                continue
+            checked += 1
+            assert loosely_matches(rule, raw, folded), (rule.id, raw)
+    if any(example.isascii() for example in rule.examples_match):
+        assert checked, f"{rule.id}: no ASCII example matched its own rule"
+
+
+def _mutations(rng: random.Random, text: str):
+    """Insertions, deletions and case flips around a real wording: near misses and near matches."""
+    alphabet = "aZ09 _-:()[]=.,'\"/\\\t\x1c\x1f|#*+!?<>{}"
+    for _ in range(12):
+        chars = list(text)
+        for _ in range(rng.randint(1, 4)):
+            roll = rng.random()
+            at = rng.randrange(len(chars) + 1)
+            if roll < 0.4:
+                chars.insert(at, rng.choice(alphabet))
+            elif roll < 0.7 and chars:
+                del chars[min(at, len(chars) - 1)]
+            elif chars:
+                i = min(at, len(chars) - 1)
+                chars[i] = chars[i].swapcase()
+        yield "".join(chars)
+
+
+@pytest.mark.parametrize("rule", RULES, ids=[rule.id for rule in RULES])
+def test_mutated_examples_never_match_the_rule_but_not_its_loosened_pattern(rule):
+    rng = random.Random(rule.id)
+    for example in rule.examples_match + rule.examples_no_match:
+        first = example.split("\n")[0]
+        for text in _mutations(rng, first):
+            raw = (rng.choice(WRAPPERS)(text) + "\n").encode("utf-8")
+            if raw.isascii() and rule_matches(rule, raw):
+                assert loosely_matches(rule, raw, False), (rule.id, raw)
+                assert loosely_matches(rule, raw, True), (rule.id, raw)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(RULES), st.data())
+def test_random_ascii_around_a_wording_is_never_lost(rule, data):
+    examples = [e.split("\n")[0] for e in rule.examples_match if e.isascii()] or ["x"]
+    core = data.draw(st.sampled_from(examples))
+    ascii_text = st.text(st.characters(min_codepoint=0x01, max_codepoint=0x7F, blacklist_characters="\n\x1b"),
+                         max_size=30)
+    raw = (data.draw(ascii_text) + core + data.draw(ascii_text) + "\n").encode("ascii")
+    if rule_matches(rule, raw):
+        assert loosely_matches(rule, raw, False)
+        assert loosely_matches(rule, raw, True)
+
+
+@pytest.mark.parametrize(
+    "pattern, flags, line, expected",
+    [
+        # anchors and lookarounds are dropped: the raw line still has its prefix
+        (r"^Segmentation fault$", 0, b"2024-01-09T18:41:23.1Z Segmentation fault\n", True),
+        (r"(?<!failed \()\bexit code -9", 0, b"x exit code -9", True),
+        # a caseless part is searched on the lowercased line, an exact part too (a superset)
+        (r"(?i)exit[ _-]?code -(?:9|15)", 0, b"exit_code -15", True),
+        (r"(?i:KILLED) by Signal", 0, b"killed by Signal", True),
+        # [^A] on a folded line must still take what was an "a"
+        (r"x[^A]y", 0, b"xay", True),
+        # the tail of a repeated body is only cut when a single copy remains
+        (r"(?:a\d+){2}!", 0, b"a12a3!", True),
+        (r"(?:a\d+){2}", 0, b"a12a3", True),
+        # regex allows a group name twice in alternatives; re does not, the names go
+        (r"(?:(?P<what>foo \d+)|(?P<what>bar \w+))", 0, b"bar baz", True),
+        # a backreference becomes "anything on the line"
+        (r"(?P<q>['\"])x(?P=q)", 0, b"'x'", True),
+        # innocent lines are rejected: the point of it all
+        (r"\bexitcode\s*:\s*-\d+", 0, b"step 1 exitcode: 0 loss 0.1\n", False),
+        (r"Fatal Python error: \w+", 0, b"Fatal Python errors are bad", False),
+    ],
+)
+def test_line_pattern_constructs(pattern, flags, line, expected):
+    for folded in (False, True):
+        loose = approx.line_pattern(pattern, False, folded)
+        assert loose is not None
+        haystack = line.lower() if folded else line
+        assert (re.compile(loose).search(haystack) is not None) is expected, (pattern, folded, loose)
+
+
+def test_a_pattern_that_matches_the_empty_line_is_not_loosened():
+    assert approx.line_pattern(r"(?:foo)?") is None
+    assert approx.line_pattern(r"^\s*$") is None
+
+
+def _noisy_log() -> bytes:
+    rng = random.Random(7)
+    lines = []
+    for i in range(30_000):
+        lines.append(f"2024-01-09T10:00:{i % 60:02d}.0000000Z step {i} timed_out=False exitcode: 0 loss 1\n")
+        if i % 5000 == 4999:
+            lines.append(f"2024-01-09T10:00:00.0000000Z Worker-{i} exitcode: -9\n")
+        if rng.random() < 0.001:
+            lines.append("2024-01-09T10:00:00.0000000Z Traceback (most recent call last):\n")
+            lines.append('2024-01-09T10:00:00.0000000Z   File "x.py", line 1, in <module>\n')
+            lines.append("2024-01-09T10:00:00.0000000Z RuntimeError: boom\n")
+    return "".join(lines).encode()
+
+
+@pytest.mark.skipif("hyperscan" not in ENGINES, reason="hyperscan is not installed for this Python")
+def test_hyperscan_takes_over_a_noisy_rule_and_finds_the_same(monkeypatch, tmp_path):
+    monkeypatch.setattr(approx, "NOISY_AFTER_REJECTS", 200)
+    taken = []
+    real_build = prefilter._LooseSwitch._build
+
+    def spy(self, noisy):
+        state = real_build(self, noisy)
+        taken.append(sorted(noisy))
+        return state
+
+    monkeypatch.setattr(prefilter._LooseSwitch, "_build", spy)
+    log = _noisy_log()
+    real = load_catalogue()
+    by_engine = {engine: summary(scan_bytes(tmp_path, log, real, engine)) for engine in ENGINES}
+    assert taken, "no rule became noisy"
+    assert by_engine["python"] == by_engine["hyperscan"]
+    signals = [m for m in by_engine["hyperscan"] if m[0] == "process-exitcode-signal"]
+    assert len(signals) == 6, signals  # one per planted "exitcode: -9", before and after the switch
+    assert any(m[0] == "python-traceback" for m in by_engine["hyperscan"])
