@@ -62,8 +62,8 @@ class _PivotFinder:
 
     A literal whose every byte is common (all lowercase letters, say) gets a ``find`` pass of its own
     when that is cheaper; such literals share one pass when they share a substring that is rare
-    enough (`` passed in `` and `` failed in `` share ``d in ``), and each line that substring hits is
-    then searched for all of them.
+    enough (`` passed in `` and `` failed in `` share ``d in ``), and at each hit of that substring the
+    byte after it picks the literals to check in place.
     """
 
     def __init__(self, needles: List[Needle]) -> None:
@@ -71,7 +71,8 @@ class _PivotFinder:
         self.windows = 0
         # pivot byte -> (exact entries by 2-byte key, caseless entries by lowercased 2-byte key)
         self.pivots: List[Tuple[bytes, Dict[bytes, List[Entry]], Dict[bytes, List[Entry]]]] = []
-        self.shared: List[Tuple[bytes, Tuple[Needle, ...]]] = []
+        # shared anchor -> the byte after it in a literal ("" when it ends one) -> entries
+        self.shared: List[Tuple[bytes, Dict[bytes, List[Entry]]]] = []
         self.passes: List[Needle] = list(needles)
 
     def _plan(self, sample: bytes) -> None:
@@ -113,7 +114,8 @@ class _PivotFinder:
         self.pivots = [
             (bytes((b,)), exact.get(b, {}), caseless.get(b, {})) for b in sorted(set(exact) | set(caseless))
         ]
-        self.shared, self.passes = _share_passes(passes, sample)
+        shared, self.passes = _share_passes(passes, sample)
+        self.shared = [(anchor, _by_next_byte(anchor, entries)) for anchor, entries in shared]
 
     def __call__(self, window: bytes, out: Candidates) -> None:
         if self.windows % _REPLAN_EVERY == 0:
@@ -122,7 +124,6 @@ class _PivotFinder:
         find = window.find
         rfind = window.rfind
         startswith = window.startswith
-        n = len(window)
 
         def record(start: int, index: int) -> None:
             hit = out.get(start)
@@ -150,24 +151,32 @@ class _PivotFinder:
                 at = find(pivot, at + 1)
         if not (self.shared or self.passes):
             return
-        lowered = window.lower() if any(folded for _, _, folded in self.passes) or any(
-            folded for _, entries in self.shared for _, _, folded in entries
-        ) else window
-        for anchor, shared_entries in self.shared:
+        lowered = window.lower() if any(folded for _, _, folded in self.passes) else window
+        for anchor, by_next in self.shared:
             at = find(anchor)
+            after = len(anchor)
             while at != -1:
-                start = rfind(b"\n", 0, at) + 1
-                end = find(b"\n", at)
-                if end == -1:
-                    end = n
-                for index, needle, folded in shared_entries:
-                    haystack = lowered if folded else window
-                    if haystack.find(needle, start, end) != -1:
-                        record(start, index)
-                at = find(anchor, end + 1) if end < n else -1
+                for entries in (by_next.get(window[at + after:at + after + 1]), by_next.get(b"")):
+                    for needle, offset, index in entries or ():
+                        if at >= offset and startswith(needle, at - offset):
+                            record(rfind(b"\n", 0, at) + 1, index)
+                at = find(anchor, at + 1)
         for index, needle, folded in self.passes:
             haystack = lowered if folded else window
             _scan(haystack, [(index, needle)], out)
+
+
+def _by_next_byte(anchor: bytes, needles: Sequence[Needle]) -> Dict[bytes, List[Entry]]:
+    """Where ``anchor`` sits in each literal, keyed by the byte that follows it there: at a hit in the
+    window, that byte picks the few literals worth checking in place."""
+    table: Dict[bytes, List[Entry]] = {}
+    for index, needle, _folded in needles:
+        at = needle.find(anchor)
+        while at != -1:
+            after = at + len(anchor)
+            table.setdefault(needle[after:after + 1], []).append((needle, at, index))
+            at = needle.find(anchor, at + 1)
+    return table
 
 
 def _scan(window: bytes, needles: List[Tuple[int, bytes]], out: Candidates) -> None:
