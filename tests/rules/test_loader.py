@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import pickle
 import textwrap
 
 import pytest
 
 from analyzer.errors import ConfigError
 from analyzer.model import Kind, Severity
-from analyzer.rules.loader import builtin_rules_path, example_matches, load_catalogue, load_rules_file
+from analyzer.rules.loader import (
+    builtin_rules, builtin_rules_path, example_matches, load_catalogue, load_rules_file,
+)
+from analyzer.rules.schema import LazyPattern
 
 GOOD = """\
 rules:
@@ -91,6 +95,29 @@ def test_the_builtin_catalogue_loads():
     assert all(rule.examples_match for rule in catalogue.rules)
     kinds = {rule.kind for rule in catalogue.rules if rule.kind}
     assert {Kind.ATEXIT_EXCEPTION, Kind.TIMEOUT, Kind.SIGNAL_EXIT, Kind.CRASH} <= kinds
+
+
+def test_the_builtin_catalogue_passes_every_check_a_users_file_gets():
+    # At run time the shipped patterns compile on first use and skip the checks that need them
+    # compiled; this is where those checks run for it.
+    checked = builtin_rules(checked=True)
+    lazy = builtin_rules()
+    assert [r.id for r in checked] == [r.id for r in lazy]
+    for fast, full in zip(lazy, checked):
+        for name in ("pattern_re", "start_re", "end_re", "capture_re", "cut_short_re"):
+            a, b = getattr(fast, name), getattr(full, name)
+            assert (a is None) == (b is None), (fast.id, name)
+            if a is not None:
+                assert a.pattern == b.pattern and a.groupindex == dict(b.groupindex), (fast.id, name)
+                assert a.flags == b.flags, (fast.id, name)
+
+
+def test_a_lazy_pattern_is_the_compiled_one_after_first_use():
+    pattern = LazyPattern(r"(?P<what>seg\w+) fault", ignore_case=True)
+    assert "search" not in vars(pattern)
+    assert pattern.search("xx SEGMENTATION FAULT").group("what") == "SEGMENTATION"
+    assert vars(pattern)["search"].__self__ is vars(pattern)["match"].__self__  # one compiled regex
+    assert pickle.loads(pickle.dumps(pattern)).search("segv fault") is not None
 
 
 RULE = """\
