@@ -3,16 +3,20 @@
 A test-heavy log is mostly test runners' progress lines: pytest ``-v`` prints a node id when a test
 starts and its outcome on the same line when it ends (``tests/x.py::t[p] PASSED [ 45%]``), xdist prints
 ``[gw3] [ 45%] PASSED tests/x.py::t`` when a worker reports, unittest ``-v`` prints ``test_m
-(mod.Class) ... ok``. None of these lines is a match: the engine never looks at them one by one. Only
-when a rule matches (rare) does the ``TestTracker`` search the window the engine already holds, backwards
-from the match, for the last progress line (``bytes.rfind`` for ``.py::`` and ``) ...``); once per
+(mod.Class) ... ok``, CPython's regrtest (``python -m test``) prints ``0:00:01 load avg: 0.50 [1/2]
+test_x`` when a test file starts and, in its parallel mode (``-jN``), ``[1/2] test_x passed`` when the
+file's worker is done, followed by the output that worker printed. None of these lines is a match:
+the engine never looks at them one by one. Only when a rule matches (rare) does the ``TestTracker``
+search the window the engine already holds, backwards from the match, for the last progress line
+(``bytes.rfind`` for ``.py::``, ``) ...`` and ``] test``); once per
 window it remembers the window's last progress line for the windows after it. The cost per innocent
 line is the engine's; the Python work is per window and per match.
 
 A progress line that already carries its outcome (``PASSED`` on the same line, or a bare outcome line
 after it as ``pytest -s`` prints) is a *finished* test: what follows it is its teardown, or the time
 between tests. xdist's lines are printed after the test ran on another worker, so they say nothing about
-the lines after them and attribute nothing.
+the lines after them and attribute nothing. regrtest's parallel lines are printed after the file ran too,
+but the worker's output comes right after them: what follows belongs to that file, finished.
 
 Unittest ids are normalised to ``test_m (mod.Class)``: Python 3.11+ prints ``test_m (mod.Class.test_m)``.
 """
@@ -27,12 +31,20 @@ from .clean import clean_stripped
 
 PYTEST_NEEDLE = b".py::"
 UNITTEST_NEEDLE = b") ..."
+REGRTEST_NEEDLE = b"] test"  # regrtest only runs modules named test*
+NEEDLES = (PYTEST_NEEDLE, UNITTEST_NEEDLE, REGRTEST_NEEDLE)
 # A window full of lines that mention a node id without being progress lines (a long short test
 # summary) is searched this many candidates deep, then counts as showing no test.
 MAX_CANDIDATES = 64
 
 _PYTEST_LINE = re.compile(r"(?P<test>[\w./-]+\.py::\S+)(?P<rest>.*)")
 _XDIST_LINE = re.compile(r"\[gw\d+\] \[\s*\d+%\] [A-Z]+ (?P<test>\S+)")
+# The elapsed time first, then the load average where the OS has one; "[3/11/1]": the third number
+# counts the failures so far. Sequential runs print nothing after the name, or " -- test_w failed"
+# about the file before it; parallel runs print the file's result ("passed", "failed (1 failure)").
+_REGRTEST_LINE = re.compile(
+    r"^\d+:\d\d:\d\d (?:load avg: \d+\.\d+ )?\[ *\d+/\d+(?:/\d+)?\] (?P<test>test\w*(?:\.\w+)*)(?P<rest>.*)$"
+)
 _UNITTEST_LINE = re.compile(r"(?P<name>\w+) \((?P<cls>[\w.]+)\)(?: .*?)? \.\.\.(?: (?P<rest>.*))?$")
 _PYTEST_OUTCOME = re.compile(r"\s(?:PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS)\b")
 _UNITTEST_OUTCOME = re.compile(r"^(?:ok|FAIL|ERROR|skipped\b|expected failure|unexpected success)")
@@ -82,6 +94,10 @@ def parse_progress(raw: bytes) -> Optional[Tuple[str, bool, bool]]:
     m = _XDIST_LINE.match(text)
     if m is not None:
         return m.group("test"), True, True
+    m = _REGRTEST_LINE.match(text)
+    if m is not None:
+        rest = m.group("rest").strip()
+        return m.group("test"), bool(rest) and not rest.startswith("--"), False
     m = _UNITTEST_LINE.match(text)
     if m is not None:
         rest = m.group("rest") or ""
@@ -99,7 +115,7 @@ def _last_progress(buf: bytes, hi: int, floor: int = 0) -> Optional[Tuple[int, i
     """The last progress line in ``buf[floor:hi]`` (``floor`` is a line start or a ``\\n``):
     ``(start, end, parsed)``, or None."""
     best: Optional[Tuple[int, int, Tuple[str, bool, bool]]] = None
-    for needle in (PYTEST_NEEDLE, UNITTEST_NEEDLE):
+    for needle in NEEDLES:
         lo = best[0] if best is not None else floor
         at = buf.rfind(needle, lo, hi)
         tries = 0
@@ -120,7 +136,7 @@ def _last_progress(buf: bytes, hi: int, floor: int = 0) -> Optional[Tuple[int, i
 def _next_progress(buf: bytes, lo: int) -> int:
     """Where the first progress line starting at or after ``lo`` starts (``len(buf)`` if none)."""
     best = len(buf)
-    for needle in (PYTEST_NEEDLE, UNITTEST_NEEDLE):
+    for needle in NEEDLES:
         at = buf.find(needle, lo, best)
         tries = 0
         while at != -1 and tries < MAX_CANDIDATES:
