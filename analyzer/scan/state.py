@@ -39,6 +39,14 @@ SECTION_MARKER = "test-section"
 SESSION_STARTS = "test session starts"
 # Sections whose test reports are of tests that did not fail: an event shown there was handled.
 PASSING_SECTIONS = ("passes", "xpasses", "xfailures")
+# pytest prints its own report sections in this order (errors, failures, xfailures, then passes), so one
+# of these inside a passing test's report is an inner run's, printed without "test session starts"
+# (``-q``): it changes nothing. A "short test summary info" there may be the log's own, after its last
+# report, or an inner run's: failures under it wait for the next report header or short summary, either
+# of which says it was inner.
+INNER_IN_PASSING = ("errors", "failures", "xfailures")
+SHORT_SUMMARY = "short test summary info"
+MAX_TENTATIVE = 1000
 RANK_GROUPS = ("rank", "proc")  # torch.multiprocessing.spawn's process index is the rank
 PROCESS_GROUPS = ("process", "name")
 EXCEPTION_GROUPS = ("exception", "exc")
@@ -162,6 +170,9 @@ class LogState:
         # Events after their test had already reported (its teardown, or the time between tests):
         # handled only if the run then lived to print its verdict.
         self.awaiting_verdict: List[_Open] = []
+        # Failures under a short test summary printed inside a passing test's report: the log's own only
+        # if no report header follows (``None``: no such summary open).
+        self.tentative: Optional[List[Match]] = None
 
     # -- context ----------------------------------------------------------------------------------
 
@@ -202,6 +213,7 @@ class LogState:
     def _marker(self, match: Match, marker: str) -> None:
         if marker == HEADER_MARKER:
             if not self.depth:
+                self.tentative = None  # a report follows: that short summary was an inner run's
                 name = (match.groups.get("test") or "").strip()
                 self._set_context("header", match.line, normal_test_id(name) if name else None)
                 self.ctx_passed = self.section in PASSING_SECTIONS
@@ -216,6 +228,15 @@ class LogState:
                     self.depth += 1
                     return
             if not self.depth:
+                in_passing = self.ctx_kind == "header" and self.ctx_passed
+                if in_passing and section in INNER_IN_PASSING:
+                    return
+                if section == SHORT_SUMMARY and (in_passing or self.tentative is not None):
+                    # A log prints one short summary, after its last report: one still to come makes
+                    # the failures held under the one before an inner run's.
+                    self.tentative = []
+                else:
+                    self._commit_tentative()
                 self.section = section
                 self._set_context("reset", match.line)
         elif marker == VERDICT_MARKER:
@@ -277,6 +298,20 @@ class LogState:
             return
         if header:
             self._set_context("uheader", match.line, test)
+        elif self.tentative is not None and not self.depth:
+            if len(self.tentative) < MAX_TENTATIVE:
+                self.tentative.append(match)
+                return
+            self._commit_tentative()  # too long for an inner run's summary: the log's own
+        self._failed(match, test)
+
+    def _commit_tentative(self) -> None:
+        """The short summary the held failures came under was the log's own: they failed."""
+        held, self.tentative = self.tentative, None
+        for match in held or ():
+            self._failed(match, normal_test_id(match.groups.get("test") or ""))
+
+    def _failed(self, match: Match, test: str) -> None:
         if test not in self.failed:
             if len(self.failed) < MAX_FAILED_TESTS:
                 self.failed[test] = None
@@ -385,6 +420,7 @@ class LogState:
 
     def finish(self, final: Optional[TestLine], outcomes: Dict[int, bool]) -> LogFindings:
         """The log ended: ``final`` is the last progress line, ``outcomes`` the watched tests' outcomes."""
+        self._commit_tentative()
         events = []
         for opened in self.events.values():
             event = opened.event
