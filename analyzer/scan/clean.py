@@ -8,9 +8,11 @@ both in a row.
 
 Other loggers' prefixes are removed so that a rule anchored at ``^`` (a traceback's last line, "Process
 NAME:", "Segmentation fault") still finds its wording when the log went through them: journald/syslog
-(``Nov 29 17:59:56 host proc[12]: ``), Python logging's ``[2024-01-09 18:41:23,123] [ERROR] `` and
-``ERROR:pkg.module:``, glog and torch's C++ logging at levels I, W and E (``E0325 12:00:00.123 1234
-file.cpp:12] ``, ``[E1206 18:44:12.7 ProcessGroupNCCL.cpp:607] ``), NCCL's ``host:pid:tid [dev] ``, vLLM's
+(``Nov 29 17:59:56 host proc[12]: ``, or the stamp alone as CircleCI shows it), a bare date-time
+(``2026-09-17 13:40:05 ``), Jenkins' timestamper (``14:13:08 ``), docker buildkit (``#9 31.55 ``),
+Python logging's ``[2024-01-09 18:41:23,123] [ERROR] `` and ``ERROR:pkg.module:``, glog and torch's
+C++ logging at levels I, W and E (``E0325 12:00:00.123 1234 file.cpp:12] ``,
+``[E1206 18:44:12.7 ProcessGroupNCCL.cpp:607] ``), NCCL's ``host:pid:tid [dev] ``, vLLM's
 ``ERROR 08-15 17:38:13 [core.py:398] ``, Ray's and vLLM's ``(EngineCore_DP0 pid=559) ``, docker
 compose's ``service  | ``, and torchrun ``--tee``'s ``[default0]:`` (a local rank, so it is not returned
 as the rank).
@@ -39,6 +41,10 @@ _RANK = re.compile(r"\[rank(\d+)\]: ?")
 # Other loggers' line prefixes (see the module docstring); each alternative must consume some text.
 _LOGGER_PREFIX = re.compile(
     r"(?:[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d [\w.-]+ [\w./@-]+(?:\[\d+\])?: "  # syslog, journald
+    r"|[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d(?:\.\d+)? "  # the same stamp alone (CircleCI, old PyTorch CI)
+    r"| *\d{4}-\d\d-\d\d[ T]\d\d:\d\d(?::\d\d(?:[.,]\d+)?)?(?:Z|[+-]\d\d:?\d\d)? "  # a bare date-time
+    r"|\d\d:\d\d:\d\d(?:\.\d+)? "  # Jenkins' timestamper
+    r"|#\d+ \d+\.\d+ "  # docker buildkit's step and seconds
     r"|\[\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?\] (?:\[(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\] )?"
     r"|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL):[\w.]+:(?=\S)"  # logging.basicConfig's default format
     r"|\[?[IWE]\d{3,4} \d\d:\d\d:\d+\.\d+ +(?:\d+ +)?[\w./-]+:\d+\]:? ?"  # glog, c10 (E321: no zero)

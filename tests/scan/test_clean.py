@@ -45,6 +45,13 @@ def test_other_loggers_prefixes_are_stripped():
         b"E0325 12:00:00.123 1234 file.cpp:12] Segmentation fault": "Segmentation fault",
         b"node1:534:1763 [3] NCCL WARN Cuda failure 'out of memory'":
             "NCCL WARN Cuda failure 'out of memory'",
+        # CI log viewers (wordings: pytorch/pytorch#9137, #13618, modelscope/ms-swift#8307,
+        # NVIDIA/nccl#1610, NVlabs/curobo#109)
+        b"17:21:43 Segmentation fault (core dumped)": "Segmentation fault (core dumped)",
+        b"Nov 06 05:00:37 Segmentation fault (core dumped)": "Segmentation fault (core dumped)",
+        b"2026-09-17 13:40:05 zsh: killed     python3 x.py": "zsh: killed     python3 x.py",
+        b" 2025-02-18 12:54 Traceback (most recent call last):": "Traceback (most recent call last):",
+        b"#9 31.55 Killed": "Killed",
     }
     for raw, text in cases.items():
         assert clean_line(raw) == (text, None)
