@@ -26,19 +26,7 @@ import re
 from typing import Any, Callable, FrozenSet, List, Optional, Sequence, Set, Tuple
 
 from ..rules.model import Rule
-
-try:  # Python 3.11+ moved the parser and deprecated the old module name.
-    from re import _constants as _sre_constants  # type: ignore[attr-defined]
-    from re import _parser as _sre_parse  # type: ignore[attr-defined]
-except ImportError:  # pragma: no cover - Python 3.9 and 3.10
-    import sre_constants as _sre_constants  # type: ignore[no-redef]
-    import sre_parse as _sre_parse  # type: ignore[no-redef]
-
-_C = _sre_constants
-_REPEATS = tuple(
-    getattr(_C, name) for name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT") if hasattr(_C, name)
-)
-_ATOMIC = getattr(_C, "ATOMIC_GROUP", None)
+from ._engine_literals import _ATOMIC, _C, _REPEATS, _sre_parse  # Python's own regex parser, per version
 _NAMED_GROUP = re.compile(r"\(\?P<\w+>")
 _ALL = frozenset(range(256))
 _DIGIT = frozenset(range(0x30, 0x3A))
