@@ -123,8 +123,20 @@ def test_a_sequential_failed_run_fails_naming_the_unittest_test(tmp_path, engine
     assert "== Tests result: FAILURE ==" in log
     findings = scan({"job.log": log}, engine=engine)
     assert [(s[0], s[3]) for s in errors(findings)] == [
-        ("unittest-test-failed", "test_store_roundtrip (test_broken.Broken)")
+        ("unittest-test-failed", "test_store_roundtrip (test_broken.Broken)"),
+        ("regrtest-test-failed", "test_broken"),
     ]
     assert crash_notices(findings) == [
         ("fatal-python-error", "test_child_segfault_is_reported (test_handled.HandledCrash)")
     ]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_sequential_file_that_fails_at_import_fails_the_log_naming_it(tmp_path, engine):
+    # No unittest header and no verdict line of its own: only "test test_imp crashed -- Traceback".
+    log = regrtest(tmp_path, "-v", test_imp='raise ImportError("No module named apex")\n',
+                   test_handled=HANDLED)
+    assert "test test_imp crashed" in log or "test test_imp failed" in log
+    findings = scan({"job.log": log}, engine=engine)
+    assert [(s[0], s[3]) for s in errors(findings)] == [("regrtest-test-failed", "test_imp")]
+    assert decide(findings)[1] == 1
