@@ -124,7 +124,7 @@ class _Loosener:
 
     def item(self, op, av, caseless: bool, dotall: bool, tail: bool) -> bytes:
         if op is _C.LITERAL:
-            if av >= 0x80:  # matches only a non-ASCII line, where the loosened pattern is not used
+            if av >= 0x80 and not caseless:  # only on a non-ASCII line, where no loosened pattern is used
                 return b"".join(b"\\x%02x" % b for b in chr(av).encode("utf-8", "surrogatepass"))
             return self.cls(self.chars(av, caseless))
         if op is _C.NOT_LITERAL:
@@ -171,6 +171,8 @@ class _Loosener:
 
     def chars(self, code: int, caseless: bool) -> FrozenSet[int]:
         if code >= 0x80:
+            if caseless:  # the Kelvin sign folds to "k", the long s to "s": it can match an ASCII line
+                raise _Unsupported("caseless non-ASCII character")
             return frozenset()
         if caseless and chr(code).isalpha():
             return frozenset({ord(chr(code).lower()), ord(chr(code).upper())})
@@ -186,6 +188,8 @@ class _Loosener:
                 members |= self.chars(av, caseless)
             elif op is _C.RANGE:
                 low, high = av
+                if caseless and high >= 0x80:
+                    raise _Unsupported("caseless range beyond ASCII")
                 for code in range(low, min(high, 0x7F) + 1):
                     members |= self.chars(code, caseless)
             elif op is _C.CATEGORY:

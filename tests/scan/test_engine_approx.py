@@ -147,6 +147,13 @@ def test_line_pattern_constructs(pattern, flags, line, expected):
         assert (re.compile(loose).search(haystack) is not None) is expected, (pattern, folded, loose)
 
 
+def test_a_caseless_non_ascii_character_is_not_loosened():
+    # regex folds the Kelvin sign to "k" and the long s to "s": such a pattern can match an ASCII line
+    assert approx.line_pattern("\u212aILLED", ignore_case=True) is None
+    assert approx.line_pattern("[\u017f]egfault", ignore_case=True) is None
+    assert approx.line_pattern("caf\u00e9 (?:ok)", ignore_case=False) is not None
+
+
 def test_a_pattern_that_matches_the_empty_line_is_not_loosened():
     assert approx.line_pattern(r"(?:foo)?") is None
     assert approx.line_pattern(r"^\s*$") is None
