@@ -265,9 +265,9 @@ class _LooseSwitch:
         self.loose = loose
         self.loosened: FrozenSet[int] = frozenset()
         self.rebuilds = 0
-        self.state: Optional[Tuple[Any, Finder, Dict[int, Tuple[Tuple[int, bytes, bool], ...]]]] = None
+        # (database, its per-thread scratch, the literal finder of the other rules, needles per rule)
+        self.state: Optional[Tuple[Any, threading.local, Finder, Dict[int, Tuple[Needle, ...]]]] = None
         self.lock = threading.Lock()
-        self.local = threading.local()
 
     def __call__(self, window: bytes) -> Candidates:
         if self.loose.noisy != self.loosened and self.rebuilds < _MAX_REBUILDS:
@@ -299,28 +299,18 @@ class _LooseSwitch:
         database, taken = found
         rest = [i for i, lit in enumerate(self.plan.literals) if not set(lit.rules) <= set(taken)]
         rest_finder = _literal_database([self.plan.literals[i] for i in rest], rest)
-        return database, rest_finder, {rule: tuple(needles[rule]) for rule in taken}
+        return database, threading.local(), rest_finder, {rule: tuple(needles[rule]) for rule in taken}
 
-    def _loosely(self, window: bytes, database: Any, rest: Finder, needles) -> Candidates:
-        import hyperscan
-
+    def _loosely(
+        self, window: bytes, database: Any, local: threading.local, rest: Finder, needles
+    ) -> Candidates:
         out = rest(window)
         if not window.isascii():
             for start, lits in self.literal(window).items():
                 end = window.find(b"\n", start)
                 if not window[start:end if end != -1 else len(window)].isascii():
                     out.setdefault(start, set()).update(lits)
-        hits: List[Tuple[int, int]] = []
-        append = hits.append
-
-        def on_match(rule: int, _start: int, end: int, _flags: int, _ctx: object) -> None:
-            append((end, rule))
-
-        scratch = getattr(self.local, "scratch", None)
-        if scratch is None or getattr(self.local, "database", None) is not database:
-            scratch = self.local.scratch = hyperscan.Scratch(database)
-            self.local.database = database
-        database.scan(window, match_event_handler=on_match, scratch=scratch)
+        hits = _match_ends(database, local, window)
         lowered: Optional[bytes] = None
         done: Set[Tuple[int, int]] = set()
         for end, rule in hits:
@@ -346,33 +336,49 @@ def _loose_database(patterns: Dict[int, bytes]) -> Optional[Tuple[Any, List[int]
     import hyperscan
 
     ids = sorted(patterns)
-    for attempt in range(2):
-        if not ids:
-            return None
-        try:
-            db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
-            db.compile(
-                expressions=[patterns[i] for i in ids], ids=ids,
-                flags=[hyperscan.HS_FLAG_PREFILTER] * len(ids),
-            )
-            return db, ids
-        except hyperscan.error:
-            if attempt:
-                return None
-            ids = [i for i in ids if _compiles(patterns[i])]
-    return None
+    try:
+        return _compile_prefilter([patterns[i] for i in ids], ids), ids
+    except hyperscan.error:
+        pass
+    ids = [i for i in ids if _compiles(patterns[i])]
+    return (_compile_prefilter([patterns[i] for i in ids], ids), ids) if ids else None
 
 
 def _compiles(pattern: bytes) -> bool:
     import hyperscan
 
     try:
-        hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK).compile(
-            expressions=[pattern], ids=[0], flags=[hyperscan.HS_FLAG_PREFILTER]
-        )
+        _compile_prefilter([pattern], [0])
     except hyperscan.error:
         return False
     return True
+
+
+def _compile_prefilter(expressions: List[bytes], ids: List[int]) -> Any:
+    import hyperscan
+
+    db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+    db.compile(expressions=expressions, ids=ids, flags=[hyperscan.HS_FLAG_PREFILTER] * len(ids))
+    return db
+
+
+def _match_ends(database: Any, local: threading.local, window: bytes) -> List[Tuple[int, int]]:
+    """(end offset, id) of every match of ``database`` in ``window``. One scratch space per thread:
+    the guard scans stdout and stderr in two threads with one compiled database, and a scratch in use
+    by another scan fails with ScratchInUseError."""
+    import hyperscan
+
+    ends: List[Tuple[int, int]] = []
+    append = ends.append
+
+    def on_match(index: int, _start: int, end: int, _flags: int, _ctx: object) -> None:
+        append((end, index))
+
+    scratch = getattr(local, "scratch", None)
+    if scratch is None:
+        scratch = local.scratch = hyperscan.Scratch(database)
+    database.scan(window, match_event_handler=on_match, scratch=scratch)
+    return ends
 
 
 def _literal_database(literals: Sequence[Literal], ids: Optional[Sequence[int]] = None) -> Finder:
@@ -389,21 +395,10 @@ def _literal_database(literals: Sequence[Literal], ids: Optional[Sequence[int]] 
         literal=True,
     )
 
-    # One scratch space per thread: the guard scans stdout and stderr in two threads with one
-    # compiled database, and a scratch in use by another scan fails with ScratchInUseError.
     local = threading.local()
 
     def find(window: bytes) -> Candidates:
-        ends: List[tuple] = []
-        append = ends.append
-
-        def on_match(index: int, _start: int, end: int, _flags: int, _ctx: object) -> None:
-            append((end, index))
-
-        scratch = getattr(local, "scratch", None)
-        if scratch is None:
-            scratch = local.scratch = hyperscan.Scratch(db)
-        db.scan(window, match_event_handler=on_match, scratch=scratch)
+        ends = _match_ends(db, local, window)
         out: Candidates = {}
         rfind = window.rfind
         last_line = -1
