@@ -293,7 +293,10 @@ class _LiveLog:
         self.follow = _Follow(fd)
         self.error: Optional[str] = None
         self.scan = pipeline.LogScan(
-            Source(display_path, lambda: self.follow), catalogue, engine=prepared, on_event=on_event
+            # The command's output came through a pipe: no terminal wrapped it, and the live scan must
+            # not wait for 64 KiB of it before matching the first line.
+            Source(display_path, lambda: self.follow, may_be_wrapped=False), catalogue, engine=prepared,
+            on_event=on_event,
         )
         self.thread = threading.Thread(target=self._run, name=f"guard-scan-{os.path.basename(display_path)}",
                                        daemon=True)

@@ -10,6 +10,9 @@ lines (start included) or before the end of the log matches nothing, and a new s
 while a block is open restarts it: the same semantics as ``rules.loader.example_matches``, so a rule's
 examples predict the scan. Both engines use the same literals, so they find the same matches.
 
+A log copied from a terminal's screen has its long lines cut into rows (``_engine_wrap``): there the
+rows of a cut line are also matched joined again, for the matches no row holds alone.
+
 Memory stays bounded whatever the input: a window is at most two reads plus the unfinished line, and a
 line longer than ``LINE_CAP`` bytes (a progress bar redrawn for hours without a ``\\n``) is matched on
 its first and last ``LINE_CAP // 2`` bytes only; the middle is read, counted and dropped.
@@ -32,6 +35,7 @@ from ._engine_approx import LoosePatterns
 from ._engine_literals import Plan, build_plan
 from .attribution import TestTracker
 from ._engine_prefilter import Candidates, Finder, hyperscan_available, hyperscan_finder, python_finder
+from ._engine_wrap import Piece, WrapReader, logical_lines
 from .clean import clean_stripped, strip_controls, visible_excerpt
 from .match import Match
 from .sources import Source, Unscannable
@@ -182,14 +186,18 @@ def _reason(err: BaseException) -> str:
 class _Block:
     """A block rule's match in progress (internal, mutable while lines are fed to it)."""
 
-    __slots__ = ("index", "line", "text", "rank", "groups", "lines", "chars", "count", "progress", "cut_ok")
+    __slots__ = (
+        "index", "line", "last_row", "text", "rank", "groups", "lines", "chars", "count", "progress", "cut_ok"
+    )
 
     def __init__(
-        self, index: int, line: int, text: str, rank: Optional[int], groups: Dict[str, str], progress: Any
+        self, index: int, line: int, text: str, rank: Optional[int], groups: Dict[str, str], progress: Any,
+        last_row: int,
     ) -> None:
         self.progress = progress
         self.index = index
         self.line = line
+        self.last_row = last_row  # the start's last row: a terminal-wrapped start spans several
         self.text = text
         self.rank = rank
         self.groups = groups
@@ -254,10 +262,12 @@ class _SourceScan:
             return
         try:
             first_line = 1
-            for window in _windows(stream, self.path):
-                buf = strip_controls(window)
+            windows: Iterable[bytes] = (strip_controls(window) for window in _windows(stream, self.path))
+            reader = WrapReader(windows) if source.may_be_wrapped else None
+            for buf in reader if reader is not None else windows:
                 self.window, self.window_ascii, self.window_lowered = buf, buf.isascii(), None
-                next_line = self._window(buf, first_line, self.finder(buf))
+                joined = self._joined_lines(buf, reader.width) if reader is not None and reader.width else {}
+                next_line = self._window(buf, first_line, self.finder(buf), joined)
                 self.tracker.end_window(buf, first_line)
                 first_line = next_line
                 if self.pending:
@@ -273,9 +283,10 @@ class _SourceScan:
         yield from self._flush()
         yield from self._notices()
 
-    def _window(self, buf: bytes, line: int, cands: Candidates) -> int:
-        """Match the candidate lines of ``buf`` (its first line is ``line``); return the next number."""
-        keys = sorted(cands)
+    def _window(self, buf: bytes, line: int, cands: Candidates, joined: Dict[int, tuple]) -> int:
+        """Match the candidate lines of ``buf`` (its first line is ``line``) and the candidate
+        ``joined`` lines starting there; return the next line number."""
+        keys = sorted(cands.keys() | joined.keys()) if joined else sorted(cands)
         every = bool(self.always)
         count = buf.count
         find = buf.find
@@ -296,9 +307,11 @@ class _SourceScan:
             stop = n if end == -1 else end + 1
             lits = None
             if ki < nkeys and keys[ki] == pos:
-                lits = cands[pos]
+                lits = cands.get(pos)
                 ki += 1
             self._line(buf, pos, stop, line, lits)
+            if joined and pos in joined:
+                self._joined_line(buf, pos, line, *joined[pos])
             pos = stop
             line += 1
         return line + count(b"\n", pos) if pos < n else line
@@ -317,7 +330,8 @@ class _SourceScan:
         if self.open:
             excerpt_line = _excerpt_line(visible_excerpt(raw))
             for block in list(self.open):
-                self._feed(block, segments, excerpt_line, line)
+                if line > block.last_row:
+                    self._feed(block, segments, excerpt_line, line)
         first = self.first
         for index in indices:
             is_block, compiled, user = first[index]
@@ -336,16 +350,64 @@ class _SourceScan:
             if progress is _UNKNOWN:
                 progress = self.tracker.at(buf, pos, line)
             if is_block:
-                if index in self.open_rules:
-                    # The latest start wins: the earlier one has had no end so far.
-                    self._drop(index)
-                block = _Block(index, line, seg, rank, _groups(m), progress)
-                block.add(_excerpt_line(visible_excerpt(raw)))
-                self.open.append(block)
-                self.open_rules.add(index)
+                self._open(index, line, seg, rank, m, progress, _excerpt_line(visible_excerpt(raw)), line)
             else:
                 excerpt = _single_excerpt(raw, seg, m.start())
                 self.pending.append((line, index, line, seg, excerpt, _groups(m), rank, progress))
+
+    def _open(self, index: int, line: int, seg: str, rank: Optional[int], m, progress: Any, excerpt_line: str,
+              last_row: int) -> None:
+        """Start a block of rule ``index`` at ``line``; its lines are fed from the one after ``last_row``."""
+        if index in self.open_rules:
+            # The latest start wins: the earlier one has had no end so far.
+            self._drop(index)
+        block = _Block(index, line, seg, rank, _groups(m), progress, last_row)
+        block.add(excerpt_line)
+        self.open.append(block)
+        self.open_rules.add(index)
+
+    def _joined_lines(self, buf: bytes, width: int) -> Dict[int, tuple]:
+        """The lines of a wrapped window that a terminal cut into rows, joined again and run through the
+        finder: row start -> (joined text, its rows, literals found in it)."""
+        lines = logical_lines(buf, width)
+        if not lines:
+            return {}
+        found = self.finder(b"\n".join(text for _pos, _rows, text in lines) + b"\n")
+        joined: Dict[int, tuple] = {}
+        offset = 0
+        for pos, rows, text in lines:
+            lits = found.get(offset)
+            if lits is not None or self.always:
+                joined[pos] = (text, rows, lits)
+            offset += len(text) + 1
+        return joined
+
+    def _joined_line(self, buf: bytes, pos: int, line: int, text: bytes, rows: List[Piece],
+                     lits: Optional[set]) -> None:
+        """Match a joined line (``_engine_wrap``) with the rules that none of its rows matches alone:
+        a join only adds what the terminal's cut hid. The match is at the first row; a block that
+        starts there is fed from the row after the last one."""
+        indices = [i for i in self._candidate_rules(lits) if not self.first[i][2]]
+        if indices and text.isascii():
+            indices = self.loose.matching(indices, text, text.lower, 0, len(text))
+        if not indices:
+            return
+        cleaned, rank = clean_stripped(text)
+        pieces = [clean_stripped(buf[start:end])[0] for start, end in rows]
+        last_row = line + len(rows) - 1
+        progress: Any = _UNKNOWN
+        for index in indices:
+            is_block, compiled, _user = self.first[index]
+            m = compiled.search(cleaned)
+            if m is None or any(compiled.search(piece) for piece in pieces):
+                continue
+            if progress is _UNKNOWN:
+                progress = self.tracker.at(buf, pos, line)
+            excerpt = _single_excerpt(text, cleaned, m.start())
+            if is_block:
+                self._open(index, line, cleaned, rank, m, progress, excerpt, last_row)
+            else:
+                self.pending.append((line, index, last_row, cleaned, excerpt, _groups(m), rank, progress))
 
     def _candidate_rules(self, lits: Optional[set]) -> Sequence[int]:
         """The rules to try on a line holding the literals ``lits`` (None: no literal)."""
@@ -383,7 +445,7 @@ class _SourceScan:
             end_re = self.rules[block.index].end_re
             for name in end_re.groupindex if end_re is not None else ():
                 block.groups.setdefault(name, CUT_SHORT_GROUP)
-            self._close(block, block.line + block.count - 1)
+            self._close(block, block.last_row + block.count - 1)
 
     def _drop(self, index: int) -> None:
         """Forget the open block of rule ``index``: no end within ``max_lines`` means no match."""

@@ -54,12 +54,15 @@ class Source:
 
     ``skipped``: why this log is not scanned (``open()`` raises ``Unscannable``). ``in_directory``: it
     was found by walking a directory, so failing to open it is ``Unscannable`` too, not an ``InputError``.
+    ``may_be_wrapped``: it may be a terminal's copy, with long lines cut into rows (``_engine_wrap``);
+    the engine then reads its first 64 KiB before matching any, which a live log cannot wait for.
     """
 
     display_path: str
     opener: Callable[[], IO[bytes]]
     skipped: Optional[str] = None
     in_directory: bool = False
+    may_be_wrapped: bool = True
 
     def open(self) -> IO[bytes]:
         """Open the log for binary reading; raises ``InputError`` naming ``display_path``, or

@@ -1,0 +1,220 @@
+"""Terminal line-wrapping: the lines a terminal cut, joined again so that rules see the whole message.
+
+A log copied out of a terminal (a tmux or screen copy, an old Windows console, a paste into an issue)
+keeps a hard break every W columns, often in the middle of a word: "... ran for 600" / "043
+milliseconds before timing out." No piece holds the rule's wording, and a literal the prefilter looks
+for may be cut in two. Output that reached the log through a pipe (CI, the guard) was never wrapped.
+
+A source is wrapped when the first ``SAMPLE_BYTES`` of it show the signature of a terminal of width W
+(at least ``MIN_WIDTH`` columns): no more than ``MAX_LONGER`` lines longer than W, and at least
+``MIN_CUT_SHARE`` of the W-column rows broken inside a word or a sentence. The sample is the same
+whatever the engine's window size, so the decision is too. Rows a program drew to the full width
+(pytest's ``=== ... ===`` rules) and rows a copy padded with spaces end a line; a row of W - 1 columns
+is one whose last column held a space the copy trimmed (tmux's ``capture-pane`` does).
+
+In a wrapped source, a logical line is a run of cut rows plus the row after them (at most
+``MAX_PIECES`` rows). Windows are re-cut so that no run is split between two windows. What the engine
+does with a logical line is its business (``engine._SourceScan``): it only *adds* the matches that
+need the join, and the rows keep their own line numbers.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Iterable, Iterator, List, Optional, Tuple
+
+from .clean import clean_stripped
+
+SAMPLE_BYTES = 64 * 1024
+MIN_WIDTH = 60  # no terminal people paste from is narrower
+MAX_LONGER = 5  # lines longer than the terminal a paste may hold (a header, a line typed in by hand)
+MIN_CUT_SHARE = 0.1  # a terminal cuts inside words and sentences often; a log's longest lines end them
+MAX_PIECES = 64  # rows of one logical line (64 x 80 columns: a 5 KB message)
+MAX_HELD = 1 << 20  # a run of W-rows longer than this is matched as it is
+_WORD = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
+# A row ending in a rule of punctuation ("=== short test summary info ===", "____ test_x ____") or in
+# a right-aligned progress count ("... PASSED     [ 45%]") was drawn to the terminal's width by the
+# program (pytest does): it is a whole line, not a cut one.
+_SEPARATOR = re.compile(rb"(?:([^\sA-Za-z0-9])\1\1|\[ *\d+%\])$")
+
+_PLAIN_START = frozenset(b"abcdefghijklmnopqrstuvwxyz \t")  # no prefix starts so: skip the cleaning
+Piece = Tuple[int, int]  # a row of the window: its start and end offsets (no line ending)
+
+
+def _columns(row: bytes) -> int:
+    return len(row) if row.isascii() else len(row.decode("utf-8", "replace"))
+
+
+def _row(line: bytes) -> bytes:
+    """A line less its CRLF ending."""
+    return line[:-1] if line.endswith(b"\r") else line
+
+
+def _padded(row: bytes) -> bool:
+    return row.endswith(b"  ")
+
+
+def _starts_a_record(row: bytes) -> bool:
+    """A row that starts with a timestamp or another logger's prefix is a line of its own."""
+    return row[:1] not in _PLAIN_START and clean_stripped(row)[0] != row.decode("utf-8", "backslashreplace")
+
+
+def _cut_in_a_word(row: bytes, after: bytes) -> bool:
+    """Whether the break between two rows falls inside a word or a sentence ("indi" / "cates",
+    "the maximum time " / "of 60 minutes"): a terminal's cut, seldom where a program ends a line."""
+    if not row or not after or row[-1] == 32 and after[0] == 32 or _starts_a_record(after):
+        return False
+    if row[-1] == 32:
+        row, after = row[:-1], b" " + after
+    return row[-1:] != b" " and row[-1] in _WORD and (
+        after[0] in _WORD or after[:1] == b" " and after[1:2] != b"" and after[1] in _WORD
+    )
+
+
+def wrap_width(sample: bytes) -> Optional[int]:
+    """The width of the terminal that wrapped ``sample`` (whole lines of a log's start), or None."""
+    rows = sample.split(b"\n")
+    if rows and not rows[-1]:
+        rows.pop()
+    if b"\r" in sample:
+        rows = [_row(row) for row in rows]
+    widths = list(map(len, rows)) if sample.isascii() else [_columns(row) for row in rows]
+    if b"\r" in sample:
+        widths = [-1 if b"\r" in row else w for row, w in zip(rows, widths)]  # a redrawn bar is no row
+    candidates = sorted(set(widths), reverse=True)[: MAX_LONGER + 1]
+    if not candidates or candidates[0] < MIN_WIDTH:
+        return None
+    floor = candidates[-1] - 1
+    long_rows = [i for i, w in enumerate(widths[:-1]) if w >= floor]  # the rows any candidate looks at
+    longer = 0
+    for width in candidates:
+        if width < MIN_WIDTH or longer > MAX_LONGER:
+            return None
+        if _cut_at(rows, widths, long_rows, width):
+            return width
+        longer += widths.count(width)
+    return None
+
+
+def _cut_at(rows: List[bytes], widths: List[int], long_rows: List[int], width: int) -> bool:
+    """Whether the rows ``width`` wide look cut by a terminal: enough of them break inside a word or a
+    sentence (a row of ``width - 1`` counts when its cut space was trimmed)."""
+    full = cuts = 0
+    for i in long_rows:
+        w = widths[i]
+        if w not in (width, width - 1) or _padded(rows[i]) or _SEPARATOR.search(rows[i]):
+            continue
+        row, after = rows[i], rows[i + 1]
+        cut = _cut_in_a_word(row, after) if w == width else _cut_in_a_word(row + b" ", after)
+        full += w == width or cut
+        cuts += cut
+    return cuts >= 1 and cuts >= MIN_CUT_SHARE * full
+
+
+class WrapReader:
+    """The windows of one source, re-cut so that no wrapped run is split; ``width`` once it is known
+    (None: not wrapped, and the windows pass through untouched)."""
+
+    def __init__(self, windows: Iterable[bytes]) -> None:
+        self.windows = iter(windows)
+        self.width: Optional[int] = None
+
+    def __iter__(self) -> Iterator[bytes]:
+        first: List[bytes] = []
+        size = 0
+        for window in self.windows:
+            first.append(window)
+            size += len(window)
+            if size >= SAMPLE_BYTES:
+                break
+        start = b"".join(first)
+        sample = start[:SAMPLE_BYTES]
+        if len(start) > SAMPLE_BYTES:
+            sample = sample[: sample.rfind(b"\n") + 1]
+        self.width = wrap_width(sample)
+        if self.width is None:
+            yield from first
+            yield from self.windows
+            return
+        held = b""
+        for window in _chain(first, self.windows):
+            buf = held + window if held else window
+            cut = _safe_end(buf, self.width)
+            if cut == 0 and len(buf) <= MAX_HELD:
+                held = buf
+                continue
+            if cut == 0:
+                cut = len(buf)
+            held = buf[cut:]
+            yield buf[:cut]
+        if held:
+            yield held
+
+
+def _safe_end(buf: bytes, width: int) -> int:
+    """Where ``buf`` stops being safe to match: before the run of W-rows it ends with, which may go on
+    in the next window (0: the whole of it is such a run)."""
+    end = len(buf)
+    if not buf.endswith(b"\n"):  # the source's last window
+        return end
+    while end > 0:
+        start = buf.rfind(b"\n", 0, end - 1) + 1
+        if continues(_row(buf[start:end - 1]), width) is None:
+            return end
+        end = start
+    return 0
+
+
+def continues(row: bytes, width: int) -> bytes:
+    """What a terminal of ``width`` columns cut ``row`` (one line, no ending) from a longer line before:
+    b"" when it cut at the last column, b" " when the cut fell on a space that the copy trimmed from the
+    row's end (tmux's capture-pane does), None when ``row`` is a whole line."""
+    columns = _columns(row)
+    if columns < width - 1 or columns > width or b"\r" in row or _padded(row) or _SEPARATOR.search(row):
+        return None
+    if columns == width:
+        return b""
+    return None if row.endswith(b" ") else b" "
+
+
+def logical_lines(buf: bytes, width: int) -> List[Tuple[int, List[Piece], bytes]]:
+    """The logical lines of a window of a wrapped source that span two rows or more: the offset where
+    each starts, its rows, and its text joined again."""
+    found: List[Tuple[int, List[Piece], bytes]] = []
+    pos = 0
+    run: List[Piece] = []
+    parts: List[bytes] = []
+    n = len(buf)
+    while pos < n:
+        nl = buf.find(b"\n", pos)
+        end = n if nl == -1 else nl
+        row_end = end - 1 if end > pos and buf[end - 1] == 13 else end
+        row = buf[pos:row_end]
+        cut = continues(row, width)
+        if run and (not row.strip() or b"\r" in row or _starts_a_record(row)):
+            # This row is no continuation: the row before was a whole line that happened to be W wide.
+            if len(run) > 1:
+                found.append((run[0][0], run, b"".join(parts[:-1])))
+            run = []
+            if cut is not None:
+                run, parts = [(pos, row_end)], [row, cut]
+        elif run:
+            run.append((pos, row_end))
+            parts.append(row)
+            if cut is None or len(run) == MAX_PIECES:
+                found.append((run[0][0], run, b"".join(parts)))
+                run = []
+            else:
+                parts.append(cut)
+        elif cut is not None:
+            run = [(pos, row_end)]
+            parts = [row, cut]
+        pos = end + 1
+    if len(run) > 1:
+        found.append((run[0][0], run, b"".join(parts[:-1])))
+    return found
+
+
+def _chain(first: List[bytes], rest: Iterator[bytes]) -> Iterator[bytes]:
+    yield from first
+    yield from rest

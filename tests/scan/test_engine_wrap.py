@@ -1,0 +1,139 @@
+"""Terminal line-wrapping (``analyzer.scan._engine_wrap``): a log copied from a terminal's screen.
+
+The committed ``*-tmuxN`` fixtures are real logs shown in a real terminal (tmux, N columns) and copied
+back with ``capture-pane`` (fixtures/regenerate.py); tests/test_fixtures.py checks their findings on
+both engines. Here: the detection, window independence, and that a cut never costs a finding.
+The fold tests cut real fixtures at a column the way a terminal does (``fold`` semantics, no trim).
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import re
+
+import pytest
+
+from analyzer.model import Severity
+from analyzer.rules.loader import load_catalogue
+from analyzer.scan import engine as engine_module
+from analyzer.scan import scan_sources
+from analyzer.scan._engine_wrap import SAMPLE_BYTES, logical_lines, wrap_width
+from analyzer.scan.sources import Source
+from tests.scan.test_engine_helpers import ENGINES
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+REAL = load_catalogue()
+LOGS = sorted(glob.glob(os.path.join(ROOT, "fixtures", "*", "*.log")))
+COPIES = [p for p in LOGS if re.search(r"-tmux\d+\.log$", p)]
+
+
+def _captured_from_a_program(path: str) -> bool:
+    with open(path, "rb") as f:
+        return b"#! source: captured by fixtures/regenerate.py" in f.read(4096)
+
+
+# What regenerate.py captured from real programs through a pipe (the terminal copies aside).
+PIPED = [p for p in LOGS if p not in COPIES and _captured_from_a_program(p)]
+
+
+def body(path: str) -> bytes:
+    with open(path, "rb") as f:
+        return b"".join(line for line in f.read().splitlines(True) if not line.startswith(b"#!"))
+
+
+def fold(data: bytes, width: int) -> bytes:
+    """Cut every line longer than ``width`` characters into rows of ``width``, as a terminal does."""
+    rows = []
+    for line in data.decode("utf-8", "replace").split("\n"):
+        rows.append(line[:width])
+        rows.extend(line[at:at + width] for at in range(width, len(line), width))
+    return "\n".join(rows).encode("utf-8")
+
+
+def failing(data: bytes, engine: str = "python", may_be_wrapped: bool = True):
+    source = Source("log", lambda: __import__("io").BytesIO(data), may_be_wrapped=may_be_wrapped)
+    findings = scan_sources([source], REAL, engine=engine)
+    return {f.rule for f in findings if f.severity is not Severity.NOTICE}
+
+
+def test_there_are_terminal_copies_and_piped_logs_to_test_on():
+    assert len(COPIES) >= 5
+    assert len(PIPED) >= 40
+
+
+@pytest.mark.parametrize("path", COPIES, ids=os.path.basename)
+def test_a_terminal_copy_is_recognised_at_its_width(path):
+    width = int(re.search(r"-tmux(\d+)\.log$", path).group(1))
+    assert wrap_width(body(path)[:SAMPLE_BYTES]) == width
+
+
+@pytest.mark.parametrize("path", PIPED, ids=lambda p: os.path.relpath(p, ROOT))
+def test_a_log_that_came_through_a_pipe_scans_the_same_whether_or_not_it_may_be_wrapped(path):
+    # Detection leans to "wrapped" (a cut message must not be missed); a wrong guess may only add a
+    # match across two rows that neither holds, and on real piped logs it adds none.
+    data = body(path)
+    assert failing(data) == failing(data, may_be_wrapped=False)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_join_is_what_finds_the_cut_message(engine):
+    path = os.path.join(ROOT, "fixtures", "quoted", "nccl-watchdog-tmux100.log")
+    data = body(path)
+    assert "nccl-watchdog-timeout" in failing(data, engine)
+    assert "nccl-watchdog-timeout" not in failing(data, engine, may_be_wrapped=False)
+
+
+@pytest.mark.parametrize("size", [7, 97, 4096])
+@pytest.mark.parametrize("engine", ENGINES)
+def test_any_window_size_joins_the_same_rows(size, engine, tmp_path, monkeypatch):
+    from tests.scan.test_engine_helpers import scan, summary
+
+    paths = COPIES + [os.path.join(ROOT, "fixtures", "quoted", "nccl-watchdog-stuck-wrapped.log")]
+    expected = summary(scan(paths, REAL, engine))
+    monkeypatch.setattr(engine_module, "READ_SIZE", size)
+    assert summary(scan(paths, REAL, engine)) == expected
+
+
+def test_rows_a_program_drew_to_the_width_are_whole_lines():
+    rows = [
+        b"tests/test_a.py::test_one PASSED" + b" " * 42 + b"[ 50%]",
+        b"tests/test_a.py::test_two PASSED" + b" " * 42 + b"[100%]",
+        b"=" * 30 + b" 2 passed in 0.01s " + b"=" * 31,
+        b"_" * 35 + b" test_x " + b"_" * 37,
+        b"E" * 80,
+        b"continued",
+    ]
+    buf = b"\n".join(rows) + b"\n"
+    assert [rows[r] for r in range(3)] == [row for row in rows[:3] if len(row) == 80]
+    (only,) = logical_lines(buf, 80)
+    assert only[2] == b"E" * 80 + b"continued"
+
+
+FAILURES = [p for p in LOGS if "/negative/" not in p and p not in COPIES]
+HEALTHY = [p for p in LOGS if "/negative/" in p]
+
+
+@pytest.mark.parametrize("width", [80, 120])
+def test_a_real_failure_cut_by_a_terminal_keeps_every_finding(width):
+    lost = {}
+    for path in FAILURES:
+        data = body(path)
+        if max(map(len, data.split(b"\n"))) <= width:
+            continue
+        want = failing(data)
+        missing = want - failing(fold(data, width))
+        if missing:
+            lost[os.path.basename(path)] = sorted(missing)
+    assert lost == {}
+
+
+@pytest.mark.parametrize("width", [80, 120])
+def test_a_healthy_run_cut_by_a_terminal_stays_healthy(width):
+    alarms = {}
+    for path in HEALTHY:
+        data = body(path)
+        extra = failing(fold(data, width)) - failing(data)
+        if extra:
+            alarms[os.path.basename(path)] = sorted(extra)
+    assert alarms == {}
