@@ -154,10 +154,9 @@ def test_healthy_logs_raise_no_error_and_no_warning(path: Path, catalogue):
 
 def test_every_finding_rule_has_a_real_fixture(catalogue):
     # Rules whose wording no fixture carries yet; each is still proven by its examples.
-    example_only = {"pytorch-ci-timed-out", "workers-timed-out", "gitlab-job-timeout",
-                    # no public log quotes these wordings alone yet (the flattened report, an
-                    # aborted communicator whose reason is not the watchdog's timeout)
-                    "torchrun-root-cause-inline", "nccl-communicator-aborted"}
+    example_only = {"pytorch-ci-timed-out",
+                    # no public log quotes this wording alone yet (the flattened report)
+                    "torchrun-root-cause-inline"}
     covered = set()
     for path in LOGS:
         covered |= {e.rule for e in read_header(path)["expect"] if not e.notice}  # type: ignore[union-attr]
