@@ -37,6 +37,8 @@ _WORD = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ01234567
 # program (pytest does): it is a whole line, not a cut one.
 _SEPARATOR = re.compile(rb"(?:([^\sA-Za-z0-9])\1\1|\[ *\d+%\])$")
 
+_OPEN = frozenset(b"([{,=-_/\\")  # a line seldom ends so: a cut does
+_CLOSE = frozenset(b")]},;=-_")  # a line seldom starts so: a cut does
 _PLAIN_START = frozenset(b"abcdefghijklmnopqrstuvwxyz \t")  # no prefix starts so: skip the cleaning
 Piece = Tuple[int, int]  # a row of the window: its start and end offsets (no line ending)
 
@@ -61,14 +63,18 @@ def _starts_a_record(row: bytes) -> bool:
 
 def _cut_in_a_word(row: bytes, after: bytes) -> bool:
     """Whether the break between two rows falls inside a word or a sentence ("indi" / "cates",
-    "the maximum time " / "of 60 minutes"): a terminal's cut, seldom where a program ends a line."""
+    "the maximum time " / "of 60 minutes", "failed (" / "exitcode: -9)"): a terminal's cut, seldom
+    where a program ends a line (programs end lines with a word, ")", "." or ":", and start the next
+    one at its margin or indented by two or more)."""
     if not row or not after or row[-1] == 32 and after[0] == 32 or _starts_a_record(after):
         return False
     if row[-1] == 32:
         row, after = row[:-1], b" " + after
-    return row[-1:] != b" " and row[-1] in _WORD and (
-        after[0] in _WORD or after[:1] == b" " and after[1:2] != b"" and after[1] in _WORD
-    )
+    if not row or row[-1] == 32:
+        return False
+    if after[0] == 32:
+        return after[1:2] not in (b"", b" ", b"\t")
+    return row[-1] in _WORD and after[0] in _WORD or row[-1] in _OPEN or after[0] in _CLOSE
 
 
 def wrap_width(sample: bytes) -> Optional[int]:
@@ -178,12 +184,14 @@ def continues(row: bytes, width: int) -> bytes:
 
 
 def logical_lines(buf: bytes, width: int) -> List[Tuple[int, List[Piece], bytes]]:
-    """The logical lines of a window of a wrapped source that span two rows or more: the offset where
-    each starts, its rows, and its text joined again."""
+    """The lines of a window of a wrapped source that span two rows or more: the offset where each
+    starts, its rows, and its text joined again. A run of cut rows gives one such line from each of
+    its rows but the last: a row W - 1 wide may be a whole line after all (only a trimmed space tells
+    them apart), and the line that starts after it must still be found at its start."""
     found: List[Tuple[int, List[Piece], bytes]] = []
-    pos = 0
     run: List[Piece] = []
-    parts: List[bytes] = []
+    parts: List[bytes] = []  # each row of the run, then what the cut took after it
+    pos = 0
     n = len(buf)
     while pos < n:
         nl = buf.find(b"\n", pos)
@@ -191,28 +199,28 @@ def logical_lines(buf: bytes, width: int) -> List[Tuple[int, List[Piece], bytes]
         row_end = end - 1 if end > pos and buf[end - 1] == 13 else end
         row = buf[pos:row_end]
         cut = continues(row, width)
-        if run and (not row.strip() or b"\r" in row or _starts_a_record(row)):
-            # This row is no continuation: the row before was a whole line that happened to be W wide.
-            if len(run) > 1:
-                found.append((run[0][0], run, b"".join(parts[:-1])))
-            run = []
-            if cut is not None:
-                run, parts = [(pos, row_end)], [row, cut]
-        elif run:
+        if run and not (not row.strip() or b"\r" in row or _starts_a_record(row)):
             run.append((pos, row_end))
             parts.append(row)
             if cut is None or len(run) == MAX_PIECES:
-                found.append((run[0][0], run, b"".join(parts)))
+                _add_run(found, run, parts)
                 run = []
             else:
                 parts.append(cut)
-        elif cut is not None:
-            run = [(pos, row_end)]
-            parts = [row, cut]
+        else:
+            # Not a continuation: the row before was a whole line that happened to be W wide.
+            if len(run) > 1:
+                _add_run(found, run, parts[:-1])
+            run, parts = ([(pos, row_end)], [row, cut]) if cut is not None else ([], [])
         pos = end + 1
     if len(run) > 1:
-        found.append((run[0][0], run, b"".join(parts[:-1])))
+        _add_run(found, run, parts[:-1])
     return found
+
+
+def _add_run(found: List[Tuple[int, List[Piece], bytes]], run: List[Piece], parts: List[bytes]) -> None:
+    for first in range(len(run) - 1):
+        found.append((run[first][0], run[first:], b"".join(parts[2 * first:])))
 
 
 def _chain(first: List[bytes], rest: Iterator[bytes]) -> Iterator[bytes]:

@@ -246,6 +246,7 @@ class _SourceScan:
         self.window = b""  # the window being matched, its isascii() and lower() (made when asked)
         self.window_ascii = True
         self.window_lowered: Optional[bytes] = None
+        self.joined_to: Dict[int, int] = {}  # rule index -> last row a joined line matched it into
 
     def _lowered(self) -> bytes:
         """The window in lower case, made once per window when a caseless rule needs it."""
@@ -397,10 +398,13 @@ class _SourceScan:
         last_row = line + len(rows) - 1
         progress: Any = _UNKNOWN
         for index in indices:
+            if self.joined_to.get(index, 0) >= line:
+                continue  # a join from a row above already matched this rule into this row
             is_block, compiled, _user = self.first[index]
             m = compiled.search(cleaned)
             if m is None or any(compiled.search(piece) for piece in pieces):
                 continue
+            self.joined_to[index] = last_row
             if progress is _UNKNOWN:
                 progress = self.tracker.at(buf, pos, line)
             excerpt = _single_excerpt(text, cleaned, m.start())
