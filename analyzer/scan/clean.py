@@ -12,7 +12,9 @@ NAME:", "Segmentation fault") still finds its wording when the log went through 
 (``2026-09-17 13:40:05 ``), Jenkins' timestamper (``14:13:08 ``), docker buildkit (``#9 31.55 ``),
 Python logging's ``[2024-01-09 18:41:23,123] [ERROR] `` and ``ERROR:pkg.module:``, glog and torch's
 C++ logging at levels I, W and E (``E0325 12:00:00.123 1234 file.cpp:12] ``,
-``[E1206 18:44:12.7 ProcessGroupNCCL.cpp:607] ``), NCCL's ``host:pid:tid [dev] ``, vLLM's
+``[E1206 18:44:12.7 ProcessGroupNCCL.cpp:607] ``), TensorFlow's and absl's
+``2021-06-08 13:00:47.364628: E file.cc:12] ``, NCCL's ``host:pid:tid [dev] ``, mpirun
+``--tag-output``'s ``[1,0]<stderr>:`` (after ``--timestamp-output``'s date or alone), vLLM's
 ``ERROR 08-15 17:38:13 [core.py:398] ``, Ray's and vLLM's ``(EngineCore_DP0 pid=559) ``, docker
 compose's ``service  | ``, and torchrun ``--tee``'s ``[default0]:`` (a local rank, so it is not returned
 as the rank).
@@ -48,6 +50,9 @@ _LOGGER_PREFIX = re.compile(
     r"|\[\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?\] (?:\[(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\] )?"
     r"|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL):[\w.]+:(?=\S)"  # logging.basicConfig's default format
     r"|\[?[IWE]\d{3,4} \d\d:\d\d:\d+\.\d+ +(?:\d+ +)?[\w./-]+:\d+\]:? ?"  # glog, c10 (E321: no zero)
+    r"|\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+: [IWE] [\w./-]+:\d+\] "  # TensorFlow's and absl's C++ logging
+    # mpirun's --tag-output, after --timestamp-output's date or alone
+    r"|(?:[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4})?\[\d+,\d+\]<std(?:out|err)>:"
     r"|\[[IWE] [\w./-]+:\d+\] "
     r"|[\w.-]+:\d+:\d+ \[\d+\] "  # NCCL's host:pid:tid [cudaDev]
     r"|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \[[\w./-]+:\d+\] "  # vLLM

@@ -52,6 +52,13 @@ def test_other_loggers_prefixes_are_stripped():
         b"2026-09-17 13:40:05 zsh: killed     python3 x.py": "zsh: killed     python3 x.py",
         b" 2025-02-18 12:54 Traceback (most recent call last):": "Traceback (most recent call last):",
         b"#9 31.55 Killed": "Killed",
+        # jax-ml/jax#6921, NVIDIA/nccl#957
+        b"2021-06-08 13:00:47.364628: E external/org_tensorflow/tensorflow/compiler/xla/pjrt/client.cc:1981]"
+        b" Execution of replica 0 failed: INTERNAL: CUDA_ERROR_ILLEGAL_ADDRESS":
+            "Execution of replica 0 failed: INTERNAL: CUDA_ERROR_ILLEGAL_ADDRESS",
+        b"Fri Aug 11 12:31:45 2023[1,0]<stdout>:Traceback (most recent call last):":
+            "Traceback (most recent call last):",
+        b"[1,3]<stderr>:Segmentation fault (core dumped)": "Segmentation fault (core dumped)",
     }
     for raw, text in cases.items():
         assert clean_line(raw) == (text, None)
