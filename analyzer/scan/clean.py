@@ -18,7 +18,8 @@ C++ logging at levels I, W and E (``E0325 12:00:00.123 1234 file.cpp:12] ``,
 ``ERROR 08-15 17:38:13 [core.py:398] ``, Ray's and vLLM's ``(EngineCore_DP0 pid=559) ``, docker
 compose's ``service  | ``, and torchrun ``--tee``'s ``[default0]:`` (a local rank, so it is not returned
 as the rank).
-A glog FATAL (``F``) prefix is kept: it is part of what the fatal-line rule matches.
+A glog FATAL (``F``) prefix is kept: it is part of what the fatal-line rule matches. A line a paste
+quoted as Markdown code (```` `Killed` ````, a fence glued to its first line) loses the backticks.
 
 Carriage returns: a progress bar redraws one terminal line with ``\\r`` many times before its ``\\n``.
 Line numbers count ``\\n`` only, so the whole redraw stays one line, and the cleaned text keeps the
@@ -108,6 +109,11 @@ def clean_stripped(raw: bytes) -> Tuple[str, Optional[int]]:
             if raw.startswith(_BOM):
                 raw = raw[3:]
     text = raw.decode("utf-8", "backslashreplace")
+    if text.startswith("`"):
+        # A line pasted into Markdown as code ("`Killed`", "```Traceback (most recent call last):").
+        text = text.lstrip("`")
+        if text.endswith("`"):
+            text = text.rstrip("`")
     rank = None
     for _ in range(3):  # e.g. journald, then [rankN]:, then torch's [E... file.cpp:N]
         if text.startswith("[rank"):

@@ -59,6 +59,10 @@ def test_other_loggers_prefixes_are_stripped():
         b"Fri Aug 11 12:31:45 2023[1,0]<stdout>:Traceback (most recent call last):":
             "Traceback (most recent call last):",
         b"[1,3]<stderr>:Segmentation fault (core dumped)": "Segmentation fault (core dumped)",
+        # Markdown code in a paste (actions/runner#1473, modelscope/ms-swift#5884)
+        b"`Killed`": "Killed",
+        b"```Traceback (most recent call last):": "Traceback (most recent call last):",
+        b"``[E1206 18:44:12.7 ProcessGroupNCCL.cpp:607] [Rank 0] Watchdog``": "[Rank 0] Watchdog",
     }
     for raw, text in cases.items():
         assert clean_line(raw) == (text, None)
