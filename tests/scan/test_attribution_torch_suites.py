@@ -6,6 +6,11 @@ long name gets ``_ TestClass.test_name _`` rather than ``____ test_y ____``. The
 header belongs to that test: a wording a passing test provoked and checked there (a DataLoader worker
 killed by a signal, a store that timed out) is a notice, and the same wording in a failing test's
 report is still an error naming that test. Both run pytest for real on a tiny test file.
+
+unittest ``-v`` prints a test with a docstring (torch's DataLoader tests have many) on two lines: the
+id alone, then the docstring's first line ending in `` ... `` and the outcome. The output between them
+is that test's, not the one before it: a handled event there is a notice, a failing test's event an
+error naming it. Those run unittest for real.
 """
 
 from __future__ import annotations
@@ -74,4 +79,71 @@ def test_the_same_event_under_a_long_failing_header_is_an_error_naming_it(tmp_pa
     # The failing test's report comes first (FAILURES), the passing one's after it (PASSES).
     assert worker == [("error", FAILING), ("notice", PASSING)]
     assert ("pytest-test-outcome", "error") in {(s[0], s[1]) for s in summary(findings)}
+    assert decide(findings)[1] == 1
+
+
+UNITTEST_HEAD = """
+    import sys
+    import unittest
+
+
+    class TestLoader(unittest.TestCase):
+"""
+UNITTEST_PLAIN = """
+        def test_a_plain(self):
+            pass
+"""
+UNITTEST_BROKEN_FIRST = """
+        def test_a_broken(self):
+            self.fail("not the loader")
+"""
+UNITTEST_HANDLED = """
+        def test_b_worker_kill_is_reported(self):
+            \"\"\"Check that the loader reports a worker killed by a signal.\"\"\"
+            print("RuntimeError: DataLoader worker (pid 4242) is killed by signal: Killed.", file=sys.stderr)
+"""
+UNITTEST_FAILING = """
+        def test_c_worker_kill_fails_the_test(self):
+            \"\"\"Check that the loader survives its worker.\"\"\"
+            print("RuntimeError: DataLoader worker (pid 4343) is killed by signal: Killed.", file=sys.stderr)
+            self.fail("the loader died with its worker")
+"""
+UNITTEST_TAIL = """
+
+    if __name__ == "__main__":
+        unittest.main()
+"""
+
+
+def unittest_run(tmp_path: Path, *methods: str) -> str:
+    """The log of ``python test_loader.py -v`` over the class made of ``methods``."""
+    body = "".join(textwrap.dedent(m).replace("\n", "\n    ") for m in methods)
+    source = textwrap.dedent(UNITTEST_HEAD) + body
+    (tmp_path / "test_loader.py").write_text(source + textwrap.dedent(UNITTEST_TAIL))
+    proc = subprocess.run([sys.executable, "test_loader.py", "-v"], cwd=str(tmp_path), stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, timeout=120)
+    return proc.stdout.decode("utf-8", "backslashreplace")
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_handled_event_of_a_unittest_with_a_docstring_is_its_notice(tmp_path, engine):
+    log = unittest_run(tmp_path, UNITTEST_PLAIN, UNITTEST_HANDLED)
+    assert "\nCheck that the loader reports a worker killed by a signal. ... " in log and "\nOK" in log
+    findings = scan({"job.log": log}, engine=engine)
+    assert summary(findings) == [("dataloader-worker-killed", "notice", 3,
+                                  "test_b_worker_kill_is_reported (__main__.TestLoader)")]
+    assert decide(findings)[1] == 0
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_failing_unittest_with_a_docstring_keeps_its_event_an_error(tmp_path, engine):
+    # Before: a docstring's test was not seen to start, so the handled event went to the failed test
+    # before it (an error), and the failing test's event to the passed test before it (a notice).
+    log = unittest_run(tmp_path, UNITTEST_BROKEN_FIRST, UNITTEST_HANDLED, UNITTEST_FAILING)
+    assert "FAILED (failures=2)" in log
+    findings = scan({"job.log": log}, engine=engine)
+    worker = [(s[1], s[3]) for s in sorted(summary(findings), key=lambda s: s[2])
+              if s[0] == "dataloader-worker-killed"]
+    assert worker == [("notice", "test_b_worker_kill_is_reported (__main__.TestLoader)"),
+                      ("error", "test_c_worker_kill_fails_the_test (__main__.TestLoader)")]
     assert decide(findings)[1] == 1
