@@ -19,6 +19,11 @@ the lines after them and attribute nothing. regrtest's parallel lines are printe
 but the worker's output comes right after them: what follows belongs to that file, finished.
 
 Unittest ids are normalised to ``test_m (mod.Class)``: Python 3.11+ prints ``test_m (mod.Class.test_m)``.
+A test with a docstring takes two lines in unittest ``-v``: ``test_m (mod.Class)`` alone, then the
+docstring's first line ending in `` ... `` and, once the test is done, its outcome (``Check that workers
+exit ... ok``, torch's DataLoader tests among many). The first line is the progress line when the
+second follows it in the same window; missing it gave the test's output to the test before it, so a
+failing test's crash became a passed test's notice.
 """
 
 from __future__ import annotations
@@ -32,7 +37,9 @@ from .clean import clean_stripped
 PYTEST_NEEDLE = b".py::"
 UNITTEST_NEEDLE = b") ..."
 REGRTEST_NEEDLE = b"] test"  # regrtest only runs modules named test*
-NEEDLES = (PYTEST_NEEDLE, UNITTEST_NEEDLE, REGRTEST_NEEDLE)
+# A unittest id alone on its line, its docstring on the next (with or without a CR before the LF).
+UNITTEST_DOC_NEEDLES = (b")\n", b")\r\n")
+NEEDLES = (PYTEST_NEEDLE, UNITTEST_NEEDLE, REGRTEST_NEEDLE) + UNITTEST_DOC_NEEDLES
 # A window full of lines that mention a node id without being progress lines (a long short test
 # summary) is searched this many candidates deep, then counts as showing no test.
 MAX_CANDIDATES = 64
@@ -55,6 +62,9 @@ _BARE_OUTCOME = re.compile(
     rb"(?:PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS|ok|FAIL|skipped|expected failure|unexpected success)\b"
 )
 _UNITTEST_ID = re.compile(r"^(?P<name>\w+) \((?P<cls>[\w.]+)\)")
+_UNITTEST_DOC_HEAD = re.compile(r"(?P<name>\w+) \((?P<cls>[\w.]+)\)$")
+# The docstring line: greedy, so the outcome is what follows its last " ...".
+_UNITTEST_DOC_LINE = re.compile(r"^.* \.\.\.(?: (?P<rest>.*))?$")
 
 
 @dataclass(frozen=True)
@@ -105,6 +115,25 @@ def parse_progress(raw: bytes) -> Optional[Tuple[str, bool, bool]]:
     return None
 
 
+def _parse_at(buf: bytes, start: int, end: int) -> Optional[Tuple[str, bool, bool]]:
+    """``parse_progress`` of the line ``buf[start:end]``, or the first line of a unittest test with a
+    docstring (``test_m (mod.Class)`` alone, the docstring line after it in ``buf``)."""
+    parsed = parse_progress(buf[start:end])
+    if parsed is not None or end >= len(buf) or buf[end - 1:end] not in (b")", b"\r"):
+        return parsed
+    text, _ = clean_stripped(buf[start:end])
+    head = _UNITTEST_DOC_HEAD.match(text.strip())
+    if head is None:
+        return None
+    nxt = buf.find(b"\n", end + 1)
+    doc, _ = clean_stripped(buf[end + 1: len(buf) if nxt == -1 else nxt])
+    m = _UNITTEST_DOC_LINE.match(doc.rstrip("\r"))
+    if m is None:
+        return None
+    rest = m.group("rest") or ""
+    return unittest_id(head.group("name"), head.group("cls")), bool(_UNITTEST_OUTCOME.match(rest)), False
+
+
 def _line_around(buf: bytes, at: int) -> Tuple[int, int]:
     """Start and end (exclusive, without its ``\\n``) of the line of ``buf`` that holds offset ``at``."""
     end = buf.find(b"\n", at)
@@ -122,7 +151,7 @@ def _last_progress(buf: bytes, hi: int, floor: int = 0) -> Optional[Tuple[int, i
         while at != -1 and tries < MAX_CANDIDATES:
             tries += 1
             start, end = _line_around(buf, at)
-            parsed = parse_progress(buf[start:end])
+            parsed = _parse_at(buf, start, end)
             if parsed is not None:
                 if best is None or start > best[0]:
                     best = (start, end, parsed)
@@ -142,7 +171,7 @@ def _next_progress(buf: bytes, lo: int) -> int:
         while at != -1 and tries < MAX_CANDIDATES:
             tries += 1
             start, end = _line_around(buf, at)
-            if start >= lo and parse_progress(buf[start:end]) is not None:
+            if start >= lo and _parse_at(buf, start, end) is not None:
                 best = min(best, start)
                 break
             at = buf.find(needle, end, best)
