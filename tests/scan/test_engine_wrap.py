@@ -133,12 +133,15 @@ def test_a_real_failure_cut_by_a_terminal_keeps_its_findings(width):
 
 
 @pytest.mark.parametrize("width", [80, 120])
-def test_a_healthy_run_cut_by_a_terminal_stays_healthy(width):
+def test_joining_a_healthy_run_cut_by_a_terminal_adds_no_alarm(width):
+    # What the joins may add, against the same cut log scanned row by row. (Test attribution reads
+    # the rows as they are: a cut unittest start line can still make a handled event an error.)
     alarms = {}
     assert len(HEALTHY) >= 20
     for path in HEALTHY:
         data = body(path)
-        extra = failing(fold(data, width)) - failing(data)
+        cut = fold(data, width)
+        extra = failing(cut) - failing(cut, may_be_wrapped=False) - failing(data)
         if extra:
             alarms[os.path.basename(path)] = sorted(extra)
     assert alarms == {}
