@@ -20,6 +20,7 @@ need the join, and the rows keep their own line numbers.
 
 from __future__ import annotations
 
+import itertools
 import re
 from typing import Iterable, Iterator, List, Optional, Tuple
 
@@ -133,9 +134,11 @@ class WrapReader:
             size += len(window)
             if size >= SAMPLE_BYTES:
                 break
-        start = b"".join(first)
-        sample = start[:SAMPLE_BYTES]
-        if len(start) > SAMPLE_BYTES:
+        # Windows end at a "\n": the sample is the whole lines of the first SAMPLE_BYTES (a big first
+        # window, the common case, is sliced, not copied whole).
+        sample = first[0][: SAMPLE_BYTES + 1] if len(first) == 1 else b"".join(first)
+        if len(sample) > SAMPLE_BYTES:
+            sample = sample[:SAMPLE_BYTES]
             sample = sample[: sample.rfind(b"\n") + 1]
         self.width = wrap_width(sample)
         if self.width is None:
@@ -143,7 +146,7 @@ class WrapReader:
             yield from self.windows
             return
         held = b""
-        for window in _chain(first, self.windows):
+        for window in itertools.chain(first, self.windows):
             buf = held + window if held else window
             cut = _safe_end(buf, self.width)
             if cut == 0 and len(buf) <= MAX_HELD:
@@ -171,7 +174,7 @@ def _safe_end(buf: bytes, width: int) -> int:
     return 0
 
 
-def continues(row: bytes, width: int) -> bytes:
+def continues(row: bytes, width: int) -> Optional[bytes]:
     """What a terminal of ``width`` columns cut ``row`` (one line, no ending) from a longer line before:
     b"" when it cut at the last column, b" " when the cut fell on a space that the copy trimmed from the
     row's end (tmux's capture-pane does), None when ``row`` is a whole line."""
@@ -221,8 +224,3 @@ def logical_lines(buf: bytes, width: int) -> List[Tuple[int, List[Piece], bytes]
 def _add_run(found: List[Tuple[int, List[Piece], bytes]], run: List[Piece], parts: List[bytes]) -> None:
     for first in range(len(run) - 1):
         found.append((run[first][0], run[first:], b"".join(parts[2 * first:])))
-
-
-def _chain(first: List[bytes], rest: Iterator[bytes]) -> Iterator[bytes]:
-    yield from first
-    yield from rest

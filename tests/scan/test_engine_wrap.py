@@ -9,6 +9,7 @@ The fold tests cut real fixtures at a column the way a terminal does (``fold`` s
 from __future__ import annotations
 
 import glob
+import io
 import os
 import re
 
@@ -52,7 +53,7 @@ def fold(data: bytes, width: int) -> bytes:
 
 
 def failing(data: bytes, engine: str = "python", may_be_wrapped: bool = True):
-    source = Source("log", lambda: __import__("io").BytesIO(data), may_be_wrapped=may_be_wrapped)
+    source = Source("log", lambda: io.BytesIO(data), may_be_wrapped=may_be_wrapped)
     findings = scan_sources([source], REAL, engine=engine)
     return {f.rule for f in findings if f.severity is not Severity.NOTICE}
 
