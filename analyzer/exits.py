@@ -13,6 +13,25 @@ SIGNAL_EXIT_BASE = 128
 TIMEOUT_EXIT_STATUS = 124  # what coreutils timeout returns; CI users already read it as "timed out"
 
 
+# NTSTATUS codes a crashed Windows process exits with (printed as 3221225477, -1073741819 or
+# 0xC0000005); the names are Microsoft's (ntstatus.h).
+WINDOWS_CRASH_STATUS = {
+    0xC0000005: "STATUS_ACCESS_VIOLATION",
+    0xC0000006: "STATUS_IN_PAGE_ERROR",
+    0xC000008E: "STATUS_FLOAT_DIVIDE_BY_ZERO",
+    0xC0000091: "STATUS_FLOAT_OVERFLOW",
+    0xC0000094: "STATUS_INTEGER_DIVIDE_BY_ZERO",
+    0xC00000FD: "STATUS_STACK_OVERFLOW",
+    0xC0000374: "STATUS_HEAP_CORRUPTION",
+    0xC0000409: "STATUS_STACK_BUFFER_OVERRUN",
+}
+
+
+def windows_status_name(status: int) -> Optional[str]:
+    """``-1073741819``, ``3221225477`` (both 0xC0000005) -> ``"STATUS_ACCESS_VIOLATION"``."""
+    return WINDOWS_CRASH_STATUS.get(status & 0xFFFFFFFF)
+
+
 def signal_name(signum: int) -> Optional[str]:
     """``15 -> "SIGTERM"``; ``None`` for a number that is no signal on this platform."""
     try:

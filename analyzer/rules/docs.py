@@ -108,6 +108,11 @@ def _section(rule: Rule) -> List[str]:
         facts.append("root cause: outranks every other error")
     if rule.collateral_after:
         facts.append("collateral after " + ", ".join(f"`{name}`" for name in rule.collateral_after))
+    if rule.same_event_as:
+        told = ", ".join(f"`{name}`" for name in rule.same_event_as)
+        facts.append(f"tells the same event as {told} within {rule.same_event_lines} lines")
+    if rule.dies_of:
+        facts.append(f"the process dies of `{rule.dies_of}`")
     if rule.is_block:
         facts.append(f"block of at most {rule.max_lines} lines")
     if rule.ignore_case:

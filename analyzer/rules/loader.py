@@ -76,6 +76,11 @@ RULE = Table(
         Key("collateral_after", schema.strings(schema.kebab), default=(), shapes=_FINDINGS,
             misplaced=_MARKER_NO_FINDING),
         Key("root_cause", schema.flag, default=False, shapes=_FINDINGS, misplaced=_MARKER_NO_FINDING),
+        Key("same_event_as", schema.strings(schema.kebab), default=(), shapes=_FINDINGS,
+            misplaced=_MARKER_NO_FINDING),
+        Key("same_event_lines", schema.count(0, "lines"), default=0, shapes=_FINDINGS,
+            misplaced=_MARKER_NO_FINDING),
+        Key("dies_of", schema.signal_name, shapes=_FINDINGS, misplaced=_MARKER_NO_FINDING),
         Key("guard", schema.flag, default=False),
     ),
     not_mapping="a rule must be a mapping of keys such as id, kind, pattern",
@@ -142,6 +147,7 @@ def parse_catalogue(
         top["rules"], source, user_defined=user_defined, require_examples=require_examples, trusted=trusted
     )
     check_markers(rules, source)
+    check_same_event(rules, source, {rule.id for rule in rules if not rule.marker})
     return rules
 
 
@@ -269,6 +275,9 @@ def parse_rule(
         marker=values["marker"],
         collateral_after=values["collateral_after"],
         root_cause=values["root_cause"],
+        same_event_as=values["same_event_as"],
+        same_event_lines=values["same_event_lines"],
+        dies_of=values["dies_of"],
         user_defined=user_defined,
         guard=shape == GUARD,
         pattern_re=compiled.get("pattern"),
@@ -296,6 +305,15 @@ def check_markers(
                     f"{key}[{index}].collateral_after[{position}]",
                     f"no rule defines marker {name}; markers: {', '.join(sorted(markers)) or 'none'}",
                 )
+
+
+def check_same_event(rules: Sequence[Rule], source: str, known: Set[str], key: str = "rules") -> None:
+    """Every ``same_event_as`` id must name a rule that makes findings; raises ``ConfigError``."""
+    for index, rule in enumerate(rules):
+        for position, name in enumerate(rule.same_event_as):
+            if name not in known:
+                where = f"{key}[{index}].same_event_as[{position}]"
+                raise ConfigError(source, where, f"no rule has id {name}")
 
 
 def apply_config(builtin: Sequence[Rule], config: UserConfig) -> Catalogue:
@@ -340,6 +358,7 @@ def apply_config(builtin: Sequence[Rule], config: UserConfig) -> Catalogue:
     )
     rules = tuple(rule for rule in in_force if not rule.guard)
     check_markers(extra, source, markers={rule.marker for rule in rules if rule.marker})
+    check_same_event(extra, source, {rule.id for rule in rules if not rule.marker})
     return Catalogue(
         rules=rules,
         guard_rules=tuple(rule for rule in in_force if rule.guard),

@@ -67,6 +67,9 @@ class Rule:
     marker: Optional[str] = None
     collateral_after: Tuple[str, ...] = ()
     root_cause: bool = False
+    same_event_as: Tuple[str, ...] = ()  # ids of rules whose nearby match tells this rule's event again
+    same_event_lines: int = 0  # how many lines may lie between the two matches
+    dies_of: Optional[str] = None  # the signal a process dies of after this event (glibc aborts: SIGABRT)
     user_defined: bool = False
     guard: bool = False
     pattern_re: Any = field(default=None, compare=False, repr=False)

@@ -26,6 +26,7 @@ from typing import Any, Callable, Dict, FrozenSet, List, Mapping, Optional, Sequ
 import regex
 
 from ..durations import parse_duration
+from ..exits import signal_number
 from ..errors import ConfigError, UsageError
 
 MAX_CONFIG_BYTES = 1 << 20
@@ -167,6 +168,14 @@ def choice(values: Sequence[str], convert: Callable[[str], Any] = str) -> Checke
         return convert(value)
 
     return check
+
+
+def signal_name(value: Any, source: str, key: str) -> str:
+    """A POSIX signal's name, ``SIGABRT`` (or ``ABRT``), as ``SIGABRT``."""
+    value = text(value, source, key)
+    if signal_number(value) is None:
+        raise ConfigError(source, key, f"{show(value)} is not a signal name such as SIGABRT")
+    return value.upper() if value.upper().startswith("SIG") else "SIG" + value.upper()
 
 
 def count(minimum: int, unit: str) -> Checker:

@@ -37,7 +37,7 @@ from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence, 
 
 import regex
 
-from ..exits import describe_exit
+from ..exits import describe_exit, windows_status_name
 from ..model import SCAN_INCOMPLETE_RULE, Finding, Kind, Severity
 from ..rules.loader import EXIT_FIELD_SUFFIX
 from ..rules.model import Catalogue, Rule
@@ -69,6 +69,8 @@ KILLED = "{who} (pid {pid}) was killed by {signal}"
 KILLED_BY_CRASH = "{who} (pid {pid}) was killed by {signal}: {crash}"
 CRASH_AT = " at {site}"
 CRASH_HEADER = "--- the crash ({where}) ---"
+TOLD_AGAIN = "; {message} ({where})"
+TOLD_AGAIN_HEADER = "--- the same event, told again ({where}) ---"
 ATTACHED_HEADER = "--- traceback of {who} ({where}) ---"
 
 _KILL_ECHO_KINDS = (Kind.SIGNAL_EXIT,)
@@ -114,6 +116,8 @@ def rank(
                 continue
             test = log.test_of(event.test)
             events.append((index, log, event, _handled(event, log, test), test))
+    told_again = _told_again(events)
+    events = [item for item in events if id(item[2]) not in told_again.absorbed]
     crashes = _one_event_one_finding(events)
     events = [item for item in events if id(item[2]) not in crashes.absorbed]
 
@@ -125,7 +129,15 @@ def rank(
 
     ranked: List[Tuple[tuple, Finding, Optional[Match]]] = []
     for index, _log, event, handled, test in events:
-        finding = _finding(event, test, handled, demote=has_root, crash=crashes.crash_of.get(id(event)))
+        finding = _finding(
+            event,
+            test,
+            handled,
+            demote=has_root,
+            crash=crashes.crash_of.get(id(event)),
+            again=told_again.told.get(id(event), ()),
+            stack=crashes.stack_of.get(id(event)),
+        )
         rule = event.match.rule
         if finding.kind is Kind.TEST_FAILURE:
             order = 4
@@ -297,12 +309,22 @@ def _finding(
     handled: bool,
     demote: bool,
     crash: Optional[Tuple[str, LogEvent]] = None,
+    again: Sequence[LogEvent] = (),
+    stack: Optional[LogEvent] = None,
 ) -> Finding:
+    """``stack``: another line of the same crash (faulthandler's) whose stack tells where it happened."""
     match = event.match
     rule = match.rule
     severity = _severity(rule)
     kind = rule.kind if rule.kind is not None else Kind.CRASH
     excerpt = _with_stack(match.excerpt, event)
+    if stack is not None:
+        header = CRASH_HEADER.format(where=_where(stack.match, match.path))
+        excerpt = f"{excerpt}\n{header}\n{_with_stack(stack.match.excerpt, stack)}"
+    for other in again:
+        if other.match.line < match.line or other.match.end_line > match.end_line:
+            header = TOLD_AGAIN_HEADER.format(where=_where(other.match, match.path))
+            excerpt = f"{excerpt}\n{header}\n{other.match.excerpt}"
     if kind is Kind.TEST_FAILURE:
         name = _clip(test or "?", MAX_FIELD_CHARS)
         if event.reason:
@@ -312,7 +334,11 @@ def _finding(
         message = _one_line(message)
         return Finding(kind, rule.id, severity, match.path, match.line, message, excerpt, test=test)
     message = format_message(rule.message, match.groups)
-    site = crash_site(event.stack) if event.stack is not None else None
+    for other in again:
+        told = _clip(format_message(other.match.rule.message, other.match.groups), MAX_QUOTE_CHARS)
+        message += TOLD_AGAIN.format(message=told, where=_where(other.match, match.path))
+    stack_event = event if event.stack is not None else stack
+    site = crash_site(stack_event.stack) if stack_event is not None and stack_event.stack else None
     if site is not None:
         message += CRASH_AT.format(site=site)
     if crash is not None:
@@ -409,6 +435,13 @@ _SIGNAL_WORDS = {
     "trace/breakpoint trap": "SIGTRAP",
     "killed": "SIGKILL",
     "terminated": "SIGTERM",
+    # faulthandler's "Windows fatal exception: access violation", as the exit status names it
+    "access violation": "STATUS_ACCESS_VIOLATION",
+    "stack overflow": "STATUS_STACK_OVERFLOW",
+    "int divide by zero": "STATUS_INTEGER_DIVIDE_BY_ZERO",
+    "float divide by zero": "STATUS_FLOAT_DIVIDE_BY_ZERO",
+    "float overflow": "STATUS_FLOAT_OVERFLOW",
+    "in page error": "STATUS_IN_PAGE_ERROR",
 }
 # Frames of the interpreter and of installed packages are where a crash surfaces, not where it was
 # caused; the crash site is the innermost frame outside them.
@@ -420,9 +453,56 @@ _CHILD_FAILED = "ChildFailedError"
 
 
 @dataclasses.dataclass(frozen=True)
+class _ToldAgain:
+    absorbed: Set[int]  # id() of events another rule's finding tells
+    told: Dict[int, List[LogEvent]]  # id() of the telling event -> the events it absorbed
+
+
+def _told_again(items: Sequence[_Item]) -> _ToldAgain:
+    """Events that a nearby match of a rule naming them in ``same_event_as`` tells again (a C++
+    terminate whose what() is the NCCL watchdog's message): that rule's finding absorbs them. A rule
+    may name itself (SLURM's JOB and STEP lines of one cancel); then the earlier match tells."""
+    absorbed: Set[int] = set()
+    told: Dict[int, List[LogEvent]] = {}
+    by_log: Dict[int, Dict[str, List[_Item]]] = {}
+    for item in items:
+        by_log.setdefault(item[0], {}).setdefault(item[2].match.rule.id, []).append(item)
+    for by_rule in by_log.values():
+        in_order = sorted((it for group in by_rule.values() for it in group), key=lambda it: it[2].match.seq)
+        for item in in_order:
+            rule = item[2].match.rule
+            if not rule.same_event_as or id(item[2]) in absorbed:
+                continue
+            for name in rule.same_event_as:
+                for other in by_rule.get(name, ()):
+                    if other is item or id(other[2]) in absorbed or id(other[2]) in told:
+                        continue
+                    if _same_event(item, other, rule.same_event_lines):
+                        absorbed.add(id(other[2]))
+                        told.setdefault(id(item[2]), []).append(other[2])
+    return _ToldAgain(absorbed, told)
+
+
+def _same_event(item: _Item, other: _Item, lines: int) -> bool:
+    """Whether ``other`` is at most ``lines`` lines from ``item``, in its test, of its rank or pid."""
+    if item[3] != other[3] or item[4] != other[4]:
+        return False
+    first, second = item[2].match, other[2].match
+    gap = max(second.line - first.end_line, first.line - second.end_line) - 1
+    if gap > lines:
+        return False
+    who, whom = identity_of(first, use_rank_prefix=True), identity_of(second, use_rank_prefix=True)
+    if who is not None and whom is not None and who != whom:
+        return False
+    pid, other_pid = _pid_of(first), _pid_of(second)
+    return pid is None or other_pid is None or pid == other_pid
+
+
+@dataclasses.dataclass(frozen=True)
 class _Merged:
     absorbed: Set[int]  # id() of events told by another finding
     crash_of: Dict[int, Tuple[str, LogEvent]]  # id() of a worker's event -> (signal, its crash)
+    stack_of: Dict[int, LogEvent]  # id() of a crash line without a stack -> a line of its crash with one
 
 
 def _one_event_one_finding(items: Sequence[_Item]) -> _Merged:
@@ -431,6 +511,7 @@ def _one_event_one_finding(items: Sequence[_Item]) -> _Merged:
     worker's crash; crash lines of one signal without a worker are one crash, the first one tells it."""
     absorbed: Set[int] = set()
     crash_of: Dict[int, Tuple[str, LogEvent]] = {}
+    stack_of: Dict[int, LogEvent] = {}
     by_log: Dict[int, List[_Item]] = {}
     for item in items:
         if not item[3] and item[2].match.rule.kind in _MERGE_KINDS:
@@ -459,7 +540,7 @@ def _one_event_one_finding(items: Sequence[_Item]) -> _Merged:
                 continue
             if any(0 < root[2].match.line - match.end_line <= _REPORT_LINES for root in roots):
                 absorbed.add(id(item[2]))
-        crash_primary: Dict[str, List[Tuple[_Item, Optional[str]]]] = {}
+        crash_primary: Dict[str, List[Tuple[_Item, object]]] = {}
         for item in sorted(log_items, key=lambda it: it[2].match.seq):
             event = item[2]
             kind = event.match.rule.kind
@@ -476,17 +557,23 @@ def _one_event_one_finding(items: Sequence[_Item]) -> _Merged:
                     crash_of[id(worker[2])] = (signame, event)
                 absorbed.add(id(event))
                 continue
-            # Crash lines of one signal are one crash unless they name two processes (two ranks that
-            # both aborted) or happened in two tests.
-            pid = _pid_of(event.match)
-            for index, (primary, primary_pid) in enumerate(crash_primary.get(signame, [])):
-                if (item[4] is None or item[4] == primary[4]) and (pid is None or primary_pid in (None, pid)):
-                    absorbed.add(id(event))
-                    crash_primary[signame][index] = (primary, primary_pid or pid)
+            # Crash lines of one signal are one crash unless they name two processes or ranks (two
+            # ranks that both aborted) or happened in two tests. The line that says why the process
+            # died (a rule with ``dies_of``: glibc, a failed CHECK) tells it, else the first.
+            who = _pid_of(event.match) or identity_of(event.match, use_rank_prefix=True)
+            for index, (primary, primary_who) in enumerate(crash_primary.get(signame, [])):
+                if (item[4] is None or item[4] == primary[4]) and (who is None or primary_who in (None, who)):
+                    says_why = event.match.rule.dies_of and not primary[2].match.rule.dies_of
+                    teller, told = (item, primary) if says_why else (primary, item)
+                    absorbed.add(id(told[2]))
+                    crash_primary[signame][index] = (teller, primary_who or who)
+                    stack = stack_of.pop(id(told[2]), told[2] if told[2].stack is not None else None)
+                    if teller[2].stack is None and stack is not None and id(teller[2]) not in stack_of:
+                        stack_of[id(teller[2])] = stack
                     break
             else:
-                crash_primary.setdefault(signame, []).append((item, pid))
-    return _Merged(absorbed, crash_of)
+                crash_primary.setdefault(signame, []).append((item, who))
+    return _Merged(absorbed, crash_of, stack_of)
 
 
 def _worker_for(
@@ -546,7 +633,8 @@ def crash_site(stack: Match) -> Optional[str]:
 
 def signal_of(match: Match) -> Optional[str]:
     """The signal a match says a process died of: ``-11``, ``139`` (128 + N), ``SIGSEGV``,
-    ``Segmentation fault``."""
+    ``Segmentation fault``; a Windows crash status (``0xC0000005``, ``access violation``) by its name;
+    else the signal its rule says the process dies of (``dies_of``)."""
     for name in _EXIT_GROUPS:
         value = (match.groups.get(name) or "").strip()
         if not value:
@@ -556,17 +644,28 @@ def signal_of(match: Match) -> Optional[str]:
         word = _SIGNAL_WORDS.get(value.lower())
         if word is not None:
             return word
-        try:
-            number = int(value)
-        except ValueError:
+        number = _number(value)
+        if number is None:
             continue
+        windows = windows_status_name(number) if abs(number) > 0xFFFF else None
+        if windows is not None:
+            return windows
         signum = -number if number < 0 else number - 128 if 128 < number < 160 else 0
         if signum > 0:
             try:
                 return signal.Signals(signum).name
             except ValueError:
                 return None
-    return None
+    return match.rule.dies_of
+
+
+def _number(value: str) -> Optional[int]:
+    """``-11``, ``139``, ``0xC0000005`` or faulthandler's ``code 0xc0000374`` as a number."""
+    value = value[len("code "):] if value.lower().startswith("code ") else value
+    try:
+        return int(value, 16) if value.lower().startswith("0x") else int(value)
+    except ValueError:
+        return None
 
 
 def _pid_of(match: Match) -> Optional[str]:

@@ -175,6 +175,9 @@ CASES = [
         None,
         "rules[0].collateral_after[0]: no rule defines marker",
     ),
+    ("    same_event_as: [no-such-rule]\n", None, "rules[0].same_event_as[0]: no rule has id no-such-rule"),
+    ("    same_event_lines: -1\n", None, "rules[0].same_event_lines: must be a whole number of lines >= 0"),
+    ("    dies_of: SIGNOPE\n", None, "rules[0].dies_of: 'SIGNOPE' is not a signal name such as SIGABRT"),
     ("    marker: Closing\n", None, "rules[0].marker: 'Closing' is not kebab-case"),
     ("    marker: closing\n", None, "rules[0].kind: a marker rule makes no finding; remove it"),
     (

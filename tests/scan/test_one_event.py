@@ -9,6 +9,9 @@ report and the step's exit status 139.
 
 from __future__ import annotations
 
+import shlex
+import subprocess
+import sys
 from pathlib import Path
 
 from analyzer.model import Kind, Severity
@@ -95,3 +98,64 @@ def test_two_processes_killed_by_the_same_signal_are_two_findings(tmp_path):
     )
     findings = scan_paths([str(log)], BUILTIN, engine="python")
     assert [f.line for f in findings] == [1, 2]
+
+
+DOUBLE_FREE = """\
+import ctypes, faulthandler
+faulthandler.enable()
+libc = ctypes.CDLL(None)
+libc.malloc.restype = ctypes.c_void_p
+libc.free.argtypes = [ctypes.c_void_p]
+block = libc.malloc(64)
+print("freeing the batch buffer", flush=True)
+libc.free(block)
+libc.free(block)
+"""
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_glibc_faulthandler_and_the_shell_telling_one_abort_are_one_finding_that_says_why(tmp_path, engine):
+    # A real double free (glibc's tcache check aborts the process), run by bash as a CI step does.
+    (tmp_path / "double_free.py").write_text(DOUBLE_FREE)
+    step = subprocess.run(
+        ["bash", "-c", f"{shlex.quote(sys.executable)} double_free.py; exit $?"],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=60,
+    )
+    assert step.returncode == 134
+    log = tmp_path / "step.log"
+    log.write_bytes(step.stdout)
+    text = step.stdout.decode()
+    assert "free(): double free detected in tcache 2" in text and "Fatal Python error: Aborted" in text
+    assert " Aborted " in text.splitlines()[-1]  # bash's report of the job
+    (finding,) = scan_paths([str(log)], BUILTIN, engine=engine)
+    assert (finding.rule, finding.line, finding.severity) == ("glibc-heap-corruption", 2, Severity.ERROR)
+    assert finding.message.endswith("free(): double free detected in tcache 2 at double_free.py:9")
+    assert "--- the crash (line 3) ---\nFatal Python error: Aborted" in finding.excerpt
+
+
+def test_a_windows_fatal_exception_and_its_exit_status_are_one_crash(tmp_path):
+    # Mocked: this machine cannot crash a Windows process. The two lines are real ones, faulthandler's
+    # from fixtures/quoted/windows-fatal-exception-gha-pytest.log and the status PyCharm printed in
+    # fixtures/quoted/pycharm-windows-access-violation.log (0xC0000005 is STATUS_ACCESS_VIOLATION).
+    log = tmp_path / "job.log"
+    log.write_text(
+        "Windows fatal exception: access violation\n"
+        "\n"
+        "Current thread 0x00000cb4 (most recent call first):\n"
+        '  File "C:\\w\\test_native.py", line 12 in test_native\n'
+        "\n"
+        "Process finished with exit code -1073741819 (0xC0000005)\n"
+    )
+    findings = scan_paths([str(log)], BUILTIN, engine="python")
+    assert [(f.rule, f.line) for f in findings] == [("windows-fatal-exception", 1)]
+
+
+def test_a_windows_exit_status_of_another_crash_is_its_own_finding(tmp_path):
+    log = tmp_path / "job.log"
+    log.write_text(
+        "Windows fatal exception: access violation\n"
+        "Process finished with exit code -1073741571 (0xC00000FD)\n"
+    )
+    findings = scan_paths([str(log)], BUILTIN, engine="python")
+    crashes = [("windows-fatal-exception", 1), ("windows-crash-exit-code", 2)]
+    assert [(f.rule, f.line) for f in findings] == crashes
