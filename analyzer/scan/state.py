@@ -39,6 +39,7 @@ SECTION_MARKER = "test-section"
 SESSION_STARTS = "test session starts"
 # Sections whose test reports are of tests that did not fail: an event shown there was handled.
 PASSING_SECTIONS = ("passes", "xpasses", "xfailures")
+FAILING_SECTIONS = ("failures", "errors")
 # pytest prints its own report sections in this order (errors, failures, xfailures, then passes), so one
 # of these inside a passing test's report is an inner run's, printed without "test session starts"
 # (``-q``): it changes nothing. A "short test summary info" there may be the log's own, after its last
@@ -118,7 +119,7 @@ class LogFindings:
 class _Open:
     """A folded event while its log is still being read (mutable, internal)."""
 
-    __slots__ = ("event", "repeats", "identity", "reason", "verdict_after")
+    __slots__ = ("event", "repeats", "identity", "reason", "verdict_after", "outcome_by_verdict")
 
     def __init__(self, event: LogEvent, identity: Optional[Identity]) -> None:
         self.event = event
@@ -126,6 +127,7 @@ class _Open:
         self.identity = identity
         self.reason = event.reason
         self.verdict_after = False  # the run printed its verdict after this event
+        self.outcome_by_verdict = False  # in a report whose section the log does not show
 
 
 class LogState:
@@ -156,6 +158,10 @@ class LogState:
         self.ctx_line = 0
         self.ctx_test: Optional[str] = None
         self.ctx_passed = False  # the header's section shows tests that did not fail
+        # The header came under no report section of its own (a window of a log that starts inside an
+        # inner run's short summary): how its test ended is told by the log's verdict.
+        self.ctx_unsure = False
+        self.session_seen = False  # the log shows a test session start of its own
         self.section = ""
         self.verdict: Optional[Match] = None
         self.last_verdict: Optional[Match] = None  # the last one of any run, inner ones included
@@ -217,9 +223,14 @@ class LogState:
                 name = (match.groups.get("test") or "").strip()
                 self._set_context("header", match.line, normal_test_id(name) if name else None)
                 self.ctx_passed = self.section in PASSING_SECTIONS
+                # pytest prints reports under FAILURES, ERRORS or a passing section only; a header
+                # under no section or another one (an inner run's summary) is in a section this log
+                # lost (it starts inside the run): the run's verdict says how the test ended.
+                self.ctx_unsure = not self.ctx_passed and self.section not in FAILING_SECTIONS
         elif marker == SECTION_MARKER:
             section = (match.groups.get("section") or "").strip().lower()
             if section == SESSION_STARTS:
+                self.session_seen = self.session_seen or not self.depth
                 kind, test, progress = self._context(match)
                 if self.depth or (kind == "test" and (progress is None or progress.line == 0
                                                       or not progress.finished)):
@@ -228,10 +239,15 @@ class LogState:
                     self.depth += 1
                     return
             if not self.depth:
-                in_passing = self.ctx_kind == "header" and self.ctx_passed
+                # In a passing test's report, or one whose section this log lost (it starts inside the
+                # run), such a section is an inner run's; the verdict and summary judge the test.
+                in_passing = self.ctx_kind == "header" and (self.ctx_passed or self.ctx_unsure)
                 if in_passing and section in INNER_IN_PASSING:
                     return
-                if section == SHORT_SUMMARY and (in_passing or self.tentative is not None):
+                # A log that starts inside a run (a window of it) may start in an inner run's summary:
+                # its failures are the log's own only if no report header follows.
+                unsure = in_passing or self.tentative is not None or not self.session_seen
+                if section == SHORT_SUMMARY and unsure:
                     # A log prints one short summary, after its last report: one still to come makes
                     # the failures held under the one before an inner run's.
                     self.tentative = []
@@ -359,6 +375,8 @@ class LogState:
             if earlier is not None and not match.line <= earlier.line <= match.end_line:
                 event = dataclasses.replace(event, traceback=(_who(identity), earlier))
         opened = self._add(key, match, event, identity)
+        if opened is not None and kind == "test" and self.ctx_kind == "header" and self.ctx_unsure:
+            opened.outcome_by_verdict = True
         if opened is not None and match.rule.kind is Kind.CRASH:
             self.last_crash = (opened, match.end_line)
         if opened is not None and event.test_finished and event.progress_line:
@@ -421,10 +439,31 @@ class LogState:
     def finish(self, final: Optional[TestLine], outcomes: Dict[int, bool]) -> LogFindings:
         """The log ended: ``final`` is the last progress line, ``outcomes`` the watched tests' outcomes."""
         self._commit_tentative()
+        final_verdict = None
+        unfinished = None
+        last = self.last_verdict
+        # The log's last verdict was taken for an inner run's, but nothing ran after it: an inner run
+        # that never printed its own verdict (killed by its timeout) left the count off by one. It was
+        # the run's verdict, and what came after it is the run's exit path.
+        off_by_one = False
+        if self.ctx_kind == "verdict" and (final is None or final.line < self.ctx_line):
+            final_verdict = self.verdict
+        elif last is not None and last is not self.verdict and (final is None or final.line < last.line):
+            final_verdict, off_by_one = last, True
+        elif final is not None and final.line > self.ctx_line and not final.finished and not final.xdist:
+            unfinished = final
+        # After a verdict with failures, a test the log's summary does not name as failed did not fail;
+        # with no summary at all, how the test ended is unknown.
+        closing = final_verdict if final_verdict is not None and (
+            not verdict_failed(final_verdict) or self.failed
+        ) else None
         events = []
         for opened in self.events.values():
             event = opened.event
-            if event.test_finished is False and event.progress_line and outcomes.get(event.progress_line):
+            if opened.outcome_by_verdict:
+                ended_well = closing is not None and closing.line > event.match.line
+                event = dataclasses.replace(event, test_finished=ended_well)
+            elif event.test_finished is False and event.progress_line and outcomes.get(event.progress_line):
                 event = dataclasses.replace(event, test_finished=True)
             elif event.test_finished and opened in self.awaiting_verdict:
                 # The test had reported before this event and the run never printed a verdict after
@@ -432,25 +471,11 @@ class LogState:
                 event = dataclasses.replace(event, test_finished=False)
             if opened.repeats != 1 or opened.reason != event.reason:
                 event = dataclasses.replace(event, repeats=opened.repeats, reason=opened.reason)
+            if off_by_one and event.match.line > last.line and event.match.rule.kind is not Kind.TEST_FAILURE:
+                event = dataclasses.replace(
+                    event, test=None, exit_path=True, test_finished=None, verdict_before=last
+                )
             events.append(event)
-        final_verdict = None
-        unfinished = None
-        last = self.last_verdict
-        if self.ctx_kind == "verdict" and (final is None or final.line < self.ctx_line):
-            final_verdict = self.verdict
-        elif last is not None and last is not self.verdict and (final is None or final.line < last.line):
-            # The log's last verdict was taken for an inner run's, but nothing ran after it: an inner
-            # run that never printed its own verdict (killed by its timeout) left the count off by one.
-            # It was the run's verdict, and what came after it is the run's exit path.
-            final_verdict = last
-            events = [
-                dataclasses.replace(e, test=None, exit_path=True, test_finished=None, verdict_before=last)
-                if e.match.line > last.line and e.match.rule.kind is not Kind.TEST_FAILURE
-                else e
-                for e in events
-            ]
-        elif final is not None and final.line > self.ctx_line and not final.finished and not final.xdist:
-            unfinished = final
         return LogFindings(
             path=self.path,
             events=tuple(events),
