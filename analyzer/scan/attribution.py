@@ -96,7 +96,7 @@ def normal_test_id(test: str) -> str:
 
 def parse_progress(raw: bytes) -> Optional[Tuple[str, bool, bool]]:
     """``(test, finished, xdist)`` when ``raw`` (one line, controls stripped) is a progress line."""
-    text, _ = clean_stripped(raw)
+    text, _ = clean_stripped(raw, keep_progress=True)
     text = text.lstrip()
     m = _PYTEST_LINE.match(text)
     if m is not None:
@@ -121,12 +121,12 @@ def _parse_at(buf: bytes, start: int, end: int) -> Optional[Tuple[str, bool, boo
     parsed = parse_progress(buf[start:end])
     if parsed is not None or end >= len(buf) or buf[end - 1:end] not in (b")", b"\r"):
         return parsed
-    text, _ = clean_stripped(buf[start:end])
+    text, _ = clean_stripped(buf[start:end], keep_progress=True)
     head = _UNITTEST_DOC_HEAD.match(text.strip())
     if head is None:
         return None
     nxt = buf.find(b"\n", end + 1)
-    doc, _ = clean_stripped(buf[end + 1: len(buf) if nxt == -1 else nxt])
+    doc, _ = clean_stripped(buf[end + 1: len(buf) if nxt == -1 else nxt], keep_progress=True)
     m = _UNITTEST_DOC_LINE.match(doc.rstrip("\r"))
     if m is None:
         return None

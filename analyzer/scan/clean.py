@@ -16,8 +16,9 @@ C++ logging at levels I, W and E (``E0325 12:00:00.123 1234 file.cpp:12] ``,
 ``2021-06-08 13:00:47.364628: E file.cc:12] ``, NCCL's ``host:pid:tid [dev] ``, mpirun
 ``--tag-output``'s ``[1,0]<stderr>:`` (after ``--timestamp-output``'s date or alone), vLLM's
 ``ERROR 08-15 17:38:13 [core.py:398] ``, Ray's and vLLM's ``(EngineCore_DP0 pid=559) ``, docker
-compose's ``service  | ``, and torchrun ``--tee``'s ``[default0]:`` (a local rank, so it is not returned
-as the rank).
+compose's ``service  | ``, torchrun ``--tee``'s ``[default0]:`` (a local rank, so it is not returned
+as the rank), and unittest ``-v``'s ``test_m (mod.Class) ... `` when a child's output (a glibc abort,
+a crash report) continues that line instead of the outcome.
 A glog FATAL (``F``) prefix is kept: it is part of what the fatal-line rule matches. A line a paste
 quoted as Markdown code (```` `Killed` ````, a fence glued to its first line) loses the backticks.
 
@@ -62,6 +63,10 @@ _LOGGER_PREFIX = re.compile(
     r"|\[[A-Za-z_]\w*?\d+\]: ?"  # torchrun --tee's "[default0]:" (role and *local* rank: not a rank)
     r"|\[\d+\] (?=\[rank\d+\]:))"  # a pid tag before torch's "[rank3]:"
 )
+# unittest -v's "test_m (mod.Class) ... " when what follows is a child's output, not the outcome.
+_UNITTEST_CONTINUED = re.compile(
+    r"\w+ \([\w.]+\) \.\.\. (?!(?:ok|FAIL|ERROR|skipped|expected failure|unexpected success)\b)(?=\S)"
+)
 
 
 # Above this many coloured lines in a window, one substitution over all of it beats editing each.
@@ -94,8 +99,11 @@ def strip_controls(raw: bytes) -> bytes:
     return b"".join(parts)
 
 
-def clean_stripped(raw: bytes) -> Tuple[str, Optional[int]]:
-    """Clean a line that already went through ``strip_controls``; see ``clean_line``."""
+def clean_stripped(raw: bytes, keep_progress: bool = False) -> Tuple[str, Optional[int]]:
+    """Clean a line that already went through ``strip_controls``; see ``clean_line``.
+
+    ``keep_progress``: keep a test runner's progress text that a child's output continues (test
+    attribution reads it; rules match what follows it)."""
     if raw.endswith(b"\n"):
         raw = raw[:-1]
     while raw.endswith(b"\r"):
@@ -127,6 +135,10 @@ def clean_stripped(raw: bytes) -> Tuple[str, Optional[int]]:
             text = text[m.end():]
             continue
         break
+    if not keep_progress and " ... " in text:
+        m = _UNITTEST_CONTINUED.match(text)
+        if m is not None:
+            text = text[m.end():]
     return text, rank
 
 

@@ -84,3 +84,37 @@ def test_the_same_abort_in_a_failing_test_is_an_error_naming_it(tmp_path, engine
     assert heap == [("error", "test_heap_checks.py::test_child_survives"),
                     ("notice", "test_double_free_aborts_the_child")]
     assert decide(findings)[1] == 1
+
+
+UNITTEST_SUITE = '''
+    import subprocess
+    import sys
+    import unittest
+
+    CHILD = {child!r}
+
+
+    class HeapChecks(unittest.TestCase):
+        def test_child_survives(self):
+            # The child inherits stderr: glibc's words continue unittest's "test_m (mod.Class) ... " line.
+            self.assertEqual(subprocess.run([sys.executable, "-c", CHILD]).returncode, 0)
+
+
+    if __name__ == "__main__":
+        unittest.main(verbosity=2)
+'''
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_an_abort_continuing_unittests_progress_line_is_an_error_of_the_failing_test(tmp_path, engine):
+    (tmp_path / "heap_checks.py").write_text(textwrap.dedent(UNITTEST_SUITE.format(child=CHILD)))
+    proc = subprocess.run(
+        [sys.executable, "heap_checks.py"],
+        cwd=str(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=120,
+    )
+    log = proc.stdout.decode("utf-8", "backslashreplace")
+    assert proc.returncode == 1 and ") ... " + WORDING in log, log
+    findings = scan({"job.log": log}, engine=engine)
+    heap = [(s[1], s[2], s[3]) for s in summary(findings) if s[0] == "glibc-heap-corruption"]
+    assert heap == [("error", 1, "test_child_survives (__main__.HeapChecks)")]
+    assert decide(findings)[1] == 1
