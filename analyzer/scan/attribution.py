@@ -53,7 +53,8 @@ _REGRTEST_LINE = re.compile(
     r"^\d+:\d\d:\d\d (?:load avg: \d+\.\d+ )?\[ *\d+/\d+(?:/\d+)?\] (?P<test>test\w*(?:\.\w+)*)(?P<rest>.*)$"
 )
 _UNITTEST_LINE = re.compile(r"(?P<name>\w+) \((?P<cls>[\w.]+)\)(?: .*?)? \.\.\.(?: (?P<rest>.*))?$")
-_PYTEST_OUTCOME = re.compile(r"\s(?:PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS)\b")
+# After a space, or (pytest 8's --setup-show) right after "(fixtures used: tmp_path)".
+_PYTEST_OUTCOME = re.compile(r"[\s)](?:PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS)\b")
 _UNITTEST_OUTCOME = re.compile(r"^(?:ok|FAIL|ERROR|skipped\b|expected failure|unexpected success)")
 # The outcome word alone at the start of a line: pytest -s after a test's own output, or unittest
 # after a test that printed. The timestamp GitHub puts first may precede it.
@@ -162,6 +163,29 @@ def _last_progress(buf: bytes, hi: int, floor: int = 0) -> Optional[Tuple[int, i
     return best
 
 
+def _outcome_after(buf: bytes, lo: int, hi: int, test: str) -> Optional[bool]:
+    """Whether ``test``, in force from ``buf[lo]``, reported an outcome before another test's progress line
+    started (searched up to ``hi``): True, False, or None when ``buf[lo:hi]`` shows neither yet.
+
+    The same test's progress line again (pytest prints ``t`` again for each subtest report and once more
+    with the test's outcome; pytest-rerunfailures prints ``t RERUN`` and then ``t`` for the rerun) is
+    still that test: its outcome is the one such a line carries.
+    """
+    while True:
+        nxt = min(_next_progress(buf, lo), hi)
+        if _BARE_OUTCOME.search(buf, lo, nxt) is not None:
+            return True
+        if nxt >= hi:
+            return None
+        start, end = _line_around(buf, nxt)
+        parsed = _parse_at(buf, start, end)
+        if parsed is None or parsed[0] != test or parsed[2]:
+            return False
+        if parsed[1]:
+            return True
+        lo = end
+
+
 def _next_progress(buf: bytes, lo: int) -> int:
     """Where the first progress line starting at or after ``lo`` starts (``len(buf)`` if none)."""
     best = len(buf)
@@ -231,12 +255,16 @@ class TestTracker:
         # ``pos``: the end of the matched line; the watched test's outcome can only come after it.
         watch = self._watch
         if watch is not None and (result is None or result.line != watch.line):
-            # The watched test's time ended where the next progress line after it starts.
-            stop = min(_next_progress(buf, self._watch_from), start)
-            self._settle(watch, _BARE_OUTCOME.search(buf, self._watch_from, stop) is not None)
-            watch = None
+            # The watched test's time ended where another test's progress line starts; a progress line
+            # of the same test again (``result`` itself may be one) continues it.
+            outcome = _outcome_after(buf, self._watch_from, start, watch.test)
+            if outcome is not None or result is None or result.test != watch.test or result.xdist:
+                self._settle(watch, bool(outcome))
+                watch = None
         if result is not None and result.finished and not result.xdist:
             self.outcomes[result.line] = True
+            if watch is not None:
+                self._settle(watch, True)
             self._watch = None
         elif result is not None and watch is None and not result.xdist:
             self._watch = result
@@ -255,11 +283,9 @@ class TestTracker:
         self._buf = self._here = None
         watch = self._watch
         if watch is not None:
-            stop = _next_progress(buf, self._watch_from)
-            if _BARE_OUTCOME.search(buf, self._watch_from, stop) is not None:
-                self._settle(watch, True)
-            elif stop < len(buf):
-                self._settle(watch, False)
+            outcome = _outcome_after(buf, self._watch_from, len(buf), watch.test)
+            if outcome is not None:
+                self._settle(watch, outcome)
             self._watch_from = 0
         found = _last_progress(buf, len(buf))
         if found is None:
