@@ -237,3 +237,33 @@ def test_an_event_in_a_subtest_is_the_passing_tests_notice(tmp_path, engine):
     findings = scan({"job.log": log}, engine=engine)
     assert {(s[0], s[1], s[3]) for s in summary(findings)} == {("dataloader-worker-killed", "notice", test)}
     assert decide(findings)[1] == 0
+
+
+SUBTEST_FAILS = """
+    import unittest
+
+
+    class TestWorkers(unittest.TestCase):
+        def test_each_start_method(self):
+            for method in ("fork", "spawn"):
+                with self.subTest(start_method=method):
+                    self.assertEqual(method, "fork")
+"""
+
+
+@pytest.mark.skipif(int(pytest.__version__.split(".")[0]) < 9, reason="pytest reports subtests from 9.0")
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_failed_unittest_subtest_is_its_tests_failure(tmp_path, engine):
+    # pytest 9.2 can report the TestCase itself PASSED; SUBFAILED is then the only sign of the failure.
+    (tmp_path / "test_inline.py").write_text(textwrap.dedent(SUBTEST_FAILS))
+    env = dict(os.environ, COLUMNS="80")
+    env.pop("PYTEST_ADDOPTS", None)
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider", "test_inline.py"],
+                          cwd=str(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=120,
+                          env=env)
+    log = proc.stdout.decode("utf-8", "backslashreplace")
+    test = "test_inline.py::TestWorkers::test_each_start_method"
+    assert proc.returncode == 1 and "SUBFAILED(start_method='spawn') " + test in log
+    findings = scan({"job.log": log}, engine=engine)
+    assert ("pytest-test-outcome", "error", test) in {(s[0], s[1], s[3]) for s in summary(findings)}
+    assert decide(findings)[1] == 1
