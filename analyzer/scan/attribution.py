@@ -22,8 +22,14 @@ Unittest ids are normalised to ``test_m (mod.Class)``: Python 3.11+ prints ``tes
 A test with a docstring takes two lines in unittest ``-v``: ``test_m (mod.Class)`` alone, then the
 docstring's first line ending in `` ... `` and, once the test is done, its outcome (``Check that workers
 exit ... ok``, torch's DataLoader tests among many). The first line is the progress line when the
-second follows it in the same window; missing it gave the test's output to the test before it, so a
-failing test's crash became a passed test's notice.
+second follows it, in the same window or (remembered across the cut) at the start of the next one;
+missing it gave the test's output to the test before it, so a failing test's crash became a passed
+test's notice.
+
+A runner may print a test's progress line again while that test runs (pytest's ``--setup-show`` after
+the fixtures' SETUP lines, pytest 9 for each subtest report and once more with the outcome,
+pytest-rerunfailures for the rerun): that is the same test going on, so the outcome of the test a
+finding waits on is the one such a later line carries, not "never reported".
 """
 
 from __future__ import annotations
@@ -186,6 +192,19 @@ def _outcome_after(buf: bytes, lo: int, hi: int, test: str) -> Optional[bool]:
         lo = end
 
 
+def _trailing_head(buf: bytes, first_line: int) -> Optional[Tuple[str, int]]:
+    """The unittest id and line number of ``buf``'s last line when it is an id alone (``test_m
+    (mod.Class)``), which a docstring line in the next window would make a test's start."""
+    if not buf.endswith(b"\n"):
+        return None  # the log's last line: no window follows
+    start = buf.rfind(b"\n", 0, len(buf) - 1) + 1
+    text, _ = clean_stripped(buf[start: len(buf) - 1])
+    head = _UNITTEST_DOC_HEAD.match(text.strip())
+    if head is None:
+        return None
+    return unittest_id(head.group("name"), head.group("cls")), first_line + buf.count(b"\n", 0, start)
+
+
 def _next_progress(buf: bytes, lo: int) -> int:
     """Where the first progress line starting at or after ``lo`` starts (``len(buf)`` if none)."""
     best = len(buf)
@@ -212,7 +231,8 @@ class TestTracker:
     """
 
     __slots__ = (
-        "carry", "outcomes", "_watch", "_watch_from", "_buf", "_to", "_here", "_here_start", "_bare_to"
+        "carry", "outcomes", "_watch", "_watch_from", "_buf", "_to", "_here", "_here_start", "_bare_to",
+        "_head",
     )
 
     def __init__(self) -> None:
@@ -228,6 +248,9 @@ class TestTracker:
         self._here: Optional[TestLine] = None
         self._here_start = 0
         self._bare_to = 0
+        # A unittest id alone on the last line of the previous window, and its line number: the start of a
+        # test with a docstring if the next window begins with the docstring's line.
+        self._head: Optional[Tuple[str, int]] = None
 
     def at(self, buf: bytes, pos: int, line: int) -> Optional[TestLine]:
         """The progress line in force at the line starting at ``buf[pos]`` (number ``line``)."""
@@ -235,6 +258,8 @@ class TestTracker:
         if line_end == -1:
             line_end = len(buf)
         if buf is not self._buf:
+            if self._head is not None:
+                self._take_head(buf)
             self._buf, self._to, self._here, self._here_start, self._bare_to = buf, 0, self.carry, 0, 0
         if line_end > self._to:
             found = _last_progress(buf, line_end, self._to)
@@ -278,9 +303,27 @@ class TestTracker:
         self.outcomes[watch.line] = finished or self.outcomes.get(watch.line, False)
         self._watch = None
 
+    def _take_head(self, buf: bytes) -> None:
+        """The previous window ended on a unittest id alone: when ``buf`` begins with its docstring's
+        line, that test started there, as ``_parse_at`` reads the two lines inside one window."""
+        test, line = self._head or ("", 0)
+        self._head = None
+        first = buf.find(b"\n")
+        doc, _ = clean_stripped(buf[: len(buf) if first == -1 else first])
+        m = _UNITTEST_DOC_LINE.match(doc.rstrip("\r"))
+        if m is None:
+            return
+        if self._watch is not None:
+            # It had not reported by the end of the window before (``end_window`` looked): a new test began.
+            self._settle(self._watch, False)
+        self.carry = TestLine(test, line, bool(_UNITTEST_OUTCOME.match(m.group("rest") or "")))
+
     def end_window(self, buf: bytes, first_line: int) -> None:
         """Remember the last progress line of ``buf`` (its first line is ``first_line``)."""
         self._buf = self._here = None
+        if self._head is not None:
+            self._take_head(buf)
+        self._head = _trailing_head(buf, first_line)
         watch = self._watch
         if watch is not None:
             outcome = _outcome_after(buf, self._watch_from, len(buf), watch.test)

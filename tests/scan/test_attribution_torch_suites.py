@@ -29,6 +29,7 @@ from pathlib import Path
 
 import pytest
 
+from analyzer.scan import engine as engine_module
 from analyzer.verdict import decide
 from tests.scan.test_attribution import scan, summary
 from tests.scan.test_engine_helpers import ENGINES
@@ -267,3 +268,19 @@ def test_a_failed_unittest_subtest_is_its_tests_failure(tmp_path, engine):
     findings = scan({"job.log": log}, engine=engine)
     assert ("pytest-test-outcome", "error", test) in {(s[0], s[1], s[3]) for s in summary(findings)}
     assert decide(findings)[1] == 1
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_docstring_tests_two_start_lines_in_two_windows_are_still_its_start(tmp_path, engine, monkeypatch):
+    # The engine's first window ends right after "test_b_... (__main__.TestLoader...)", the docstring's
+    # line begins the next one. Before: that start was missed there, so the handled event went to the
+    # failed test before it, an error.
+    log = unittest_run(tmp_path, UNITTEST_BROKEN_FIRST, UNITTEST_HANDLED)
+    head = next(line for line in log.split("\n") if line.startswith("test_b_worker_kill_is_reported ("))
+    assert log.count(head + "\n") == 1 and "FAILED (failures=1)" in log
+    cut = log.index(head + "\n") + len(head) + 1
+    monkeypatch.setattr(engine_module, "READ_SIZE", cut + 3)
+    findings = scan({"job.log": log}, engine=engine)
+    worker = [(s[1], s[3]) for s in summary(findings) if s[0] == "dataloader-worker-killed"]
+    assert worker == [("notice", "test_b_worker_kill_is_reported (__main__.TestLoader)")]
+    assert decide(findings)[1] == 1  # test_a_broken failed
