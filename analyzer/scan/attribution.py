@@ -22,8 +22,14 @@ Unittest ids are normalised to ``test_m (mod.Class)``: Python 3.11+ prints ``tes
 A test with a docstring takes two lines in unittest ``-v``: ``test_m (mod.Class)`` alone, then the
 docstring's first line ending in `` ... `` and, once the test is done, its outcome (``Check that workers
 exit ... ok``, torch's DataLoader tests among many). The first line is the progress line when the
-second follows it in the same window; missing it gave the test's output to the test before it, so a
-failing test's crash became a passed test's notice.
+second follows it, in the same window or (remembered across the cut) at the start of the next one;
+missing it gave the test's output to the test before it, so a failing test's crash became a passed
+test's notice.
+
+A runner may print a test's progress line again while that test runs (pytest's ``--setup-show`` after
+the fixtures' SETUP lines, pytest 9 for each subtest report and once more with the outcome,
+pytest-rerunfailures for the rerun): that is the same test going on, so the outcome of the test a
+finding waits on is the one such a later line carries, not "never reported".
 """
 
 from __future__ import annotations
@@ -53,7 +59,8 @@ _REGRTEST_LINE = re.compile(
     r"^\d+:\d\d:\d\d (?:load avg: \d+\.\d+ )?\[ *\d+/\d+(?:/\d+)?\] (?P<test>test\w*(?:\.\w+)*)(?P<rest>.*)$"
 )
 _UNITTEST_LINE = re.compile(r"(?P<name>\w+) \((?P<cls>[\w.]+)\)(?: .*?)? \.\.\.(?: (?P<rest>.*))?$")
-_PYTEST_OUTCOME = re.compile(r"\s(?:PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS)\b")
+# After a space, or (pytest 8's --setup-show) right after "(fixtures used: tmp_path)".
+_PYTEST_OUTCOME = re.compile(r"[\s)](?:PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS)\b")
 _UNITTEST_OUTCOME = re.compile(r"^(?:ok|FAIL|ERROR|skipped\b|expected failure|unexpected success)")
 # The outcome word alone at the start of a line: pytest -s after a test's own output, or unittest
 # after a test that printed. The timestamp GitHub puts first may precede it.
@@ -162,6 +169,42 @@ def _last_progress(buf: bytes, hi: int, floor: int = 0) -> Optional[Tuple[int, i
     return best
 
 
+def _outcome_after(buf: bytes, lo: int, hi: int, test: str) -> Optional[bool]:
+    """Whether ``test``, in force from ``buf[lo]``, reported an outcome before another test's progress line
+    started (searched up to ``hi``): True, False, or None when ``buf[lo:hi]`` shows neither yet.
+
+    The same test's progress line again (pytest prints ``t`` again for each subtest report and once more
+    with the test's outcome; pytest-rerunfailures prints ``t RERUN`` and then ``t`` for the rerun) is
+    still that test: its outcome is the one such a line carries.
+    """
+    while True:
+        nxt = min(_next_progress(buf, lo), hi)
+        if _BARE_OUTCOME.search(buf, lo, nxt) is not None:
+            return True
+        if nxt >= hi:
+            return None
+        start, end = _line_around(buf, nxt)
+        parsed = _parse_at(buf, start, end)
+        if parsed is None or parsed[0] != test or parsed[2]:
+            return False
+        if parsed[1]:
+            return True
+        lo = end
+
+
+def _trailing_head(buf: bytes, first_line: int) -> Optional[Tuple[str, int]]:
+    """The unittest id and line number of ``buf``'s last line when it is an id alone (``test_m
+    (mod.Class)``), which a docstring line in the next window would make a test's start."""
+    if not buf.endswith(b"\n"):
+        return None  # the log's last line: no window follows
+    start = buf.rfind(b"\n", 0, len(buf) - 1) + 1
+    text, _ = clean_stripped(buf[start: len(buf) - 1])
+    head = _UNITTEST_DOC_HEAD.match(text.strip())
+    if head is None:
+        return None
+    return unittest_id(head.group("name"), head.group("cls")), first_line + buf.count(b"\n", 0, start)
+
+
 def _next_progress(buf: bytes, lo: int) -> int:
     """Where the first progress line starting at or after ``lo`` starts (``len(buf)`` if none)."""
     best = len(buf)
@@ -188,7 +231,8 @@ class TestTracker:
     """
 
     __slots__ = (
-        "carry", "outcomes", "_watch", "_watch_from", "_buf", "_to", "_here", "_here_start", "_bare_to"
+        "carry", "outcomes", "_watch", "_watch_from", "_buf", "_to", "_here", "_here_start", "_bare_to",
+        "_head",
     )
 
     def __init__(self) -> None:
@@ -204,6 +248,9 @@ class TestTracker:
         self._here: Optional[TestLine] = None
         self._here_start = 0
         self._bare_to = 0
+        # A unittest id alone on the last line of the previous window, and its line number: the start of a
+        # test with a docstring if the next window begins with the docstring's line.
+        self._head: Optional[Tuple[str, int]] = None
 
     def at(self, buf: bytes, pos: int, line: int) -> Optional[TestLine]:
         """The progress line in force at the line starting at ``buf[pos]`` (number ``line``)."""
@@ -211,6 +258,8 @@ class TestTracker:
         if line_end == -1:
             line_end = len(buf)
         if buf is not self._buf:
+            if self._head is not None:
+                self._take_head(buf)
             self._buf, self._to, self._here, self._here_start, self._bare_to = buf, 0, self.carry, 0, 0
         if line_end > self._to:
             found = _last_progress(buf, line_end, self._to)
@@ -231,12 +280,16 @@ class TestTracker:
         # ``pos``: the end of the matched line; the watched test's outcome can only come after it.
         watch = self._watch
         if watch is not None and (result is None or result.line != watch.line):
-            # The watched test's time ended where the next progress line after it starts.
-            stop = min(_next_progress(buf, self._watch_from), start)
-            self._settle(watch, _BARE_OUTCOME.search(buf, self._watch_from, stop) is not None)
-            watch = None
+            # The watched test's time ended where another test's progress line starts; a progress line
+            # of the same test again (``result`` itself may be one) continues it.
+            outcome = _outcome_after(buf, self._watch_from, start, watch.test)
+            if outcome is not None or result is None or result.test != watch.test or result.xdist:
+                self._settle(watch, bool(outcome))
+                watch = None
         if result is not None and result.finished and not result.xdist:
             self.outcomes[result.line] = True
+            if watch is not None:
+                self._settle(watch, True)
             self._watch = None
         elif result is not None and watch is None and not result.xdist:
             self._watch = result
@@ -250,16 +303,32 @@ class TestTracker:
         self.outcomes[watch.line] = finished or self.outcomes.get(watch.line, False)
         self._watch = None
 
+    def _take_head(self, buf: bytes) -> None:
+        """The previous window ended on a unittest id alone: when ``buf`` begins with its docstring's
+        line, that test started there, as ``_parse_at`` reads the two lines inside one window."""
+        test, line = self._head or ("", 0)
+        self._head = None
+        first = buf.find(b"\n")
+        doc, _ = clean_stripped(buf[: len(buf) if first == -1 else first])
+        m = _UNITTEST_DOC_LINE.match(doc.rstrip("\r"))
+        if m is None:
+            return
+        if self._watch is not None:
+            # It had not reported by the end of the window before (``end_window`` looked): a new test began.
+            self._settle(self._watch, False)
+        self.carry = TestLine(test, line, bool(_UNITTEST_OUTCOME.match(m.group("rest") or "")))
+
     def end_window(self, buf: bytes, first_line: int) -> None:
         """Remember the last progress line of ``buf`` (its first line is ``first_line``)."""
         self._buf = self._here = None
+        if self._head is not None:
+            self._take_head(buf)
+        self._head = _trailing_head(buf, first_line)
         watch = self._watch
         if watch is not None:
-            stop = _next_progress(buf, self._watch_from)
-            if _BARE_OUTCOME.search(buf, self._watch_from, stop) is not None:
-                self._settle(watch, True)
-            elif stop < len(buf):
-                self._settle(watch, False)
+            outcome = _outcome_after(buf, self._watch_from, len(buf), watch.test)
+            if outcome is not None:
+                self._settle(watch, outcome)
             self._watch_from = 0
         found = _last_progress(buf, len(buf))
         if found is None:

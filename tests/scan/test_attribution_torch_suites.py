@@ -11,6 +11,12 @@ unittest ``-v`` prints a test with a docstring (torch's DataLoader tests have ma
 id alone, then the docstring's first line ending in `` ... `` and the outcome. The output between them
 is that test's, not the one before it: a handled event there is a notice, a failing test's event an
 error naming it. Those run unittest for real.
+
+pytest prints a test's node id again while it runs: ``--setup-show`` after the fixtures' SETUP lines,
+pytest 9 for each subtest report and once more with the outcome (torch's subTest-heavy suites under
+pytest 9: ``::test_x`` then ``::test_x PASSED``). The line again is the same test, so an event before it
+(a fixture's loader losing a worker on purpose) is that test's, and its outcome is the one the later line
+carries: not a test that never reported.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from pathlib import Path
 
 import pytest
 
+from analyzer.scan import engine as engine_module
 from analyzer.verdict import decide
 from tests.scan.test_attribution import scan, summary
 from tests.scan.test_engine_helpers import ENGINES
@@ -147,3 +154,133 @@ def test_a_failing_unittest_with_a_docstring_keeps_its_event_an_error(tmp_path, 
     assert worker == [("notice", "test_b_worker_kill_is_reported (__main__.TestLoader)"),
                       ("error", "test_c_worker_kill_fails_the_test (__main__.TestLoader)")]
     assert decide(findings)[1] == 1
+
+
+SETUP_SHOW = """
+    import sys
+
+    import pytest
+
+
+    @pytest.fixture
+    def loader():
+        # The loader loses a worker while it starts, on purpose; the tests check what happens next.
+        print("RuntimeError: DataLoader worker (pid 4242) is killed by signal: Killed.", file=sys.stderr)
+        return "loader"
+
+
+    def test_loader_recovers_from_a_killed_worker(loader):
+        assert loader == "loader"
+"""
+SETUP_SHOW_FAILING = """
+
+    def test_loader_gives_up(loader):
+        assert loader == "a new loader"
+"""
+
+
+def pytest_s_run(tmp_path: Path, source: str, *options: str) -> str:
+    """The log of ``pytest -v -s OPTIONS`` over ``source`` (the tests' own output inline)."""
+    (tmp_path / "test_inline.py").write_text(textwrap.dedent(source))
+    env = dict(os.environ, COLUMNS="80")
+    env.pop("PYTEST_ADDOPTS", None)
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-v", "-s", "-p", "no:cacheprovider", *options, "test_inline.py"],
+        cwd=str(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=120, env=env,
+    )
+    return proc.stdout.decode("utf-8", "backslashreplace")
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_an_event_before_the_test_line_is_printed_again_is_that_tests_notice(tmp_path, engine):
+    # Before: the second node id line ended the first one's time, so the test "never reported" and its
+    # handled event was an error.
+    log = pytest_s_run(tmp_path, SETUP_SHOW, "--setup-show")
+    test = "test_inline.py::test_loader_recovers_from_a_killed_worker"
+    assert log.count(test) >= 2 and " 1 passed in " in log
+    findings = scan({"job.log": log}, engine=engine)
+    assert [(s[0], s[1], s[3]) for s in summary(findings)] == [("dataloader-worker-killed", "notice", test)]
+    assert decide(findings)[1] == 0
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_the_same_event_in_a_test_that_then_fails_is_an_error_naming_it(tmp_path, engine):
+    log = pytest_s_run(tmp_path, SETUP_SHOW + SETUP_SHOW_FAILING, "--setup-show")
+    assert " 1 failed, 1 passed in " in log
+    findings = scan({"job.log": log}, engine=engine)
+    worker = [(s[1], s[3]) for s in sorted(summary(findings), key=lambda s: s[2])
+              if s[0] == "dataloader-worker-killed"]
+    assert worker == [("notice", "test_inline.py::test_loader_recovers_from_a_killed_worker"),
+                      ("error", "test_inline.py::test_loader_gives_up")]
+    assert decide(findings)[1] == 1
+
+
+SUBTESTS = """
+    import sys
+    import unittest
+
+
+    class TestWorkers(unittest.TestCase):
+        def test_worker_killed_in_each_start_method(self):
+            for method in ("fork", "spawn"):
+                with self.subTest(start_method=method):
+                    print("RuntimeError: DataLoader worker (pid 4242) is killed by signal: Killed.",
+                          file=sys.stderr)
+"""
+
+
+@pytest.mark.skipif(int(pytest.__version__.split(".")[0]) < 9, reason="pytest reports subtests from 9.0")
+@pytest.mark.parametrize("engine", ENGINES)
+def test_an_event_in_a_subtest_is_the_passing_tests_notice(tmp_path, engine):
+    log = pytest_s_run(tmp_path, SUBTESTS)
+    test = "test_inline.py::TestWorkers::test_worker_killed_in_each_start_method"
+    assert log.count(test) >= 2 and "SUBPASSED" in log and " 1 passed, 2 subtests passed in " in log
+    findings = scan({"job.log": log}, engine=engine)
+    assert {(s[0], s[1], s[3]) for s in summary(findings)} == {("dataloader-worker-killed", "notice", test)}
+    assert decide(findings)[1] == 0
+
+
+SUBTEST_FAILS = """
+    import unittest
+
+
+    class TestWorkers(unittest.TestCase):
+        def test_each_start_method(self):
+            for method in ("fork", "spawn"):
+                with self.subTest(start_method=method):
+                    self.assertEqual(method, "fork")
+"""
+
+
+@pytest.mark.skipif(int(pytest.__version__.split(".")[0]) < 9, reason="pytest reports subtests from 9.0")
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_failed_unittest_subtest_is_its_tests_failure(tmp_path, engine):
+    # pytest 9.2 can report the TestCase itself PASSED; SUBFAILED is then the only sign of the failure.
+    (tmp_path / "test_inline.py").write_text(textwrap.dedent(SUBTEST_FAILS))
+    env = dict(os.environ, COLUMNS="80")
+    env.pop("PYTEST_ADDOPTS", None)
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider", "test_inline.py"],
+                          cwd=str(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=120,
+                          env=env)
+    log = proc.stdout.decode("utf-8", "backslashreplace")
+    test = "test_inline.py::TestWorkers::test_each_start_method"
+    assert proc.returncode == 1 and "SUBFAILED(start_method='spawn') " + test in log
+    findings = scan({"job.log": log}, engine=engine)
+    assert ("pytest-test-outcome", "error", test) in {(s[0], s[1], s[3]) for s in summary(findings)}
+    assert decide(findings)[1] == 1
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_docstring_tests_two_start_lines_in_two_windows_are_still_its_start(tmp_path, engine, monkeypatch):
+    # The engine's first window ends right after "test_b_... (__main__.TestLoader...)", the docstring's
+    # line begins the next one. Before: that start was missed there, so the handled event went to the
+    # failed test before it, an error.
+    log = unittest_run(tmp_path, UNITTEST_BROKEN_FIRST, UNITTEST_HANDLED)
+    head = next(line for line in log.split("\n") if line.startswith("test_b_worker_kill_is_reported ("))
+    assert log.count(head + "\n") == 1 and "FAILED (failures=1)" in log
+    cut = log.index(head + "\n") + len(head) + 1
+    monkeypatch.setattr(engine_module, "READ_SIZE", cut + 3)
+    findings = scan({"job.log": log}, engine=engine)
+    worker = [(s[1], s[3]) for s in summary(findings) if s[0] == "dataloader-worker-killed"]
+    assert worker == [("notice", "test_b_worker_kill_is_reported (__main__.TestLoader)")]
+    assert decide(findings)[1] == 1  # test_a_broken failed
