@@ -224,3 +224,27 @@ def logical_lines(buf: bytes, width: int) -> List[Tuple[int, List[Piece], bytes]
 def _add_run(found: List[Tuple[int, List[Piece], bytes]], run: List[Piece], parts: List[bytes]) -> None:
     for first in range(len(run) - 1):
         found.append((run[first][0], run[first:], b"".join(parts[2 * first:])))
+
+
+def attribution_view(buf: bytes, lines: List[Tuple[int, List[Piece], bytes]]) -> Tuple[bytes, List[int]]:
+    """``buf`` as test attribution reads it: each cut line (``logical_lines``) joined again on its first
+    row, its other rows left empty, so a test runner's progress line the terminal cut is whole and the
+    line numbers stay; and where each line of it starts."""
+    out: List[bytes] = []
+    pos = 0
+    for start, rows, text in lines:
+        if start < pos:
+            continue  # a shorter join inside a run already joined from its first row
+        out.append(buf[pos:start])
+        out.append(text)
+        out.append(b"\n" * (len(rows) - 1))
+        pos = rows[-1][1]
+    out.append(buf[pos:])
+    view = b"".join(out)
+    starts = [0]
+    find = view.find
+    at = find(b"\n")
+    while at != -1:
+        starts.append(at + 1)
+        at = find(b"\n", at + 1)
+    return view, starts

@@ -33,9 +33,9 @@ from ..rules.budget import MatchBudget
 from ..rules.model import CUT_SHORT_GROUP, DEFAULT_MATCH_BUDGET_S, Catalogue, Rule
 from ._engine_approx import LoosePatterns
 from ._engine_literals import Plan, build_plan
-from .attribution import TestTracker
+from .attribution import TestLine, TestTracker
 from ._engine_prefilter import Candidates, Finder, hyperscan_available, hyperscan_finder, python_finder
-from ._engine_wrap import Piece, WrapReader, logical_lines
+from ._engine_wrap import Piece, WrapReader, attribution_view, logical_lines
 from .clean import clean_stripped, strip_controls, visible_excerpt
 from .match import Match
 from .sources import Source, Unscannable
@@ -247,6 +247,8 @@ class _SourceScan:
         self.window_ascii = True
         self.window_lowered: Optional[bytes] = None
         self.joined_to: Dict[int, int] = {}  # rule index -> last row a joined line matched it into
+        # A wrapped window as attribution reads it: (text, where each line starts, its first line number).
+        self.view: Optional[Tuple[bytes, List[int], int]] = None
 
     def _lowered(self) -> bytes:
         """The window in lower case, made once per window when a caseless rule needs it."""
@@ -267,9 +269,15 @@ class _SourceScan:
             reader = WrapReader(windows) if source.may_be_wrapped else None
             for buf in reader if reader is not None else windows:
                 self.window, self.window_ascii, self.window_lowered = buf, buf.isascii(), None
-                joined = self._joined_lines(buf, reader.width) if reader is not None and reader.width else {}
+                joined: Dict[int, tuple] = {}
+                self.view = None
+                if reader is not None and reader.width:
+                    lines = logical_lines(buf, reader.width)
+                    joined = self._joined_lines(lines)
+                    if lines:
+                        self.view = (*attribution_view(buf, lines), first_line)
                 next_line = self._window(buf, first_line, self.finder(buf), joined)
-                self.tracker.end_window(buf, first_line)
+                self.tracker.end_window(self.view[0] if self.view is not None else buf, first_line)
                 first_line = next_line
                 if self.pending:
                     yield from self._flush()
@@ -349,7 +357,7 @@ class _SourceScan:
                 continue
             seg, m = found
             if progress is _UNKNOWN:
-                progress = self.tracker.at(buf, pos, line)
+                progress = self._progress(buf, pos, line)
             if is_block:
                 self._open(index, line, seg, rank, m, progress, _excerpt_line(visible_excerpt(raw)), line)
             else:
@@ -367,10 +375,17 @@ class _SourceScan:
         self.open.append(block)
         self.open_rules.add(index)
 
-    def _joined_lines(self, buf: bytes, width: int) -> Dict[int, tuple]:
-        """The lines of a wrapped window that a terminal cut into rows, joined again and run through the
-        finder: row start -> (joined text, its rows, literals found in it)."""
-        lines = logical_lines(buf, width)
+    def _progress(self, buf: bytes, pos: int, line: int) -> Optional[TestLine]:
+        """The progress line in force at ``line`` (starting at ``buf[pos]``); in a wrapped window, read
+        from its attribution view, where a progress line the terminal cut is whole."""
+        if self.view is None:
+            return self.tracker.at(buf, pos, line)
+        text, starts, first = self.view
+        return self.tracker.at(text, starts[line - first], line)
+
+    def _joined_lines(self, lines: List[Tuple[int, List[Piece], bytes]]) -> Dict[int, tuple]:
+        """The lines of a wrapped window that a terminal cut into rows (``logical_lines``), run through
+        the finder: row start -> (joined text, its rows, literals found in it)."""
         if not lines:
             return {}
         found = self.finder(b"\n".join(text for _pos, _rows, text in lines) + b"\n")
@@ -406,7 +421,7 @@ class _SourceScan:
                 continue
             self.joined_to[index] = last_row
             if progress is _UNKNOWN:
-                progress = self.tracker.at(buf, pos, line)
+                progress = self._progress(buf, pos, line)
             excerpt = _single_excerpt(text, cleaned, m.start())
             if is_block:
                 self._open(index, line, cleaned, rank, m, progress, excerpt, last_row)

@@ -52,11 +52,9 @@ def fold(data: bytes, width: int) -> bytes:
     return "\n".join(rows).encode("utf-8")
 
 
-def failing(data: bytes, engine: str = "python", may_be_wrapped: bool = True, severity=None):
+def failing(data: bytes, engine: str = "python", may_be_wrapped: bool = True):
     source = Source("log", lambda: io.BytesIO(data), may_be_wrapped=may_be_wrapped)
     findings = scan_sources([source], REAL, engine=engine)
-    if severity is not None:
-        return {f.rule for f in findings if f.severity is severity}
     return {f.rule for f in findings if f.severity is not Severity.NOTICE}
 
 
@@ -137,17 +135,31 @@ def test_a_real_failure_cut_by_a_terminal_keeps_its_findings(width):
 
 @pytest.mark.parametrize("width", [80, 120])
 def test_joining_a_healthy_run_cut_by_a_terminal_adds_no_alarm(width):
-    # What the joins may add, against the same cut log scanned row by row. Test attribution reads the
-    # rows as they are: a cut unittest start line ("test_m (mod.Class.test_m) ... " of Python 3.11+ is
-    # long) loses its test, so an event the uncut log shows as a handled notice, which a join finds,
-    # can be an error; that is attribution's limit, not something the joins invented.
+    # What the joins may add, against the same cut log scanned row by row.
     alarms = {}
     assert len(HEALTHY) >= 20
     for path in HEALTHY:
         data = body(path)
         cut = fold(data, width)
-        handled = failing(data, severity=Severity.NOTICE)
-        extra = failing(cut) - failing(cut, may_be_wrapped=False) - failing(data) - handled
+        extra = failing(cut) - failing(cut, may_be_wrapped=False) - failing(data)
         if extra:
             alarms[os.path.basename(path)] = sorted(extra)
     assert alarms == {}
+
+
+def test_a_healthy_run_cut_by_a_terminal_keeps_its_tests():
+    # Test attribution reads a wrapped window with each cut line whole again: a unittest start line
+    # ("test_m (mod.Class.test_m) ... " is long on Python 3.11+) or a pytest node id the terminal cut
+    # still says which test a handled event happened in. Before, 6 of 94 such copies alarmed.
+    copies, alarming = 0, []
+    for path in HEALTHY:
+        data = body(path)
+        for width in (80, 120):
+            if max(len(line) for line in data.split(b"\n")) <= width:
+                continue
+            copies += 1
+            found = failing(fold(data, width), engine="hyperscan")
+            if found:
+                alarming.append((os.path.basename(path), width, sorted(found)))
+    assert copies >= 60
+    assert len(alarming) <= copies // 50, alarming
