@@ -20,7 +20,8 @@ compose's ``service  | ``, torchrun ``--tee``'s ``[default0]:`` (a local rank, s
 as the rank), and unittest ``-v``'s ``test_m (mod.Class) ... `` when a child's output (a glibc abort,
 a crash report) continues that line instead of the outcome.
 A glog FATAL (``F``) prefix is kept: it is part of what the fatal-line rule matches. A line a paste
-quoted as Markdown code (```` `Killed` ````, a fence glued to its first line) loses the backticks.
+quoted as Markdown code (```` `Killed` ````, a fence glued to its first line) loses the backticks, and
+one pasted as emphasis (``_Killed_``, ``**Killed**``) its markers.
 
 Carriage returns: a progress bar redraws one terminal line with ``\\r`` many times before its ``\\n``.
 Line numbers count ``\\n`` only, so the whole redraw stays one line, and the cleaned text keeps the
@@ -39,6 +40,7 @@ from typing import List, Optional, Tuple
 # two-byte escapes. No branch can consume b"\n", which keeps line numbering intact.
 _ANSI = re.compile(rb"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b\n]*(?:\x07|\x1b\\)|[ -/]*[0-~])")
 _BOM = b"\xef\xbb\xbf"
+_EMPHASIS = ("_", "*")
 _TIMESTAMP = re.compile(rb"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d+Z ")
 # torchrun's --tee/--log-line-prefix and recent torch print "[rank3]:" before every line of a rank.
 _RANK = re.compile(r"\[rank(\d+)\]: ?")
@@ -122,6 +124,8 @@ def clean_stripped(raw: bytes, keep_progress: bool = False) -> Tuple[str, Option
         text = text.lstrip("`")
         if text.endswith("`"):
             text = text.rstrip("`")
+    elif text[:1] in _EMPHASIS:
+        text = _unemphasised(text)
     rank = None
     for _ in range(3):  # e.g. journald, then [rankN]:, then torch's [E... file.cpp:N]
         if text.startswith("[rank"):
@@ -140,6 +144,17 @@ def clean_stripped(raw: bytes, keep_progress: bool = False) -> Tuple[str, Option
         if m is not None:
             text = text[m.end():]
     return text, rank
+
+
+def _unemphasised(text: str) -> str:
+    """A whole line pasted as Markdown emphasis (``_Killed_``, ``**Segmentation fault**``) without it;
+    the marker must touch the words, so pytest's ``_ test_x _`` header and glibc's ``*** Error ***`` stay."""
+    for mark in ("**", "__", "*", "_"):
+        inner = text[len(mark):-len(mark)]
+        if (len(text) > 2 * len(mark) + 1 and text.startswith(mark) and text.endswith(mark)
+                and inner[0] not in " *_" and inner[-1] not in " *_"):
+            return inner
+    return text
 
 
 def clean_line(raw: bytes) -> Tuple[str, Optional[int]]:

@@ -149,3 +149,15 @@ def test_many_coloured_lines_are_stripped_in_one_go_with_the_same_result():
     raw = b"".join(b"%d \x1b[3%dmline\x1b[0m\x00 end\n" % (i, i % 8) for i in range(500))
     assert strip_controls(raw) == clean._ANSI.sub(b"", raw.replace(b"\x00", b""))
     assert strip_controls(raw).count(b"\x1b") == 0
+
+
+def test_a_line_pasted_as_markdown_emphasis_loses_its_markers_and_lookalikes_keep_theirs():
+    # microsoft/Swin-Transformer#267 pasted its error line in italics.
+    assert clean_line(b"_subprocess.CalledProcessError: Command died._") == (
+        "subprocess.CalledProcessError: Command died.", None
+    )
+    assert clean_line(b"**Segmentation fault (core dumped)**") == ("Segmentation fault (core dumped)", None)
+    # pytest's report headers (one underscore a side for a long name), glibc's and glog's banners
+    for raw in (b"_ TestX.test_y[p] _", b"____ test_y ____", b"*** Error in `python': double free ***",
+                b"*** Check failure stack trace: ***", b"_", b"**"):
+        assert clean_line(raw) == (raw.decode(), None)
