@@ -16,6 +16,9 @@ before it. What ranking decides, in order:
 4. Collateral: a match after a marker its rule's ``collateral_after`` names (someone sent SIGTERM on
    purpose) is a warning pointing at the root cause; with no other error it keeps its severity.
 5. Tracebacks attached to the failure of the same rank or process (excerpt appended, exception named).
+   One event told several times is one finding: a match that a nearby match of a rule naming it in
+   ``same_event_as`` tells again; crash lines of one signal (``dies_of`` when the wording has none),
+   told by the one that says why, with faulthandler's stack; a worker's exit of that signal names it.
 6. Timeouts after the verdict are hangs at interpreter exit; the guard's hang finding says whether the
    run hung after its verdict or which test was running, and carries that test.
 7. Orders: errors before warnings before notices; within a severity, ``root_cause`` rules first, then
