@@ -26,7 +26,7 @@ from typing import Any, Callable, Dict, FrozenSet, List, Mapping, Optional, Sequ
 import regex
 
 from ..durations import parse_duration
-from ..exits import signal_number
+from ..exits import signal_name as _signal_name, signal_number
 from ..errors import ConfigError, UsageError
 
 MAX_CONFIG_BYTES = 1 << 20
@@ -173,9 +173,11 @@ def choice(values: Sequence[str], convert: Callable[[str], Any] = str) -> Checke
 def signal_name(value: Any, source: str, key: str) -> str:
     """A POSIX signal's name, ``SIGABRT`` (or ``ABRT``), as ``SIGABRT``."""
     value = text(value, source, key)
-    if signal_number(value) is None:
+    number = signal_number(value)
+    name = _signal_name(number) if number is not None else None
+    if name is None:
         raise ConfigError(source, key, f"{show(value)} is not a signal name such as SIGABRT")
-    return value.upper() if value.upper().startswith("SIG") else "SIG" + value.upper()
+    return name
 
 
 def count(minimum: int, unit: str) -> Checker:

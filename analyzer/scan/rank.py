@@ -324,10 +324,7 @@ def _finding(
     if stack is not None:
         header = CRASH_HEADER.format(where=_where(stack.match, match.path))
         excerpt = f"{excerpt}\n{header}\n{_with_stack(stack.match.excerpt, stack)}"
-    for other in again:
-        if other.match.line < match.line or other.match.end_line > match.end_line:
-            header = TOLD_AGAIN_HEADER.format(where=_where(other.match, match.path))
-            excerpt = f"{excerpt}\n{header}\n{other.match.excerpt}"
+    told_again, excerpt = _told_again_by(match, again, excerpt)
     if kind is Kind.TEST_FAILURE:
         name = _clip(test or "?", MAX_FIELD_CHARS)
         if event.reason:
@@ -336,10 +333,7 @@ def _finding(
             message = TEST_FAILED.format(test=name)
         message = _one_line(message)
         return Finding(kind, rule.id, severity, match.path, match.line, message, excerpt, test=test)
-    message = format_message(rule.message, match.groups)
-    for other in again:
-        told = _clip(format_message(other.match.rule.message, other.match.groups), MAX_QUOTE_CHARS)
-        message += TOLD_AGAIN.format(message=told, where=_where(other.match, match.path))
+    message = format_message(rule.message, match.groups) + told_again
     stack_event = event if event.stack is not None else stack
     site = crash_site(stack_event.stack) if stack_event is not None and stack_event.stack else None
     if site is not None:
@@ -379,6 +373,18 @@ def _finding(
         excerpt=excerpt,
         test=test,
     )
+
+
+def _told_again_by(match: Match, again: Sequence[LogEvent], excerpt: str) -> Tuple[str, str]:
+    """What the events ``match`` absorbed add: to its message, and to ``excerpt`` their lines outside it."""
+    message = ""
+    for other in again:
+        told = _clip(format_message(other.match.rule.message, other.match.groups), MAX_QUOTE_CHARS)
+        message += TOLD_AGAIN.format(message=told, where=_where(other.match, match.path))
+        if other.match.line < match.line or other.match.end_line > match.end_line:
+            header = TOLD_AGAIN_HEADER.format(where=_where(other.match, match.path))
+            excerpt = f"{excerpt}\n{header}\n{other.match.excerpt}"
+    return message, excerpt
 
 
 def _capped(log: LogFindings, catalogue: Catalogue) -> Optional[Finding]:
