@@ -9,6 +9,11 @@ attribution that depends on where a window happens to end shows up as a failure.
 from __future__ import annotations
 
 import io
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
 from typing import Dict, List, Sequence
 
 import pytest
@@ -175,6 +180,19 @@ def scan(logs: Dict[str, str], engine: str = "python", guard: Sequence[Finding] 
 
 def summary(findings: Sequence[Finding]) -> List[tuple]:
     return [(f.rule, f.severity.value, f.line, f.test) for f in findings]
+
+
+def pytest_log(where: Path, name: str, source: str) -> str:
+    """The log of a real ``pytest -v -rA`` over ``source`` (written to ``where/name``), at the 80
+    columns a CI terminal has."""
+    (where / name).write_text(textwrap.dedent(source))
+    env = dict(os.environ, COLUMNS="80")
+    env.pop("PYTEST_ADDOPTS", None)
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-v", "-rA", "-p", "no:cacheprovider", name],
+        cwd=str(where), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=120, env=env,
+    )
+    return proc.stdout.decode("utf-8", "backslashreplace")
 
 
 # A test that never reported, then another that passed, then a stray outcome word: the stray word

@@ -31,7 +31,7 @@ import pytest
 
 from analyzer.scan import engine as engine_module
 from analyzer.verdict import decide
-from tests.scan.test_attribution import scan, summary
+from tests.scan.test_attribution import pytest_log, scan, summary
 from tests.scan.test_engine_helpers import ENGINES
 
 # Long enough that pytest's 80-column header keeps one underscore a side.
@@ -55,15 +55,7 @@ FAILING = "test_torch_like.py::" + CLASS + "::test_loader_raises_timeout_when_th
 
 
 def torch_like_run(tmp_path: Path, source: str) -> str:
-    """The log of ``pytest -v -rA`` over ``source``, at the 80 columns a CI terminal has."""
-    (tmp_path / "test_torch_like.py").write_text(textwrap.dedent(source))
-    env = dict(os.environ, COLUMNS="80")
-    env.pop("PYTEST_ADDOPTS", None)
-    proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-v", "-rA", "-p", "no:cacheprovider", "test_torch_like.py"],
-        cwd=str(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=120, env=env,
-    )
-    return proc.stdout.decode("utf-8", "backslashreplace")
+    return pytest_log(tmp_path, "test_torch_like.py", source)
 
 
 @pytest.mark.parametrize("engine", ENGINES)

@@ -10,7 +10,6 @@ real Python process calling glibc's malloc and free through ctypes, so no compil
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import textwrap
@@ -19,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from analyzer.verdict import decide
-from tests.scan.test_attribution import scan, summary
+from tests.scan.test_attribution import pytest_log, scan, summary
 from tests.scan.test_engine_helpers import ENGINES
 
 CHILD = ("import ctypes; libc = ctypes.CDLL(None); libc.malloc.restype = ctypes.c_void_p;"
@@ -52,15 +51,7 @@ WORDING = "free(): double free detected in tcache 2"
 
 
 def suite_run(tmp_path: Path, source: str) -> str:
-    """The log of ``pytest -v -rA`` over ``source``, at the 80 columns a CI terminal has."""
-    (tmp_path / "test_heap_checks.py").write_text(textwrap.dedent(source.format(child=CHILD)))
-    env = dict(os.environ, COLUMNS="80")
-    env.pop("PYTEST_ADDOPTS", None)
-    proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-v", "-rA", "-p", "no:cacheprovider", "test_heap_checks.py"],
-        cwd=str(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=120, env=env,
-    )
-    return proc.stdout.decode("utf-8", "backslashreplace")
+    return pytest_log(tmp_path, "test_heap_checks.py", source.format(child=CHILD))
 
 
 @pytest.mark.parametrize("engine", ENGINES)
