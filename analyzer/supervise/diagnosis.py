@@ -54,6 +54,11 @@ _WAITING_ON_CHILDREN = frozenset(
     {"wait", "_wait", "_try_wait", "poll", "join", "_wait_for_tstate_lock", "communicate", "_invoke_run",
      "_monitor_workers", "wait_procs"}
 )
+# Frames of a supervisor's periodic check between two waits: torchrun's agent wakes every
+# monitor interval to poll its workers and ask the rendezvous whether nodes wait
+# (SimpleElasticAgent._invoke_run, torch/distributed/elastic/agent/server/api.py), so a dump can
+# catch it anywhere below these, in a store call or a lock, while a worker is what hangs.
+_POLLING_CHILDREN = frozenset({"_monitor_workers", "num_nodes_waiting"})
 # Innermost frames of a rank that waits for its peers: when one rank hangs elsewhere, the others
 # sit in a collective; the rank that never arrived is the root cause, so it is named first.
 _WAITING_ON_PEERS = frozenset(
@@ -223,12 +228,18 @@ def unkillable(info: ProcessInfo, log_dir: str, refused: bool) -> Finding:
 
 
 def _innermost(dump: StackDump) -> str:
-    # py-spy names methods with their class on 3.11+ ("Popen.poll"), so compare the last part.
-    return dump.main_thread_frames()[0].function.rsplit(".", 1)[-1]
+    return _bare_name(dump.main_thread_frames()[0].function)
 
 
 def _only_waits(dump: StackDump) -> bool:
-    return _innermost(dump) in _WAITING_ON_CHILDREN
+    if _innermost(dump) in _WAITING_ON_CHILDREN:
+        return True
+    return any(_bare_name(frame.function) in _POLLING_CHILDREN for frame in dump.main_thread_frames())
+
+
+def _bare_name(function: str) -> str:
+    # py-spy names methods with their class on 3.11+ ("Popen.poll"), so compare the last part.
+    return function.rsplit(".", 1)[-1]
 
 
 def where_it_hung(

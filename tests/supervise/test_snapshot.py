@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from analyzer.supervise import snapshot, workflow
+from analyzer.supervise import diagnosis, snapshot, workflow
 
 from .conftest import program
 
@@ -154,3 +154,21 @@ def test_snapshot_helpers_are_bounded_by_their_timeout(tmp_path, monkeypatch):
 def test_py_spy_goes_through_sudo_only_where_yama_forbids_sibling_ptrace(euid, scope, sudo, prefix):
     # Pure decision; this machine has no Yama (and runs as root), so a runner's setting is spelled out.
     assert snapshot.privilege_prefix(euid, scope, sudo) == prefix
+
+
+def test_torchruns_agent_caught_polling_the_rendezvous_is_not_where_the_hang_is():
+    # The agent's real dump (samples/README.md) next to its two ranks' main threads: rank 0 waits in
+    # the collective, rank 1 never arrives. CI once named the agent's store call instead of rank 1.
+    agent = snapshot.StackDump(4100, (HERE / "samples" / "py-spy-torchrun-agent-polling.txt").read_text())
+    assert agent.main_thread_frames()[0].function == "_BackendRendezvousStateHolder._sanitize"
+    rank0 = snapshot.StackDump(4104, (
+        'Thread 4104 (idle): "MainThread"\n'
+        "    all_reduce (torch/distributed/distributed_c10d.py:3252)\n"
+        "    <module> (torch_hung_rank.py:22)\n"))
+    rank1 = snapshot.StackDump(4105, (
+        'Thread 4105 (idle): "MainThread"\n'
+        "    rank_one_never_arrives (torch_hung_rank.py:14)\n"
+        "    <module> (torch_hung_rank.py:21)\n"))
+    chosen, where = diagnosis.where_it_hung(4100, (), (agent, rank0, rank1))
+    assert chosen is rank1, where
+    assert where == "`rank_one_never_arrives` (torch_hung_rank.py:14) (pid 4105)"
