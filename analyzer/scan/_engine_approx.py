@@ -23,7 +23,7 @@ a loosened copy in ``re`` would run without one.
 from __future__ import annotations
 
 import re
-from typing import Any, Callable, FrozenSet, List, Optional, Sequence, Set, Tuple
+from typing import Any, FrozenSet, List, Optional, Sequence, Set, Tuple
 
 from ..rules.model import Rule
 from ._engine_literals import _ATOMIC, _C, _REPEATS, _sre_parse  # Python's own regex parser, per version
@@ -247,7 +247,7 @@ NOISY_AFTER_REJECTS = 5_000
 class LoosePatterns:
     """Each rule's loosened pattern, built and compiled with ``re`` the first time a line needs it
     (most rules never see a candidate line, and start-up counts on small logs). A pattern with a
-    caseless part is searched folded, in the window's ``bytes.lower()`` copy, where it starts with a
+    caseless part is searched folded, in the line's ``bytes.lower()`` copy, where it starts with a
     fixed character instead of a class (``re`` is several times faster then). Rejections are
     counted per rule, so that the Hyperscan finder can take over the noisy ones (``noisy``)."""
 
@@ -257,14 +257,12 @@ class LoosePatterns:
         self.rejects = [0] * len(rules)
         self.noisy: FrozenSet[int] = frozenset()
 
-    def matching(
-        self, indices: Sequence[int], buf: bytes, lowered: Callable[[], bytes], pos: int, stop: int
-    ) -> List[int]:
-        """The rules of ``indices`` whose loosened pattern matches the ASCII line ``buf[pos:stop]``;
-        ``lowered()`` is ``buf.lower()``, asked for only when a folded pattern needs it."""
+    def matching(self, indices: Sequence[int], buf: bytes, pos: int, stop: int) -> List[int]:
+        """The rules of ``indices`` whose loosened pattern matches the ASCII line ``buf[pos:stop]``."""
         end = stop - 1 if stop > pos and buf[stop - 1] == 0x0A else stop
         compiled = self.compiled
         kept = []
+        lowered = None  # the line folded, made when a folded pattern needs it (never the whole window)
         for index in indices:
             entry = compiled[index]
             if entry is _UNSET:
@@ -273,7 +271,13 @@ class LoosePatterns:
                 kept.append(index)
                 continue
             loose, folded = entry
-            if loose.search(lowered() if folded else buf, pos, end) is not None:
+            if folded:
+                if lowered is None:
+                    lowered = buf[pos:end].lower()
+                found = loose.search(lowered)
+            else:
+                found = loose.search(buf, pos, end)
+            if found is not None:
                 kept.append(index)
                 continue
             self.rejects[index] += 1

@@ -311,7 +311,6 @@ class _LooseSwitch:
                 if not window[start:end if end != -1 else len(window)].isascii():
                     out.setdefault(start, set()).update(lits)
         hits = _match_ends(database, local, window)
-        lowered: Optional[bytes] = None
         done: Set[Tuple[int, int]] = set()
         for end, rule in hits:
             # The line holding the match's last byte (a loosened class may take a "\n").
@@ -321,11 +320,15 @@ class _LooseSwitch:
             done.add((start, rule))
             stop = window.find(b"\n", start)
             stop = len(window) if stop == -1 else stop
+            lowered: Optional[bytes] = None  # the line folded, made when a caseless needle needs it
             for index, needle, caseless in needles[rule]:
-                if caseless and lowered is None:
-                    lowered = window.lower()
-                haystack = lowered if caseless else window
-                if haystack.find(needle, start, stop) != -1:  # type: ignore[union-attr]
+                if caseless:
+                    if lowered is None:
+                        lowered = window[start:stop].lower()
+                    found = lowered.find(needle) != -1
+                else:
+                    found = window.find(needle, start, stop) != -1
+                if found:
                     out.setdefault(start, set()).add(index)
         return out
 

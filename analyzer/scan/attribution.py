@@ -192,9 +192,10 @@ def _outcome_after(buf: bytes, lo: int, hi: int, test: str) -> Optional[bool]:
         lo = end
 
 
-def _trailing_head(buf: bytes, first_line: int) -> Optional[Tuple[str, int]]:
+def _trailing_head(buf: bytes, next_line: int) -> Optional[Tuple[str, int]]:
     """The unittest id and line number of ``buf``'s last line when it is an id alone (``test_m
-    (mod.Class)``), which a docstring line in the next window would make a test's start."""
+    (mod.Class)``), which a docstring line in the next window would make a test's start; ``next_line``
+    is the number of the line after ``buf``."""
     if not buf.endswith(b"\n"):
         return None  # the log's last line: no window follows
     start = buf.rfind(b"\n", 0, len(buf) - 1) + 1
@@ -202,7 +203,15 @@ def _trailing_head(buf: bytes, first_line: int) -> Optional[Tuple[str, int]]:
     head = _UNITTEST_DOC_HEAD.match(text.strip())
     if head is None:
         return None
-    return unittest_id(head.group("name"), head.group("cls")), first_line + buf.count(b"\n", 0, start)
+    return unittest_id(head.group("name"), head.group("cls")), next_line - 1
+
+
+def _line_number(buf: bytes, start: int, first_line: int, next_line: int) -> int:
+    # The last progress line sits near the window's end: count the few lines after it, not the
+    # thousands before (the engine has counted those once already).
+    if buf.endswith(b"\n"):
+        return next_line - buf.count(b"\n", start)
+    return first_line + buf.count(b"\n", 0, start)
 
 
 def _next_progress(buf: bytes, lo: int) -> int:
@@ -318,12 +327,12 @@ class TestTracker:
             self._settle(self._watch, False)
         self.carry = TestLine(test, line, bool(_UNITTEST_OUTCOME.match(m.group("rest") or "")))
 
-    def end_window(self, buf: bytes, first_line: int) -> None:
-        """Remember the last progress line of ``buf`` (its first line is ``first_line``)."""
+    def end_window(self, buf: bytes, first_line: int, next_line: int) -> None:
+        """Remember the last progress line of ``buf`` (its lines are ``first_line`` to ``next_line - 1``)."""
         self._buf = self._here = None
         if self._head is not None:
             self._take_head(buf)
-        self._head = _trailing_head(buf, first_line)
+        self._head = _trailing_head(buf, next_line)
         watch = self._watch
         if watch is not None:
             outcome = _outcome_after(buf, self._watch_from, len(buf), watch.test)
@@ -339,7 +348,7 @@ class TestTracker:
         start, end, (test, finished, xdist) = found
         if not finished:
             finished = _BARE_OUTCOME.search(buf, end) is not None
-        self.carry = TestLine(test, first_line + buf.count(b"\n", 0, start), finished, xdist)
+        self.carry = TestLine(test, _line_number(buf, start, first_line, next_line), finished, xdist)
 
     def end_log(self) -> None:
         """The log ended: a test still watched never reported an outcome."""

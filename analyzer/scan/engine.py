@@ -243,18 +243,10 @@ class _SourceScan:
         self.line_now = 0  # the line being matched, for a notice
         self.tracker = TestTracker()
         self.loose = loose if loose is not None else LoosePatterns(rules)
-        self.window = b""  # the window being matched, its isascii() and lower() (made when asked)
-        self.window_ascii = True
-        self.window_lowered: Optional[bytes] = None
+        self.window_ascii = True  # whether the window being matched is ASCII
         self.joined_to: Dict[int, int] = {}  # rule index -> last row a joined line matched it into
         # A wrapped window as attribution reads it: (text, where each line starts, its first line number).
         self.view: Optional[Tuple[bytes, List[int], int]] = None
-
-    def _lowered(self) -> bytes:
-        """The window in lower case, made once per window when a caseless rule needs it."""
-        if self.window_lowered is None:
-            self.window_lowered = self.window.lower()
-        return self.window_lowered
 
     def run(self, source: Source) -> Iterator[Match]:
         try:
@@ -268,7 +260,7 @@ class _SourceScan:
             windows: Iterable[bytes] = (strip_controls(window) for window in _windows(stream, self.path))
             reader = WrapReader(windows) if source.may_be_wrapped else None
             for buf in reader if reader is not None else windows:
-                self.window, self.window_ascii, self.window_lowered = buf, buf.isascii(), None
+                self.window_ascii = buf.isascii()
                 joined: Dict[int, tuple] = {}
                 self.view = None
                 if reader is not None and reader.width:
@@ -277,7 +269,7 @@ class _SourceScan:
                     if lines:
                         self.view = (*attribution_view(buf, lines), first_line)
                 next_line = self._window(buf, first_line, self.finder(buf), joined)
-                self.tracker.end_window(self.view[0] if self.view is not None else buf, first_line)
+                self.tracker.end_window(self.view[0] if self.view is not None else buf, first_line, next_line)
                 first_line = next_line
                 if self.pending:
                     yield from self._flush()
@@ -329,7 +321,7 @@ class _SourceScan:
         self.line_now = line
         indices = self._candidate_rules(lits)
         if indices and (self.window_ascii or buf[pos:stop].isascii()):
-            indices = self.loose.matching(indices, buf, self._lowered, pos, stop)
+            indices = self.loose.matching(indices, buf, pos, stop)
         if not indices and not self.open:
             return
         raw = buf[pos:stop]
@@ -405,7 +397,7 @@ class _SourceScan:
         starts there is fed from the row after the last one."""
         indices = [i for i in self._candidate_rules(lits) if not self.first[i][2]]
         if indices and text.isascii():
-            indices = self.loose.matching(indices, text, text.lower, 0, len(text))
+            indices = self.loose.matching(indices, text, 0, len(text))
         if not indices:
             return
         cleaned, rank = clean_stripped(text)
