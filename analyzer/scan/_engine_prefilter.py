@@ -37,11 +37,15 @@ def python_finder(plan: Plan) -> Finder:
     return find
 
 
-# Rough costs measured on CPython 3.11: one Python-level step per pivot hit, a little more per anchor
-# hit (the whole line is checked), and one C pass of bytes.find over a MiB.
-_HIT_COST_S = 0.3e-6
-_ANCHOR_HIT_COST_S = 0.8e-6
-_PASS_COST_S_PER_MIB = 0.5e-3
+# Rough costs measured on CPython 3.11 (a 2-core x86 runner): one Python-level step per pivot hit, a
+# little more per anchor hit (the whole line is checked), one memchr pass over a MiB for each pivot
+# byte, and one bytes.find pass over a MiB for a literal of its own (dearer for short literals:
+# "F0" 1.3 ms, "Process " 0.6 ms, "closing signal" 0.35 ms).
+_HIT_COST_S = 1.0e-6
+_ANCHOR_HIT_COST_S = 1.5e-6
+_MEMCHR_COST_S_PER_MIB = 0.05e-3
+_PASS_COST_S_PER_MIB = 0.3e-3
+_PASS_COST_S_PER_MIB_BYTE = 2.0e-3  # divided by the literal's length
 _REPLAN_EVERY = 64  # windows; logs change character (start-up chatter, tests, teardown)
 _SAMPLE_BYTES = 256 * 1024
 
@@ -53,8 +57,9 @@ class _PivotFinder:
     """Find every line holding one of ``needles`` with few passes over the window.
 
     One ``bytes.find`` pass per literal costs a full scan each, and a catalogue has dozens. Instead
-    each literal gets a *pivot*: the byte of it that is rarest in the log (measured on a sample of
-    the current window, re-measured every ``_REPLAN_EVERY`` windows). A single-byte ``find`` is
+    each literal gets a *pivot*: one of its bytes, chosen so that few pivot bytes, rare in the log
+    (measured on a sample of the current window, re-measured every ``_REPLAN_EVERY`` windows), cover
+    many literals (ten glog ``F0``..``F9`` literals share the pivot ``F``). A single-byte ``find`` is
     ``memchr``, which skims a window at memory speed; at each hit the pivot and the byte after it
     pick, from a dict, the few literals that can sit there, which are then checked in place. Every
     occurrence of a literal holds its pivot at a known offset, so none is missed: the candidates are
@@ -78,38 +83,54 @@ class _PivotFinder:
     def _plan(self, sample: bytes) -> None:
         sample = sample[:_SAMPLE_BYTES]
         scale = (1 << 20) / max(len(sample), 1)
-        counts: Dict[int, int] = {}
+        counts: Dict[int, float] = {}
 
-        def freq(byte: int, caseless: bool) -> float:
-            variants = {byte, ord(chr(byte).upper())} if caseless and 97 <= byte <= 122 else {byte}
-            total = 0
-            for b in variants:
-                if b not in counts:
-                    counts[b] = sample.count(bytes((b,)))
-                total += counts[b]
-            return (total + 1) * scale
+        def hits(byte: int) -> float:
+            if byte not in counts:
+                counts[byte] = (sample.count(bytes((byte,))) + 1) * scale
+            return counts[byte]
 
-        exact: Dict[int, Dict[bytes, List[Entry]]] = {}
-        caseless: Dict[int, Dict[bytes, List[Entry]]] = {}
+        # Each literal is found either by a pass of its own or at a pivot byte; a pivot byte costs
+        # its memchr pass and its hits once, however many literals use it, so pivots are chosen
+        # together (a set cover), not literal by literal.
+        options: List[Tuple[Needle, List[FrozenSet[int]]]] = []
         passes: List[Needle] = []
         for needle_entry in self.needles:
-            index, needle, folded = needle_entry
+            _, needle, folded = needle_entry
             if len(needle) < 2:
                 passes.append(needle_entry)
                 continue
             # The pivot is never the last byte, so it and the byte after it form the dict key.
-            offset = min(range(len(needle) - 1), key=lambda k: (freq(needle[k], folded), k))
-            cost = freq(needle[offset], folded)
-            if cost * _HIT_COST_S > _PASS_COST_S_PER_MIB:
-                passes.append(needle_entry)
+            options.append((needle_entry, list({_pivot_bytes(b, folded) for b in needle[:-1]})))
+        chosen: Set[int] = set()
+        left = options
+        while left:
+            saving: Dict[FrozenSet[int], float] = {}
+            for (_, needle, _), sets in left:
+                own = _pass_cost(needle)
+                for pivot_set in sets:
+                    saving[pivot_set] = saving.get(pivot_set, 0.0) + own
+            # The classic greedy of weighted set cover: the pivot that costs least per pass it saves.
+            best, best_ratio = None, 1.0
+            for pivot_set, saved in saving.items():
+                ratio = sum(_pivot_cost(hits(b)) for b in pivot_set if b not in chosen) / saved
+                if ratio < best_ratio:
+                    best, best_ratio = pivot_set, ratio
+            if best is None:
+                break
+            chosen |= best
+            left = [(entry, sets) for entry, sets in left if not any(p <= chosen for p in sets)]
+        passes.extend(entry for entry, _ in left)
+        exact: Dict[int, Dict[bytes, List[Entry]]] = {}
+        caseless: Dict[int, Dict[bytes, List[Entry]]] = {}
+        for (index, needle, folded), _ in options:
+            usable = [k for k in range(len(needle) - 1) if _pivot_bytes(needle[k], folded) <= chosen]
+            if not usable:
                 continue
+            offset = min(usable, key=lambda k: (sum(hits(b) for b in _pivot_bytes(needle[k], folded)), k))
             key = needle[offset:offset + 2]
-            byte = needle[offset]
-            targets = [byte]
-            if folded and 97 <= byte <= 122:
-                targets.append(byte - 32)
-            for b in targets:
-                table = caseless if folded else exact
+            table = caseless if folded else exact
+            for b in sorted(_pivot_bytes(needle[offset], folded)):
                 table.setdefault(b, {}).setdefault(key, []).append((needle, offset, index))
         self.pivots = [
             (bytes((b,)), exact.get(b, {}), caseless.get(b, {})) for b in sorted(set(exact) | set(caseless))
@@ -164,6 +185,21 @@ class _PivotFinder:
         for index, needle, folded in self.passes:
             haystack = lowered if folded else window
             _scan(haystack, [(index, needle)], out)
+
+
+def _pivot_bytes(byte: int, caseless: bool) -> FrozenSet[int]:
+    """The bytes a pivot on ``byte`` must find: both cases of a letter of a caseless literal."""
+    if caseless and 97 <= byte <= 122:
+        return frozenset((byte, byte - 32))
+    return frozenset((byte,))
+
+
+def _pivot_cost(hits_per_mib: float) -> float:
+    return _MEMCHR_COST_S_PER_MIB + hits_per_mib * _HIT_COST_S
+
+
+def _pass_cost(needle: bytes) -> float:
+    return _PASS_COST_S_PER_MIB + _PASS_COST_S_PER_MIB_BYTE / len(needle)
 
 
 def _by_next_byte(anchor: bytes, needles: Sequence[Needle]) -> Dict[bytes, List[Entry]]:
@@ -221,7 +257,8 @@ def _share_passes(
                 continue
             if sub not in counts:
                 counts[sub] = (sample.count(sub) + 1) * scale
-            saving = (len(covered) - 1) * _PASS_COST_S_PER_MIB - counts[sub] * _ANCHOR_HIT_COST_S
+            passes_saved = sum(_pass_cost(entry[1]) for entry in covered) - _pass_cost(sub)
+            saving = passes_saved - counts[sub] * _ANCHOR_HIT_COST_S
             if saving > 0 and (best is None or (saving, sub) > (best[0], best[1])):
                 best = (saving, sub, covered)
         if best is None:

@@ -84,6 +84,20 @@ def test_each_strategy_is_really_used(monkeypatch):
     assert finder.shared and not finder.pivots
 
 
+def test_literals_that_share_a_byte_share_its_pivot():
+    # glog's fatal lines give ten literals F0..F9. In a log where "F" is common enough that each
+    # alone would rather take a pass of its own, the ten together are cheaper at one pivot.
+    needles = [(i, b"F%d" % i, False) for i in range(10)]
+    window = (b"F" + b"x" * 500 + b"\n") * 2000 + b"glog F0325 12:00:00 fatal\n"
+    finder = prefilter._PivotFinder(needles)
+    finder._plan(window)
+    assert [pivot for pivot, _, _ in finder.pivots] == [b"F"]
+    assert finder.passes == [] and finder.shared == []
+    out: dict = {}
+    finder(window, out)
+    assert out == {window.rindex(b"glog"): {0}}
+
+
 @pytest.mark.skipif("hyperscan" not in ENGINES, reason="hyperscan is not installed for this Python")
 @pytest.mark.parametrize("plan", [PLAN, CASELESS_PLAN], ids=["catalogue", "extra"])
 def test_hyperscan_finder_equals_the_reference(plan):
