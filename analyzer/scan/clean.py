@@ -15,10 +15,10 @@ C++ logging at levels I, W and E (``E0325 12:00:00.123 1234 file.cpp:12] ``,
 ``[E1206 18:44:12.7 ProcessGroupNCCL.cpp:607] ``), TensorFlow's and absl's
 ``2021-06-08 13:00:47.364628: E file.cc:12] ``, NCCL's ``host:pid:tid [dev] ``, mpirun
 ``--tag-output``'s ``[1,0]<stderr>:`` (after ``--timestamp-output``'s date or alone), vLLM's
-``ERROR 08-15 17:38:13 [core.py:398] ``, Ray's and vLLM's ``(EngineCore_DP0 pid=559) ``, docker
-compose's ``service  | ``, torchrun ``--tee``'s ``[default0]:`` (a local rank, so it is not returned
-as the rank), and unittest ``-v``'s ``test_m (mod.Class) ... `` when a child's output (a glibc abort,
-a crash report) continues that line instead of the outcome.
+``ERROR 08-15 17:38:13 [core.py:398] `` (older releases without the brackets), Ray's and vLLM's
+``(EngineCore_DP0 pid=559) ``, docker compose's ``service  | ``, torchrun ``--tee``'s ``[default0]:``
+(a local rank, so it is not returned as the rank), and unittest ``-v``'s ``test_m (mod.Class) ... ``
+when a child's output (a glibc abort, a crash report) continues that line instead of the outcome.
 A glog FATAL (``F``) prefix is kept: it is part of what the fatal-line rule matches. A line a paste
 quoted as Markdown code (```` `Killed` ````, a fence glued to its first line) loses the backticks, and
 one pasted as emphasis (``_Killed_``, ``**Killed**``) its markers.
@@ -59,7 +59,8 @@ _LOGGER_PREFIX = re.compile(
     r"|(?:[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4})?\[\d+,\d+\]<std(?:out|err)>:"
     r"|\[[IWE] [\w./-]+:\d+\] "
     r"|[\w.-]+:\d+:\d+ \[\d+\] "  # NCCL's host:pid:tid [cudaDev]
-    r"|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \[[\w./-]+:\d+\] "  # vLLM
+    # vLLM's logger, the file in brackets (2025 releases) or bare (0.6.x: vllm-project/vllm#12510)
+    r"|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \[?[\w./-]+:\d+\] "
     r"|\((?:[\w.-]+ )*pid=\d+(?:, ip=[\d.]+)?\) "  # Ray's and vLLM's "(Worker pid=123) " per process
     r"|[\w.-]+ +\| "  # docker compose's "service  | "
     r"|\[[A-Za-z_]\w*?\d+\]: ?"  # torchrun --tee's "[default0]:" (role and *local* rank: not a rank)

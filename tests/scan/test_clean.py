@@ -73,6 +73,9 @@ def test_other_loggers_prefixes_are_stripped():
     assert clean_line(b"Nov 29 17:59:56 host proc[12]: [rank3]: _queue.Empty") == ("_queue.Empty", 3)
     raw = b"eap-llm-server-on-arc  | ERROR 11-08 11:01:30 [core.py:502] Traceback (most recent call last):"
     assert clean_line(raw) == ("Traceback (most recent call last):", None)
+    # vLLM before v0.6 logged the file without brackets (vllm-project/vllm#5173, #12510)
+    raw = b"ERROR 07-08 09:27:29 async_llm_engine.py:52] Traceback (most recent call last):"
+    assert clean_line(raw) == ("Traceback (most recent call last):", None)
     raw = b"(EngineCore_DP0 pid=697344) Traceback (most recent call last):"
     assert clean_line(raw) == ("Traceback (most recent call last):", None)
     raw = b"[default0]:Traceback (most recent call last):"
