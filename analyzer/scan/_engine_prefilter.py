@@ -74,6 +74,7 @@ class _PivotFinder:
     def __init__(self, needles: List[Needle]) -> None:
         self.needles = needles
         self.windows = 0
+        self.sampled = 0  # bytes of the sample the plan in force was made on
         # pivot byte -> (exact entries by 2-byte key, caseless entries by lowercased 2-byte key)
         self.pivots: List[Tuple[bytes, Dict[bytes, List[Entry]], Dict[bytes, List[Entry]]]] = []
         # shared anchor -> the byte after it in a literal ("" when it ends one) -> entries
@@ -82,6 +83,7 @@ class _PivotFinder:
 
     def _plan(self, sample: bytes) -> None:
         sample = sample[:_SAMPLE_BYTES]
+        self.sampled = len(sample)
         scale = (1 << 20) / max(len(sample), 1)
         counts: Dict[int, float] = {}
 
@@ -139,7 +141,10 @@ class _PivotFinder:
         self.shared = [(anchor, _by_next_byte(anchor, entries)) for anchor, entries in shared]
 
     def __call__(self, window: bytes, out: Candidates) -> None:
-        if self.windows % _REPLAN_EVERY == 0:
+        # A plan made on a small sample (a run archive's 63-byte "Set up job" log) sees every byte as
+        # frequent and gives nearly every literal a pass: the first window that offers twice the
+        # sample plans again, whatever the count.
+        if self.windows % _REPLAN_EVERY == 0 or min(len(window), _SAMPLE_BYTES) >= 2 * self.sampled:
             self._plan(window)
         self.windows += 1
         find = window.find

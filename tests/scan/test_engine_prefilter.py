@@ -98,6 +98,19 @@ def test_literals_that_share_a_byte_share_its_pivot():
     assert out == {window.rindex(b"glog"): {0}}
 
 
+def test_a_plan_made_on_a_tiny_window_is_made_again_on_the_next_big_one():
+    # A run archive's first member can be a 63-byte "Set up job" log: on so small a sample every byte
+    # looks frequent and nearly every literal gets a pass of its own, for the next 63 windows.
+    finder = prefilter._PivotFinder([(i, lit.needle, lit.caseless) for i, lit in enumerate(PLAN.literals)])
+    finder(b"2024-01-09T18:41:23.1234567Z Current runner version: '2.311.0'\n", {})
+    passes_after_tiny = len(finder.passes)
+    window = big_window()
+    out: dict = {}
+    finder(window, out)
+    assert len(finder.passes) < passes_after_tiny / 2
+    assert out == reference(PLAN, window)
+
+
 @pytest.mark.skipif("hyperscan" not in ENGINES, reason="hyperscan is not installed for this Python")
 @pytest.mark.parametrize("plan", [PLAN, CASELESS_PLAN], ids=["catalogue", "extra"])
 def test_hyperscan_finder_equals_the_reference(plan):
