@@ -49,7 +49,7 @@ _LOGGER_PREFIX = re.compile(
     r"(?:[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d [\w.-]+ [\w./@-]+(?:\[\d+\])?: "  # syslog, journald
     r"|[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d(?:\.\d+)? "  # the same stamp alone (CircleCI, old PyTorch CI)
     r"| *\d{4}-\d\d-\d\d[ T]\d\d:\d\d(?::\d\d(?:[.,]\d+)?)?(?:Z|[+-]\d\d:?\d\d)? "  # a bare date-time
-    r"|\d\d:\d\d:\d\d(?:\.\d+)? "  # Jenkins' timestamper
+    r"|\d\d:\d\d:\d\d(?:\.\d+)?  ?"  # Jenkins' timestamper (one space or two; never more: indentation)
     r"|#\d+ \d+\.\d+ "  # docker buildkit's step and seconds
     r"|\[\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?\] (?:\[(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\] )?"
     r"|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL):[\w.]+:(?=\S)"  # logging.basicConfig's default format

@@ -48,6 +48,9 @@ def test_other_loggers_prefixes_are_stripped():
         # CI log viewers (wordings: pytorch/pytorch#9137, #13618, modelscope/ms-swift#8307,
         # NVIDIA/nccl#1610, NVlabs/curobo#109)
         b"17:21:43 Segmentation fault (core dumped)": "Segmentation fault (core dumped)",
+        # Jenkins' timestamper with two spaces (pytest-dev/pytest-xdist#998); a traceback keeps its indent
+        b"13:33:50  [gw2] [ 50%] FAILED t.py::test_y": "[gw2] [ 50%] FAILED t.py::test_y",
+        b'13:33:50    File "x.py", line 3, in f': '  File "x.py", line 3, in f',
         b"Nov 06 05:00:37 Segmentation fault (core dumped)": "Segmentation fault (core dumped)",
         b"2026-09-17 13:40:05 zsh: killed     python3 x.py": "zsh: killed     python3 x.py",
         b" 2025-02-18 12:54 Traceback (most recent call last):": "Traceback (most recent call last):",
