@@ -324,7 +324,7 @@ def _finding(
     if stack is not None:
         header = CRASH_HEADER.format(where=_where(stack.match, match.path))
         excerpt = f"{excerpt}\n{header}\n{_with_stack(stack.match.excerpt, stack)}"
-    told_again, excerpt = _told_again_by(match, again, excerpt)
+    told_again, excerpt, told_repeats = _told_again_by(match, again, excerpt)
     if kind is Kind.TEST_FAILURE:
         name = _clip(test or "?", MAX_FIELD_CHARS)
         if event.reason:
@@ -345,8 +345,9 @@ def _finding(
         message += template.format(test=_clip(test, MAX_FIELD_CHARS))
     if handled:
         severity = Severity.NOTICE
-    if event.repeats > 1:
-        message += REPEATED.format(count=event.repeats)
+    repeats = event.repeats + told_repeats
+    if repeats > 1:
+        message += REPEATED.format(count=repeats)
     if event.shutdown is not None and not handled:
         if demote and severity is Severity.ERROR:
             severity = Severity.WARNING
@@ -375,16 +376,24 @@ def _finding(
     )
 
 
-def _told_again_by(match: Match, again: Sequence[LogEvent], excerpt: str) -> Tuple[str, str]:
-    """What the events ``match`` absorbed add: to its message, and to ``excerpt`` their lines outside it."""
+def _told_again_by(match: Match, again: Sequence[LogEvent], excerpt: str) -> Tuple[str, str, int]:
+    """What the events ``match`` absorbed add: to its message, to ``excerpt`` their lines outside it,
+    and how many of them said what was already said (a kernel's assertion printed by each of its
+    threads), which count as repeats instead."""
     message = ""
+    said = {_clip(format_message(match.rule.message, match.groups), MAX_QUOTE_CHARS)}
+    repeats = 0
     for other in again:
         told = _clip(format_message(other.match.rule.message, other.match.groups), MAX_QUOTE_CHARS)
+        if told in said:
+            repeats += other.repeats
+            continue
+        said.add(told)
         message += TOLD_AGAIN.format(message=told, where=_where(other.match, match.path))
         if other.match.line < match.line or other.match.end_line > match.end_line:
             header = TOLD_AGAIN_HEADER.format(where=_where(other.match, match.path))
             excerpt = f"{excerpt}\n{header}\n{other.match.excerpt}"
-    return message, excerpt
+    return message, excerpt, repeats
 
 
 def _capped(log: LogFindings, catalogue: Catalogue) -> Optional[Finding]:

@@ -159,3 +159,19 @@ def test_a_windows_exit_status_of_another_crash_is_its_own_finding(tmp_path):
     findings = scan_paths([str(log)], BUILTIN, engine="python")
     crashes = [("windows-fatal-exception", 1), ("windows-crash-exit-code", 2)]
     assert [(f.rule, f.line) for f in findings] == crashes
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_kernels_assertion_printed_by_each_thread_and_its_cuda_error_are_one_finding(engine):
+    # MOCKED GPU: a real log quoted from a public issue (fixtures/regenerate.py names it); this machine
+    # has no GPU to trip a device-side assert. Five threads print the assertion, a traceback later
+    # torch raises "CUDA error: device-side assert triggered": one event, told by the first line.
+    path = Path(__file__).resolve().parents[2] / "fixtures" / "quoted" / "cuda-device-assert-reid-thcunn.log"
+    findings = scan_paths([str(path)], BUILTIN, engine=engine)
+    (only,) = [f for f in findings if f.severity is Severity.ERROR]
+    assert only.rule == "cuda-device-assert" and only.line == 7
+    assert only.message == (
+        "a CUDA kernel assertion failed: `t >= 0 && t < n_classes`; CUDA error: device-side assert "
+        "triggered (line 17) (seen 5 times)"
+    )
+    assert "RuntimeError: CUDA error: device-side assert triggered" in only.excerpt
