@@ -46,7 +46,7 @@ _ANCHOR_HIT_COST_S = 1.5e-6
 _MEMCHR_COST_S_PER_MIB = 0.05e-3
 _PASS_COST_S_PER_MIB = 0.3e-3
 _PASS_COST_S_PER_MIB_BYTE = 2.0e-3  # divided by the literal's length
-_REPLAN_EVERY = 64  # windows; logs change character (start-up chatter, tests, teardown)
+_REPLAN_BYTES = 64 << 20  # logs change character (start-up chatter, tests, teardown)
 _SAMPLE_BYTES = 256 * 1024
 
 Needle = Tuple[int, bytes, bool]  # literal index, bytes (lowercased when caseless), caseless
@@ -58,7 +58,7 @@ class _PivotFinder:
 
     One ``bytes.find`` pass per literal costs a full scan each, and a catalogue has dozens. Instead
     each literal gets a *pivot*: one of its bytes, chosen so that few pivot bytes, rare in the log
-    (measured on a sample of the current window, re-measured every ``_REPLAN_EVERY`` windows), cover
+    (measured on a sample of the current window, re-measured every ``_REPLAN_BYTES``), cover
     many literals (ten glog ``F0``..``F9`` literals share the pivot ``F``). A single-byte ``find`` is
     ``memchr``, which skims a window at memory speed; at each hit the pivot and the byte after it
     pick, from a dict, the few literals that can sit there, which are then checked in place. Every
@@ -73,8 +73,8 @@ class _PivotFinder:
 
     def __init__(self, needles: List[Needle]) -> None:
         self.needles = needles
-        self.windows = 0
         self.sampled = 0  # bytes of the sample the plan in force was made on
+        self.since_plan = 0  # bytes searched with it
         # pivot byte -> (exact entries by 2-byte key, caseless entries by lowercased 2-byte key)
         self.pivots: List[Tuple[bytes, Dict[bytes, List[Entry]], Dict[bytes, List[Entry]]]] = []
         # shared anchor -> the byte after it in a literal ("" when it ends one) -> entries
@@ -92,9 +92,6 @@ class _PivotFinder:
                 counts[byte] = (sample.count(bytes((byte,))) + 1) * scale
             return counts[byte]
 
-        # Each literal is found either by a pass of its own or at a pivot byte; a pivot byte costs
-        # its memchr pass and its hits once, however many literals use it, so pivots are chosen
-        # together (a set cover), not literal by literal.
         options: List[Tuple[Needle, List[FrozenSet[int]]]] = []
         passes: List[Needle] = []
         for needle_entry in self.needles:
@@ -104,25 +101,8 @@ class _PivotFinder:
                 continue
             # The pivot is never the last byte, so it and the byte after it form the dict key.
             options.append((needle_entry, list({_pivot_bytes(b, folded) for b in needle[:-1]})))
-        chosen: Set[int] = set()
-        left = options
-        while left:
-            saving: Dict[FrozenSet[int], float] = {}
-            for (_, needle, _), sets in left:
-                own = _pass_cost(needle)
-                for pivot_set in sets:
-                    saving[pivot_set] = saving.get(pivot_set, 0.0) + own
-            # The classic greedy of weighted set cover: the pivot that costs least per pass it saves.
-            best, best_ratio = None, 1.0
-            for pivot_set, saved in saving.items():
-                ratio = sum(_pivot_cost(hits(b)) for b in pivot_set if b not in chosen) / saved
-                if ratio < best_ratio:
-                    best, best_ratio = pivot_set, ratio
-            if best is None:
-                break
-            chosen |= best
-            left = [(entry, sets) for entry, sets in left if not any(p <= chosen for p in sets)]
-        passes.extend(entry for entry, _ in left)
+        chosen, uncovered = _cover(options, hits)
+        passes.extend(uncovered)
         exact: Dict[int, Dict[bytes, List[Entry]]] = {}
         caseless: Dict[int, Dict[bytes, List[Entry]]] = {}
         for (index, needle, folded), _ in options:
@@ -141,12 +121,13 @@ class _PivotFinder:
         self.shared = [(anchor, _by_next_byte(anchor, entries)) for anchor, entries in shared]
 
     def __call__(self, window: bytes, out: Candidates) -> None:
-        # A plan made on a small sample (a run archive's 63-byte "Set up job" log) sees every byte as
-        # frequent and gives nearly every literal a pass: the first window that offers twice the
-        # sample plans again, whatever the count.
-        if self.windows % _REPLAN_EVERY == 0 or min(len(window), _SAMPLE_BYTES) >= 2 * self.sampled:
+        # A plan made on a small sample (a run archive's 63-byte "Set up job" log, the guard's first
+        # chunk) sees every byte as frequent and gives nearly every literal a pass: the first window
+        # that offers twice the sample plans again.
+        if self.since_plan >= _REPLAN_BYTES or min(len(window), _SAMPLE_BYTES) >= 2 * self.sampled:
             self._plan(window)
-        self.windows += 1
+            self.since_plan = 0
+        self.since_plan += len(window)
         find = window.find
         rfind = window.rfind
         startswith = window.startswith
@@ -190,6 +171,34 @@ class _PivotFinder:
         for index, needle, folded in self.passes:
             haystack = lowered if folded else window
             _scan(haystack, [(index, needle)], out)
+
+
+def _cover(
+    options: List[Tuple[Needle, List[FrozenSet[int]]]], hits: Callable[[int], float]
+) -> Tuple[Set[int], List[Needle]]:
+    """The pivot bytes to search, and the literals better found by a pass of their own.
+
+    A pivot byte costs its memchr pass and its hits once, however many literals use it, so pivots are
+    chosen together: the classic greedy of weighted set cover, taking the pivot that costs least per
+    pass it saves while that is below one."""
+    chosen: Set[int] = set()
+    left = options
+    while left:
+        saving: Dict[FrozenSet[int], float] = {}
+        for (_, needle, _), sets in left:
+            own = _pass_cost(needle)
+            for pivot_set in sets:
+                saving[pivot_set] = saving.get(pivot_set, 0.0) + own
+        best, best_ratio = None, 1.0
+        for pivot_set, saved in saving.items():
+            ratio = sum(_pivot_cost(hits(b)) for b in pivot_set if b not in chosen) / saved
+            if ratio < best_ratio:
+                best, best_ratio = pivot_set, ratio
+        if best is None:
+            break
+        chosen |= best
+        left = [(entry, sets) for entry, sets in left if not any(p <= chosen for p in sets)]
+    return chosen, [entry for entry, _ in left]
 
 
 def _pivot_bytes(byte: int, caseless: bool) -> FrozenSet[int]:
