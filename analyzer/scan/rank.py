@@ -493,11 +493,14 @@ def _told_again(items: Sequence[_Item]) -> _ToldAgain:
                 continue
             for name in rule.same_event_as:
                 for other in by_rule.get(name, ()):
-                    if other is item or id(other[2]) in absorbed or id(other[2]) in told:
+                    if other is item or id(other[2]) in absorbed:
                         continue
                     if _same_event(item, other, rule.same_event_lines):
                         absorbed.add(id(other[2]))
-                        told.setdefault(id(item[2]), []).append(other[2])
+                        # A teller told again tells nothing of its own: what it absorbed moves along
+                        # (a Ray death whose line a terminal cut, then the retry that handled it).
+                        inherited = told.pop(id(other[2]), [])
+                        told.setdefault(id(item[2]), []).extend([other[2], *inherited])
     return _ToldAgain(absorbed, told)
 
 

@@ -43,12 +43,26 @@ def body(path: str) -> bytes:
         return b"".join(line for line in f.read().splitlines(True) if not line.startswith(b"#!"))
 
 
+# A colour escape takes no column on a terminal (Ray colours its "(raylet)" prefix).
+_ESCAPES = re.compile(r"(\x1b\[[0-?]*[ -/]*[@-~])")
+
+
 def fold(data: bytes, width: int) -> bytes:
-    """Cut every line longer than ``width`` characters into rows of ``width``, as a terminal does."""
+    """Cut every line longer than ``width`` columns into rows of ``width``, as a terminal does."""
     rows = []
     for line in data.decode("utf-8", "replace").split("\n"):
-        rows.append(line[:width])
-        rows.extend(line[at:at + width] for at in range(width, len(line), width))
+        row, columns = "", 0
+        for token in _ESCAPES.split(line):
+            if _ESCAPES.fullmatch(token):
+                row += token
+                continue
+            for char in token:
+                if columns == width:
+                    rows.append(row)
+                    row, columns = "", 0
+                row += char
+                columns += 1
+        rows.append(row)
     return "\n".join(rows).encode("utf-8")
 
 

@@ -175,3 +175,18 @@ def test_a_kernels_assertion_printed_by_each_thread_and_its_cuda_error_are_one_f
         "triggered (line 17) (seen 5 times)"
     )
     assert "RuntimeError: CUDA error: device-side assert triggered" in only.excerpt
+
+
+def test_a_teller_told_again_hands_on_what_it_told(tmp_path):
+    # Real wordings (the catalogue's examples): the raylet's death report, the cause on the next line
+    # (which the report tells again), then the owner's retry, which handled that death: one notice.
+    log = tmp_path / "retried.log"
+    log.write_text(
+        "(raylet) A worker died or was killed while executing a task by an unexpected system error.\n"
+        "The actor is dead because its worker process has died. Worker exit type: SYSTEM_ERROR Worker exit "
+        "detail: Worker unexpectedly exits with a connection error code 2.\n"
+        "(raylet) Task flaky failed. There are 2 retries remaining, so the task will be retried. Error: \n"
+    )
+    findings = scan_paths([str(log)], BUILTIN)
+    assert [(f.rule, f.severity, f.line) for f in findings] == [("ray-task-retried", Severity.NOTICE, 3)]
+    assert "Worker exit type: SYSTEM_ERROR (line 2)" in findings[0].message
