@@ -41,6 +41,8 @@ _SEPARATOR = re.compile(rb"(?:([^\sA-Za-z0-9])\1\1|\[ *\d+%\])$")
 _OPEN = frozenset(b"([{,=-_/\\")  # a line seldom ends so: a cut does
 _CLOSE = frozenset(b")]},;=-_")  # a line seldom starts so: a cut does
 _PLAIN_START = frozenset(b"abcdefghijklmnopqrstuvwxyz \t")  # no prefix starts so: skip the cleaning
+# An elapsed-time stamp no cleaning strips: CPython regrtest's "0:00:01 load avg: 0.50 [1/2] test_x".
+_ELAPSED = re.compile(rb"\d+:\d\d:\d\d ")
 Piece = Tuple[int, int]  # a row of the window: its start and end offsets (no line ending)
 
 
@@ -59,7 +61,11 @@ def _padded(row: bytes) -> bool:
 
 def _starts_a_record(row: bytes) -> bool:
     """A row that starts with a timestamp or another logger's prefix is a line of its own."""
-    return row[:1] not in _PLAIN_START and clean_stripped(row)[0] != row.decode("utf-8", "backslashreplace")
+    if row[:1] in _PLAIN_START:
+        return False
+    if _ELAPSED.match(row) is not None:
+        return True
+    return clean_stripped(row)[0] != row.decode("utf-8", "backslashreplace")
 
 
 def _cut_in_a_word(row: bytes, after: bytes) -> bool:

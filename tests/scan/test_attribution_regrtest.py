@@ -140,3 +140,14 @@ def test_a_sequential_file_that_fails_at_import_fails_the_log_naming_it(tmp_path
     findings = scan({"job.log": log}, engine=engine)
     assert [(s[0], s[3]) for s in errors(findings)] == [("regrtest-test-failed", "test_imp")]
     assert decide(findings)[1] == 1
+
+
+def test_a_parallel_run_whose_passing_file_reports_first_keeps_its_output():
+    # Real: CPython 3.9.18's regrtest -j2 over HANDLED and BROKEN when test_handled's worker reported
+    # first (a race; tests/scan/logs/regrtest-j2-handled-first.log, its temp dir renamed). Its first
+    # line is the longest but one and the next starts with a digit: that once read as a terminal's cut,
+    # joined the two rows and lost "[1/2] test_handled passed", so the handled crash became an error.
+    log = (Path(__file__).resolve().parent / "logs" / "regrtest-j2-handled-first.log").read_text()
+    findings = scan({"job.log": log}, engine="python")
+    assert [(s[0], s[3]) for s in errors(findings)] == [("regrtest-test-failed", "test_broken")]
+    assert crash_notices(findings) == [("fatal-python-error", "test_handled")]
