@@ -16,8 +16,9 @@ C++ logging at levels I, W and E (``E0325 12:00:00.123 1234 file.cpp:12] ``,
 ``2021-06-08 13:00:47.364628: E file.cc:12] ``, NCCL's ``host:pid:tid [dev] ``, mpirun
 ``--tag-output``'s ``[1,0]<stderr>:`` (after ``--timestamp-output``'s date or alone), vLLM's
 ``ERROR 08-15 17:38:13 [core.py:398] `` (older releases without the brackets), Ray's and vLLM's
-``(EngineCore_DP0 pid=559) ``, docker compose's ``service  | ``, torchrun ``--tee``'s ``[default0]:``
-(a local rank, so it is not returned as the rank), and unittest ``-v``'s ``test_m (mod.Class) ... ``
+``(EngineCore_DP0 pid=559) `` and ``(VllmWorker rank=2 pid=808339) ``, docker compose's
+``service  | ``, torchrun ``--tee``'s ``[default0]:`` (a local rank, so it is not returned as the
+rank), and unittest ``-v``'s ``test_m (mod.Class) ... ``
 when a child's output (a glibc abort, a crash report) continues that line instead of the outcome.
 A glog FATAL (``F``) prefix is kept: it is part of what the fatal-line rule matches. A line a paste
 quoted as Markdown code (```` `Killed` ````, a fence glued to its first line) loses the backticks, and
@@ -61,11 +62,15 @@ _LOGGER_PREFIX = re.compile(
     r"|[\w.-]+:\d+:\d+ \[\d+\] "  # NCCL's host:pid:tid [cudaDev]
     # vLLM's logger, the file in brackets (2025 releases) or bare (0.6.x: vllm-project/vllm#12510)
     r"|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \[?[\w./-]+:\d+\] "
-    r"|\((?:[\w.-]+ )*pid=\d+(?:, ip=[\d.]+)?\) "  # Ray's and vLLM's "(Worker pid=123) " per process
+    r"|\((?:[\w.-]+ )*(?:rank=\d+ )?pid=\d+(?:, ip=[\d.]+)?\) "  # Ray's, vLLM's "(VllmWorker rank=2 pid=1) "
     r"|[\w.-]+ +\| "  # docker compose's "service  | "
     r"|\[[A-Za-z_]\w*?\d+\]: ?"  # torchrun --tee's "[default0]:" (role and *local* rank: not a rank)
     r"|\[\d+\] (?=\[rank\d+\]:))"  # a pid tag before torch's "[rank3]:"
 )
+# The prefixes above that name the process a line came from (vLLM's "(VllmWorker rank=2 pid=808339) ",
+# Ray's "(pid=123) ", torchrun --tee's "[default0]:", mpirun's "[1,0]<stderr>:"): when several processes
+# die at once their tracebacks interleave, and each block reads only its own process's lines.
+_SPEAKER = re.compile(r"\((?:[\w.-]+ )*(?:rank=\d+ )?pid=\d+|\[[A-Za-z_]\w*?\d+\]:|\[\d+,\d+\]<std")
 # unittest -v's "test_m (mod.Class) ... " when what follows is a child's output, not the outcome.
 _UNITTEST_CONTINUED = re.compile(
     r"\w+ \([\w.]+\) \.\.\. (?!(?:ok|FAIL|ERROR|skipped|expected failure|unexpected success)\b)(?=\S)"
@@ -107,6 +112,13 @@ def clean_stripped(raw: bytes, keep_progress: bool = False) -> Tuple[str, Option
 
     ``keep_progress``: keep a test runner's progress text that a child's output continues (test
     attribution reads it; rules match what follows it)."""
+    text, rank, _speaker = clean_speaking(raw, keep_progress)
+    return text, rank
+
+
+def clean_speaking(raw: bytes, keep_progress: bool = False) -> Tuple[str, Optional[int], Optional[str]]:
+    """``clean_stripped``, and the prefix that named the process the line came from (``_SPEAKER``),
+    None when no prefix did."""
     if raw.endswith(b"\n"):
         raw = raw[:-1]
     while raw.endswith(b"\r"):
@@ -128,15 +140,20 @@ def clean_stripped(raw: bytes, keep_progress: bool = False) -> Tuple[str, Option
     elif text[:1] in _EMPHASIS:
         text = _unemphasised(text)
     rank = None
+    speaker = None
     for _ in range(3):  # e.g. journald, then [rankN]:, then torch's [E... file.cpp:N]
         if text.startswith("[rank"):
             m = _RANK.match(text)
             if m is not None:
                 rank = int(m.group(1))
+                speaker = speaker or m.group().rstrip()
                 text = text[m.end():]
                 continue
         m = _LOGGER_PREFIX.match(text)
         if m is not None and m.end() < len(text):
+            if speaker is None and (text[0] in "([" or "<std" in m.group()):
+                named = _SPEAKER.search(m.group())
+                speaker = named.group() if named is not None else speaker
             text = text[m.end():]
             continue
         break
@@ -144,7 +161,7 @@ def clean_stripped(raw: bytes, keep_progress: bool = False) -> Tuple[str, Option
         m = _UNITTEST_CONTINUED.match(text)
         if m is not None:
             text = text[m.end():]
-    return text, rank
+    return text, rank, speaker
 
 
 def _unemphasised(text: str) -> str:

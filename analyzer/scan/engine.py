@@ -36,7 +36,7 @@ from ._engine_literals import Plan, build_plan
 from .attribution import TestLine, TestTracker
 from ._engine_prefilter import Candidates, Finder, hyperscan_available, hyperscan_finder, python_finder
 from ._engine_wrap import Piece, WrapReader, attribution_view, logical_lines
-from .clean import clean_stripped, strip_controls, visible_excerpt
+from .clean import clean_speaking, strip_controls, visible_excerpt
 from .match import Match
 from .sources import Source, Unscannable
 
@@ -187,19 +187,22 @@ class _Block:
     """A block rule's match in progress (internal, mutable while lines are fed to it)."""
 
     __slots__ = (
-        "index", "line", "last_row", "text", "rank", "groups", "lines", "chars", "count", "progress", "cut_ok"
+        "index", "line", "last_row", "fed_to", "text", "rank", "speaker", "groups", "lines", "chars", "count",
+        "progress", "cut_ok",
     )
 
     def __init__(
         self, index: int, line: int, text: str, rank: Optional[int], groups: Dict[str, str], progress: Any,
-        last_row: int,
+        last_row: int, speaker: Optional[str],
     ) -> None:
         self.progress = progress
         self.index = index
         self.line = line
         self.last_row = last_row  # the start's last row: a terminal-wrapped start spans several
+        self.fed_to = last_row  # the last line fed to it
         self.text = text
         self.rank = rank
+        self.speaker = speaker  # the process prefix of its start (clean_speaking): it reads only its lines
         self.groups = groups
         self.lines: List[str] = []
         self.chars = 0
@@ -234,7 +237,7 @@ class _SourceScan:
             for rule in rules
         ]
         self.open: List[_Block] = []
-        self.open_rules: set = set()
+        self.open_rules: set = set()  # (rule index, speaker) of the open blocks
         # (line, rule index, end_line, text, excerpt, groups, rank, progress) until earlier blocks close
         self.pending: List[tuple] = []
         self.budget = budget if budget is not None else MatchBudget(timeout_s, DEFAULT_MATCH_BUDGET_S)
@@ -325,13 +328,13 @@ class _SourceScan:
         if not indices and not self.open:
             return
         raw = buf[pos:stop]
-        text, rank = clean_stripped(raw)
+        text, rank, speaker = clean_speaking(raw)
         progress: Any = _UNKNOWN
         segments = text.split("\r") if "\r" in text else (text,)
         if self.open:
             excerpt_line = _excerpt_line(visible_excerpt(raw))
             for block in list(self.open):
-                if line > block.last_row:
+                if line > block.last_row and (speaker is None or block.speaker in (None, speaker)):
                     self._feed(block, segments, excerpt_line, line)
         first = self.first
         for index in indices:
@@ -351,21 +354,22 @@ class _SourceScan:
             if progress is _UNKNOWN:
                 progress = self._progress(buf, pos, line)
             if is_block:
-                self._open(index, line, seg, rank, m, progress, _excerpt_line(visible_excerpt(raw)), line)
+                excerpt_line = _excerpt_line(visible_excerpt(raw))
+                self._open(index, line, seg, rank, speaker, m, progress, excerpt_line, line)
             else:
                 excerpt = _single_excerpt(raw, seg, m.start())
                 self.pending.append((line, index, line, seg, excerpt, _groups(m), rank, progress))
 
-    def _open(self, index: int, line: int, seg: str, rank: Optional[int], m, progress: Any, excerpt_line: str,
-              last_row: int) -> None:
+    def _open(self, index: int, line: int, seg: str, rank: Optional[int], speaker: Optional[str], m,
+              progress: Any, excerpt_line: str, last_row: int) -> None:
         """Start a block of rule ``index`` at ``line``; its lines are fed from the one after ``last_row``."""
-        if index in self.open_rules:
+        if (index, speaker) in self.open_rules:
             # The latest start wins: the earlier one has had no end so far.
-            self._drop(index)
-        block = _Block(index, line, seg, rank, _groups(m), progress, last_row)
+            self._drop(index, speaker)
+        block = _Block(index, line, seg, rank, _groups(m), progress, last_row, speaker)
         block.add(excerpt_line)
         self.open.append(block)
-        self.open_rules.add(index)
+        self.open_rules.add((index, speaker))
 
     def _progress(self, buf: bytes, pos: int, line: int) -> Optional[TestLine]:
         """The progress line in force at ``line`` (starting at ``buf[pos]``); in a wrapped window, read
@@ -400,8 +404,8 @@ class _SourceScan:
             indices = self.loose.matching(indices, text, 0, len(text))
         if not indices:
             return
-        cleaned, rank = clean_stripped(text)
-        pieces = [clean_stripped(buf[start:end])[0] for start, end in rows]
+        cleaned, rank, speaker = clean_speaking(text)
+        pieces = [clean_speaking(buf[start:end])[0] for start, end in rows]
         last_row = line + len(rows) - 1
         progress: Any = _UNKNOWN
         for index in indices:
@@ -416,7 +420,7 @@ class _SourceScan:
                 progress = self._progress(buf, pos, line)
             excerpt = _single_excerpt(text, cleaned, m.start())
             if is_block:
-                self._open(index, line, cleaned, rank, m, progress, excerpt, last_row)
+                self._open(index, line, cleaned, rank, speaker, m, progress, excerpt, last_row)
             else:
                 self.pending.append((line, index, last_row, cleaned, excerpt, _groups(m), rank, progress))
 
@@ -435,6 +439,7 @@ class _SourceScan:
     def _feed(self, block: _Block, segments: List[str], excerpt_line: str, line: int) -> None:
         rule = self.rules[block.index]
         block.add(excerpt_line)
+        block.fed_to = line
         if rule.capture_re is not None and not rule.capture_re.groupindex.keys() <= block.groups.keys():
             captured = self._search(block.index, rule.capture_re, segments, rule.user_defined)
             if captured is not None:
@@ -446,26 +451,33 @@ class _SourceScan:
         found = self._search(block.index, rule.end_re, segments, rule.user_defined)
         if found is not None:
             block.groups.update(_groups(found[1]))
+            if block.cut_ok:  # an end without its groups (the next process's header): they were cut
+                self._groups_cut(block)
             self._close(block, line)
         elif block.count >= rule.max_lines:
-            self._drop(block.index)
+            self._drop(block.index, block.speaker)
 
     def _close_cut_short_blocks(self) -> None:
         """End the log's open blocks that its ``cut_short`` says happened, their end groups unknown."""
         for block in [b for b in self.open if b.cut_ok]:
-            end_re = self.rules[block.index].end_re
-            for name in end_re.groupindex if end_re is not None else ():
-                block.groups.setdefault(name, CUT_SHORT_GROUP)
-            self._close(block, block.last_row + block.count - 1)
+            self._groups_cut(block)
+            self._close(block, block.fed_to)
 
-    def _drop(self, index: int) -> None:
-        """Forget the open block of rule ``index``: no end within ``max_lines`` means no match."""
-        self.open = [block for block in self.open if block.index != index]
-        self.open_rules.discard(index)
+    def _groups_cut(self, block: _Block) -> None:
+        """Give the end groups a block never saw the reading ``CUT_SHORT_GROUP``."""
+        end_re = self.rules[block.index].end_re
+        for name in end_re.groupindex if end_re is not None else ():
+            block.groups.setdefault(name, CUT_SHORT_GROUP)
+
+    def _drop(self, index: int, speaker: Optional[str]) -> None:
+        """Forget the open block of rule ``index`` and ``speaker``: no end within ``max_lines`` means no
+        match."""
+        self.open = [block for block in self.open if (block.index, block.speaker) != (index, speaker)]
+        self.open_rules.discard((index, speaker))
 
     def _close(self, block: _Block, end_line: int) -> None:
         self.open.remove(block)
-        self.open_rules.discard(block.index)
+        self.open_rules.discard((block.index, block.speaker))
         excerpt = "\n".join(block.lines)
         if block.count > len(block.lines):
             excerpt += f"\n[... {block.count - len(block.lines)} more lines not shown]"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from analyzer.scan.clean import clean_line, split_segments, strip_controls, visible_excerpt
+from analyzer.scan.clean import clean_line, clean_speaking, split_segments, strip_controls, visible_excerpt
 
 
 def test_github_timestamp_and_bom_are_stripped():
@@ -85,6 +85,24 @@ def test_other_loggers_prefixes_are_stripped():
     assert clean_line(raw) == ("Traceback (most recent call last):", None)
     raw = b"[80746] [rank0]:[E321 02:07:08.408 ProcessGroupNCCL.cpp:607] [Rank 0] Watchdog"
     assert clean_line(raw) == ("[Rank 0] Watchdog", 0)
+
+
+def test_the_prefix_that_names_a_process_is_returned_as_its_speaker():
+    # vLLM v1's workers (vllm-project/vllm#14452), then its logger's own prefix
+    raw = b"(VllmWorker rank=2 pid=825) ERROR 03-15 17:24:18 [multiproc_executor.py:375] ValueError: x"
+    assert clean_speaking(raw) == ("ValueError: x", None, "(VllmWorker rank=2 pid=825")
+    assert clean_speaking(b"(pid=4242, ip=10.0.0.3) Traceback (most recent call last):")[2] == "(pid=4242"
+    assert clean_speaking(b"[default1]:Traceback (most recent call last):")[2] == "[default1]:"
+    assert clean_speaking(b"[rank3]:Traceback (most recent call last):") == (
+        "Traceback (most recent call last):", 3, "[rank3]:")
+    # mpirun --tag-output, after --timestamp-output's date: the date differs line by line, the job does not
+    raw = b"Tue Jan  9 18:41:23 2024[1,3]<stderr>:Traceback (most recent call last):"
+    assert clean_speaking(raw)[2] == "[1,3]<std"
+    # prefixes that do not name a process
+    for raw in (b"ERROR 03-15 17:24:18 [core.py:398] ValueError: x", b"2024-01-09 18:41:23 ValueError: x",
+                b"service  | ValueError: x"):
+        assert clean_speaking(raw) == ("ValueError: x", None, None)
+    assert clean_speaking(b"ValueError: x (pid=12)") == ("ValueError: x (pid=12)", None, None)
 
 
 def test_fatal_glog_prefix_and_lookalikes_are_kept():
