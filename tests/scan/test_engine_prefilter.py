@@ -103,11 +103,30 @@ def test_a_plan_made_on_a_tiny_window_is_made_again_on_the_next_big_one():
     # looks frequent and nearly every literal gets a pass of its own, for the next 63 windows.
     finder = prefilter._PivotFinder([(i, lit.needle, lit.caseless) for i, lit in enumerate(PLAN.literals)])
     finder(b"2024-01-09T18:41:23.1234567Z Current runner version: '2.311.0'\n", {})
+    finder._plan(b"2024-01-09T18:41:23.1234567Z Current runner version: '2.311.0'\n")
     passes_after_tiny = len(finder.passes)
-    window = big_window()
+    window = big_window() * 2
     out: dict = {}
     finder(window, out)
     assert len(finder.passes) < passes_after_tiny / 2
+    assert out == reference(PLAN, window)
+
+
+def test_a_small_log_is_searched_without_a_plan_and_the_plan_waits_for_a_full_sample():
+    finder = prefilter._PivotFinder([(i, lit.needle, lit.caseless) for i, lit in enumerate(PLAN.literals)])
+    window = big_window()
+    chunks = [window[i:i + 40_000] for i in range(0, len(window), 40_000)]
+    searched = 0
+    for chunk in chunks:
+        out: dict = {}
+        finder(chunk, out)
+        assert out == reference(PLAN, chunk)
+        searched += len(chunk)
+        if searched < prefilter._SAMPLE_BYTES:
+            assert finder.sampled == 0 and not finder.pivots and len(finder.passes) == len(PLAN.literals)
+    out = {}
+    finder(window, out)  # the bytes searched reach a sample: planned now, on this window
+    assert finder.sampled == len(window) and finder.pivots
     assert out == reference(PLAN, window)
 
 
