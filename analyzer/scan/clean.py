@@ -18,8 +18,9 @@ C++ logging at levels I, W and E (``E0325 12:00:00.123 1234 file.cpp:12] ``,
 ``ERROR 08-15 17:38:13 [core.py:398] `` (older releases without the brackets), Ray's and vLLM's
 ``(EngineCore_DP0 pid=559) `` and ``(VllmWorker rank=2 pid=808339) ``, docker compose's
 ``service  | ``, torchrun ``--tee``'s ``[default0]:`` (a local rank, so it is not returned as the
-rank), and unittest ``-v``'s ``test_m (mod.Class) ... ``
-when a child's output (a glibc abort, a crash report) continues that line instead of the outcome.
+rank), pdsh's ``10.0.0.6: `` or ``worker-1: `` (DeepSpeed's multi-node launcher), and unittest
+``-v``'s ``test_m (mod.Class) ... `` when a child's output (a glibc abort, a crash report) continues
+that line instead of the outcome.
 A glog FATAL (``F``) prefix is kept: it is part of what the fatal-line rule matches. A line a paste
 quoted as Markdown code (```` `Killed` ````, a fence glued to its first line) loses the backticks, and
 one pasted as emphasis (``_Killed_``, ``**Killed**``) its markers.
@@ -45,6 +46,9 @@ _EMPHASIS = ("_", "*")
 _TIMESTAMP = re.compile(rb"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d+Z ")
 # torchrun's --tee/--log-line-prefix and recent torch print "[rank3]:" before every line of a rank.
 _RANK = re.compile(r"\[rank(\d+)\]: ?")
+# pdsh's "host: " before each line of a node: an IPv4 address, or a lower-case host name ending in a
+# digit ("worker-1", "gpu003"), which no exception's or logger's name is.
+_HOST = r"(?:\d{1,3}(?:\.\d{1,3}){3}|[a-z][a-z\d.-]*\d)"
 # Other loggers' line prefixes (see the module docstring); each alternative must consume some text.
 _LOGGER_PREFIX = re.compile(
     r"(?:[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d [\w.-]+ [\w./@-]+(?:\[\d+\])?: "  # syslog, journald
@@ -65,12 +69,17 @@ _LOGGER_PREFIX = re.compile(
     r"|\((?:[\w.-]+ )*(?:rank=\d+ )?pid=\d+(?:, ip=[\d.]+)?\) "  # Ray's, vLLM's "(VllmWorker rank=2 pid=1) "
     r"|[\w.-]+ +\| "  # docker compose's "service  | "
     r"|\[[A-Za-z_]\w*?\d+\]: ?"  # torchrun --tee's "[default0]:" (role and *local* rank: not a rank)
-    r"|\[\d+\] (?=\[rank\d+\]:))"  # a pid tag before torch's "[rank3]:"
+    r"|\[\d+\] (?=\[rank\d+\]:)"  # a pid tag before torch's "[rank3]:"
+    r"|" + _HOST + r": )"  # pdsh's "host: " (DeepSpeed's multi-node launcher), then the line as printed
 )
 # The prefixes above that name the process a line came from (vLLM's "(VllmWorker rank=2 pid=808339) ",
-# Ray's "(pid=123) ", torchrun --tee's "[default0]:", mpirun's "[1,0]<stderr>:"): when several processes
-# die at once their tracebacks interleave, and each block reads only its own process's lines.
-_SPEAKER = re.compile(r"\((?:[\w.-]+ )*(?:rank=\d+ )?pid=\d+|\[[A-Za-z_]\w*?\d+\]:|\[\d+,\d+\]<std")
+# Ray's "(pid=123) ", torchrun --tee's "[default0]:", mpirun's "[1,0]<stderr>:", pdsh's host): when
+# several processes die at once their tracebacks interleave, and each block reads only its own
+# process's lines.
+_SPEAKER = re.compile(
+    r"(?P<who>\((?:[\w.-]+ )*(?:rank=\d+ )?pid=\d+|\[[A-Za-z_]\w*?\d+\]:|" + _HOST + r": )"
+    r"|(?:[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4})?(?P<job>\[\d+,\d+\])<std"
+)
 # unittest -v's "test_m (mod.Class) ... " when what follows is a child's output, not the outcome.
 _UNITTEST_CONTINUED = re.compile(
     r"\w+ \([\w.]+\) \.\.\. (?!(?:ok|FAIL|ERROR|skipped|expected failure|unexpected success)\b)(?=\S)"
@@ -146,14 +155,14 @@ def clean_speaking(raw: bytes, keep_progress: bool = False) -> Tuple[str, Option
             m = _RANK.match(text)
             if m is not None:
                 rank = int(m.group(1))
-                speaker = speaker or m.group().rstrip()
+                speaker = (speaker or "") + m.group().rstrip()
                 text = text[m.end():]
                 continue
         m = _LOGGER_PREFIX.match(text)
         if m is not None and m.end() < len(text):
-            if speaker is None and (text[0] in "([" or "<std" in m.group()):
-                named = _SPEAKER.search(m.group())
-                speaker = named.group() if named is not None else speaker
+            named = _SPEAKER.match(m.group())
+            if named is not None:
+                speaker = (speaker or "") + (named.group("who") or named.group("job"))
             text = text[m.end():]
             continue
         break

@@ -97,12 +97,19 @@ def test_the_prefix_that_names_a_process_is_returned_as_its_speaker():
         "Traceback (most recent call last):", 3, "[rank3]:")
     # mpirun --tag-output, after --timestamp-output's date: the date differs line by line, the job does not
     raw = b"Tue Jan  9 18:41:23 2024[1,3]<stderr>:Traceback (most recent call last):"
-    assert clean_speaking(raw)[2] == "[1,3]<std"
+    assert clean_speaking(raw)[2] == "[1,3]"
+    # pdsh (DeepSpeed's multi-node launcher) names the node, then torch the rank on it
+    raw = b"10.0.0.6: [rank3]:Traceback (most recent call last):"
+    assert clean_speaking(raw) == ("Traceback (most recent call last):", 3, "10.0.0.6: [rank3]:")
+    assert clean_speaking(b"gpu004: RuntimeError: x") == ("RuntimeError: x", None, "gpu004: ")
     # prefixes that do not name a process
     for raw in (b"ERROR 03-15 17:24:18 [core.py:398] ValueError: x", b"2024-01-09 18:41:23 ValueError: x",
                 b"service  | ValueError: x"):
         assert clean_speaking(raw) == ("ValueError: x", None, None)
     assert clean_speaking(b"ValueError: x (pid=12)") == ("ValueError: x (pid=12)", None, None)
+    # names that are not a host: an exception's, a logger's, an upper-case word
+    for raw in (b"RuntimeError: x", b"Error: x", b"NCCL: x", b"cuda: x", b"gpu004:x"):
+        assert clean_speaking(raw) == (raw.decode(), None, None)
 
 
 def test_fatal_glog_prefix_and_lookalikes_are_kept():

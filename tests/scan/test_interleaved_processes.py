@@ -2,9 +2,10 @@
 
 vLLM v1 starts its workers with every line of their stdout and stderr prefixed by the process,
 ``(VllmWorker rank=2 pid=808339) `` (vllm-project/vllm#14452 and #18577 show such logs: eight workers'
-"Process SpawnProcess-1:N:" lines, then their tracebacks, mixed). The program below is real: spawned
-workers prefix their own lines the same way and raise at the same moment; each line is written apart
-with a pause so that the four tracebacks mix, as they do when eight GPUs fail together.
+"Process SpawnProcess-1:N:" lines, then their tracebacks, mixed), and pdsh, DeepSpeed's multi-node
+launcher, labels each node's lines ``worker-1: `` (hiyouga/LlamaFactory#2470). The program below is
+real: spawned workers prefix their own lines one of these ways and raise at the same moment; each line
+is written apart with a pause so that the four tracebacks mix, as they do when eight GPUs fail together.
 """
 
 from __future__ import annotations
@@ -43,15 +44,15 @@ class Prefixed:
 def load_shard(rank):
     raise ValueError(f"shard {rank} is corrupt")
 
-def worker(rank, barrier):
-    sys.stderr = Prefixed(sys.__stderr__, f"(VllmWorker rank={rank} pid={os.getpid()}) ")
+def worker(rank, barrier, prefix):
+    sys.stderr = Prefixed(sys.__stderr__, prefix.format(rank=rank, pid=os.getpid()))
     barrier.wait()
     load_shard(rank)
 
 if __name__ == "__main__":
     ctx = mp.get_context("spawn")
     barrier = ctx.Barrier(%d)
-    procs = [ctx.Process(target=worker, args=(rank, barrier)) for rank in range(%d)]
+    procs = [ctx.Process(target=worker, args=(rank, barrier, sys.argv[1])) for rank in range(%d)]
     for p in procs:
         p.start()
     for p in procs:
@@ -60,20 +61,31 @@ if __name__ == "__main__":
 ''' % (WORKERS, WORKERS)
 
 
-@pytest.fixture(scope="module")
-def interleaved_log(tmp_path_factory) -> Path:
+PREFIXES = {"vllm": "(VllmWorker rank={rank} pid={pid}) ", "pdsh": "worker-{rank}: "}
+
+
+@pytest.fixture(scope="module", params=sorted(PREFIXES))
+def interleaved_log(request, tmp_path_factory) -> Path:
     work = tmp_path_factory.mktemp("interleaved")
     (work / "workers.py").write_text(PROGRAM)
     log = work / "workers.log"
     with open(log, "wb") as out:
-        subprocess.run([sys.executable, "workers.py"], cwd=work, stdout=out, stderr=subprocess.STDOUT,
-                       timeout=120, check=False)
+        subprocess.run([sys.executable, "workers.py", PREFIXES[request.param]], cwd=work, stdout=out,
+                       stderr=subprocess.STDOUT, timeout=120, check=False)
     return log
+
+
+def _prefix(line: str) -> str:
+    return line.split(")", 1)[0] if line.startswith("(") else line.split(": ", 1)[0]
+
+
+def _rank(line: str) -> int:
+    return int(line.split("rank=", 1)[1].split()[0] if line.startswith("(") else line.split(":")[0][7:])
 
 
 def _runs_of_one_process(lines):
     """How many times the process prefix changes from one line to the next."""
-    prefixes = [line.split(")", 1)[0] for line in lines if line.startswith("(VllmWorker")]
+    prefixes = [_prefix(line) for line in lines if not line.startswith("worker exit codes")]
     return sum(1 for a, b in zip(prefixes, prefixes[1:]) if a != b)
 
 
@@ -90,17 +102,12 @@ def test_each_of_several_processes_dying_at_once_is_read_from_its_own_lines(inte
         for n, rank in _names_and_ranks(lines)
     ), died
     for finding in findings:
-        rank = finding.message.rsplit("shard ", 1)[1].split()[0]
+        rank = int(finding.message.rsplit("shard ", 1)[1].split()[0])
         own = [row for row in finding.excerpt.splitlines() if row.strip()]
-        assert all(row.startswith(f"(VllmWorker rank={rank} ") for row in own), finding.excerpt
+        assert all(_rank(row) == rank for row in own), finding.excerpt
 
 
 def _names_and_ranks(lines):
     """(process name, rank) of each worker, from its own "Process NAME:" line."""
-    out = []
-    for line in lines:
-        if line.startswith("(VllmWorker rank=") and line.endswith(":") and ") Process " in line:
-            rank = int(line.split("rank=", 1)[1].split()[0])
-            name = line.rsplit("Process SpawnProcess-", 1)[1][:-1]
-            out.append((name, rank))
-    return out
+    return [(line.rsplit("Process SpawnProcess-", 1)[1][:-1], _rank(line))
+            for line in lines if line.endswith(":") and " Process SpawnProcess-" in line]
