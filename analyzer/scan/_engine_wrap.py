@@ -39,7 +39,8 @@ _WORD = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ01234567
 _SEPARATOR = re.compile(rb"(?:([^\sA-Za-z0-9])\1\1|\[ *\d+%\])$")
 
 _OPEN = frozenset(b"([{,=-_/\\")  # a line seldom ends so: a cut does
-_CLOSE = frozenset(b")]},;=-_")  # a line seldom starts so: a cut does
+# A line seldom starts so: a cut does ("...: block" / ": [31,0,0], thread", "gloo/.../pair" / ".cc:563]").
+_CLOSE = frozenset(b")]},;:.=-_")
 _PLAIN_START = frozenset(b"abcdefghijklmnopqrstuvwxyz \t")  # no prefix starts so: skip the cleaning
 # An elapsed-time stamp no cleaning strips: CPython regrtest's "0:00:01 load avg: 0.50 [1/2] test_x".
 _ELAPSED = re.compile(rb"\d+:\d\d:\d\d ")
