@@ -65,6 +65,7 @@ REPEATED = " (seen {count} times)"
 DURING = " during {test}"
 HANDLED = " during {test}, which passed"
 TEST_FAILED = "{test} failed"
+TEST_RERUN_PASSED = "{test} failed, then passed when re-run"
 TEST_FAILED_REASON = "{test} failed: {reason}"
 CAPPED = "{count} more distinct findings of {rules} were not kept (at most {cap} per rule and log)"
 ATTACHED = "; {who} raised {exception}"
@@ -210,12 +211,15 @@ def _when(match: Match, index: int, clocks: Optional[LineClocks]) -> Tuple[float
 
 
 def _handled(event: LogEvent, log: LogFindings, test: Optional[str]) -> bool:
-    """An event inside a test that then reported an outcome other than failed/error."""
-    if test is None or event.exit_path or not event.test_finished:
+    """An event inside a test that then reported an outcome other than failed/error, or a test's failure
+    that a re-run of it then passed."""
+    if test is None or event.exit_path:
         return False
-    if event.match.rule.kind in (Kind.TEST_FAILURE, Kind.SCAN_INCOMPLETE):
+    if event.match.rule.kind is Kind.TEST_FAILURE:
+        return test in log.rerun_passed
+    if not event.test_finished or event.match.rule.kind is Kind.SCAN_INCOMPLETE:
         return False
-    return test not in log.failed and not log.failed_overflow
+    return (test not in log.failed or test in log.rerun_passed) and not log.failed_overflow
 
 
 def format_message(message: str, groups: Mapping[str, Optional[str]]) -> str:
@@ -327,7 +331,10 @@ def _finding(
     told_again, excerpt, told_repeats = _told_again_by(match, again, excerpt)
     if kind is Kind.TEST_FAILURE:
         name = _clip(test or "?", MAX_FIELD_CHARS)
-        if event.reason:
+        if handled:
+            severity = Severity.NOTICE
+            message = TEST_RERUN_PASSED.format(test=name)
+        elif event.reason:
             message = TEST_FAILED_REASON.format(test=name, reason=_clip(event.reason, MAX_FIELD_CHARS))
         else:
             message = TEST_FAILED.format(test=name)

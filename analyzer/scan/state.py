@@ -102,6 +102,7 @@ class LogFindings:
     failed_overflow: bool = False  # more failed tests than MAX_FAILED_TESTS: "did t fail" is unsure
     dropped: Tuple[Tuple[str, int], ...] = ()  # (rule id, distinct findings dropped past the cap)
     final_verdict: Optional[Match] = None  # the verdict in force when the log ended
+    rerun_passed: Tuple[str, ...] = ()  # failed tests that passed when the runner re-ran them
     unfinished: Optional[TestLine] = None  # the test running when the log ended, if it never reported
     ignored: bool = False  # the whole log matched an ignore.paths glob
 
@@ -484,6 +485,10 @@ class LogState:
             dropped=tuple(sorted(self.dropped.items())),
             final_verdict=final_verdict,
             unfinished=unfinished,
+            # A verdict whose "rerun" says every failed test passed when re-run (regrtest's "FAILURE then
+            # SUCCESS", exit 0) hands them all to that re-run.
+            rerun_passed=tuple(self.failed) if final_verdict is not None and final_verdict.groups.get("rerun")
+            else (),
         )
 
 
@@ -509,9 +514,11 @@ def identity_of(match: Match, use_rank_prefix: bool) -> Optional[Identity]:
 
 def verdict_failed(verdict: Match) -> bool:
     """Whether a verdict marker reports failures or errors (pytest's summary, unittest's FAILED)."""
+    if verdict.groups.get("rerun"):
+        return False
     outcome = verdict.groups.get("outcome")
     if outcome:
-        return outcome.strip().upper() != "OK"
+        return outcome.strip().upper() not in ("OK", "SUCCESS")
     return bool(_FAILING_VERDICT.search(verdict.groups.get("summary") or verdict.text))
 
 
