@@ -126,9 +126,10 @@ class _PivotFinder:
         # that offers twice the sample plans again.
         # The first plan waits for a sample's worth of log: making it (the cover of every literal) costs
         # about 0.1 s, more than plain passes over a small log cost in all.
-        if self.sampled == 0 and self.since_plan + len(window) < _SAMPLE_BYTES:
-            pass
-        elif self.since_plan >= _REPLAN_BYTES or min(len(window), _SAMPLE_BYTES) >= 2 * self.sampled:
+        sample_at_hand = self.sampled > 0 or self.since_plan + len(window) >= _SAMPLE_BYTES
+        if sample_at_hand and (
+            self.since_plan >= _REPLAN_BYTES or min(len(window), _SAMPLE_BYTES) >= 2 * self.sampled
+        ):
             self._plan(window)
             self.since_plan = 0
         self.since_plan += len(window)

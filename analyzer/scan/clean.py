@@ -61,25 +61,22 @@ _LOGGER_PREFIX = re.compile(
     r"|\[?[IWE]\d{3,4} \d\d:\d\d:\d+\.\d+ +(?:\d+ +)?[\w./-]+:\d+\]:? ?"  # glog, c10 (E321: no zero)
     r"|\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+: [IWE] [\w./-]+:\d+\] "  # TensorFlow's and absl's C++ logging
     # mpirun's --tag-output, after --timestamp-output's date or alone
-    r"|(?:[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4})?\[\d+,\d+\]<std(?:out|err)>:"
+    r"|(?:[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4})?(?P<job>\[\d+,\d+\])<std(?:out|err)>:"
     r"|\[[IWE] [\w./-]+:\d+\] "
     r"|[\w.-]+:\d+:\d+ \[\d+\] "  # NCCL's host:pid:tid [cudaDev]
     # vLLM's logger, the file in brackets (2025 releases) or bare (0.6.x: vllm-project/vllm#12510)
     r"|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \[?[\w./-]+:\d+\] "
-    r"|\((?:[\w.-]+ )*(?:rank=\d+ )?pid=\d+(?:, ip=[\d.]+)?\) "  # Ray's, vLLM's "(VllmWorker rank=2 pid=1) "
+    r"|(?P<process>\((?:[\w.-]+ )*(?:rank=\d+ )?pid=\d+)(?:, ip=[\d.]+)?\) "  # Ray's, vLLM's "(Name pid=1) "
     r"|[\w.-]+ +\| "  # docker compose's "service  | "
-    r"|\[[A-Za-z_]\w*?\d+\]: ?"  # torchrun --tee's "[default0]:" (role and *local* rank: not a rank)
+    r"|(?P<tee>\[[A-Za-z_]\w*?\d+\]:) ?"  # torchrun --tee's "[default0]:" (role and *local* rank: not a rank)
     r"|\[\d+\] (?=\[rank\d+\]:)"  # a pid tag before torch's "[rank3]:"
-    r"|" + _HOST + r": )"  # pdsh's "host: " (DeepSpeed's multi-node launcher), then the line as printed
+    r"|(?P<host>" + _HOST + r": ))"  # pdsh's "host: " (DeepSpeed's multi-node launcher), then the line
 )
-# The prefixes above that name the process a line came from (vLLM's "(VllmWorker rank=2 pid=808339) ",
-# Ray's "(pid=123) ", torchrun --tee's "[default0]:", mpirun's "[1,0]<stderr>:", pdsh's host): when
-# several processes die at once their tracebacks interleave, and each block reads only its own
-# process's lines.
-_SPEAKER = re.compile(
-    r"(?P<who>\((?:[\w.-]+ )*(?:rank=\d+ )?pid=\d+|\[[A-Za-z_]\w*?\d+\]:|" + _HOST + r": )"
-    r"|(?:[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4})?(?P<job>\[\d+,\d+\])<std"
-)
+# The groups of the prefixes above that name the process a line came from (vLLM's "(VllmWorker rank=2
+# pid=808339) ", Ray's "(pid=123) ", torchrun --tee's "[default0]:", mpirun's "[1,0]<stderr>:", pdsh's
+# host): when several processes die at once their tracebacks interleave, and each block reads only its
+# own process's lines.
+_SPEAKER_GROUPS = ("process", "tee", "host", "job")
 # unittest -v's "test_m (mod.Class) ... " when what follows is a child's output, not the outcome.
 _UNITTEST_CONTINUED = re.compile(
     r"\w+ \([\w.]+\) \.\.\. (?!(?:ok|FAIL|ERROR|skipped|expected failure|unexpected success)\b)(?=\S)"
@@ -126,7 +123,7 @@ def clean_stripped(raw: bytes, keep_progress: bool = False) -> Tuple[str, Option
 
 
 def clean_speaking(raw: bytes, keep_progress: bool = False) -> Tuple[str, Optional[int], Optional[str]]:
-    """``clean_stripped``, and the prefix that named the process the line came from (``_SPEAKER``),
+    """``clean_stripped``, and the prefix that named the process the line came from (``_SPEAKER_GROUPS``),
     None when no prefix did."""
     if raw.endswith(b"\n"):
         raw = raw[:-1]
@@ -160,9 +157,9 @@ def clean_speaking(raw: bytes, keep_progress: bool = False) -> Tuple[str, Option
                 continue
         m = _LOGGER_PREFIX.match(text)
         if m is not None and m.end() < len(text):
-            named = _SPEAKER.match(m.group())
+            named = next((m.group(name) for name in _SPEAKER_GROUPS if m.group(name)), None)
             if named is not None:
-                speaker = (speaker or "") + (named.group("who") or named.group("job"))
+                speaker = (speaker or "") + named
             text = text[m.end():]
             continue
         break

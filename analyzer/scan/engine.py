@@ -331,6 +331,7 @@ class _SourceScan:
         text, rank, speaker = clean_speaking(raw)
         progress: Any = _UNKNOWN
         segments = text.split("\r") if "\r" in text else (text,)
+        excerpt_line = None
         if self.open:
             excerpt_line = _excerpt_line(visible_excerpt(raw))
             for block in list(self.open):
@@ -354,7 +355,8 @@ class _SourceScan:
             if progress is _UNKNOWN:
                 progress = self._progress(buf, pos, line)
             if is_block:
-                excerpt_line = _excerpt_line(visible_excerpt(raw))
+                if excerpt_line is None:
+                    excerpt_line = _excerpt_line(visible_excerpt(raw))
                 self._open(index, line, seg, rank, speaker, m, progress, excerpt_line, line)
             else:
                 excerpt = _single_excerpt(raw, seg, m.start())

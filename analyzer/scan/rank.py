@@ -216,10 +216,10 @@ def _handled(event: LogEvent, log: LogFindings, test: Optional[str]) -> bool:
     if test is None or event.exit_path:
         return False
     if event.match.rule.kind is Kind.TEST_FAILURE:
-        return test in log.rerun_passed
+        return log.rerun_passed
     if not event.test_finished or event.match.rule.kind is Kind.SCAN_INCOMPLETE:
         return False
-    return (test not in log.failed or test in log.rerun_passed) and not log.failed_overflow
+    return (test not in log.failed or log.rerun_passed) and not log.failed_overflow
 
 
 def format_message(message: str, groups: Mapping[str, Optional[str]]) -> str:

@@ -102,9 +102,14 @@ class LogFindings:
     failed_overflow: bool = False  # more failed tests than MAX_FAILED_TESTS: "did t fail" is unsure
     dropped: Tuple[Tuple[str, int], ...] = ()  # (rule id, distinct findings dropped past the cap)
     final_verdict: Optional[Match] = None  # the verdict in force when the log ended
-    rerun_passed: Tuple[str, ...] = ()  # failed tests that passed when the runner re-ran them
     unfinished: Optional[TestLine] = None  # the test running when the log ended, if it never reported
     ignored: bool = False  # the whole log matched an ignore.paths glob
+
+    @property
+    def rerun_passed(self) -> bool:
+        """Whether the final verdict says every failed test passed when the runner re-ran it (regrtest's
+        "FAILURE then SUCCESS", exit 0): the failures were handled by that re-run."""
+        return self.final_verdict is not None and bool(self.final_verdict.groups.get("rerun"))
 
     def test_of(self, raw: Optional[str]) -> Optional[str]:
         """The node id for a failure header's name (``TestC.test_y[p]`` -> ``x.py::TestC::test_y[p]``)."""
@@ -485,10 +490,6 @@ class LogState:
             dropped=tuple(sorted(self.dropped.items())),
             final_verdict=final_verdict,
             unfinished=unfinished,
-            # A verdict whose "rerun" says every failed test passed when re-run (regrtest's "FAILURE then
-            # SUCCESS", exit 0) hands them all to that re-run.
-            rerun_passed=tuple(self.failed) if final_verdict is not None and final_verdict.groups.get("rerun")
-            else (),
         )
 
 
