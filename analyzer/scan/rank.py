@@ -10,7 +10,9 @@ before it. What ranking decides, in order:
    (``guard: true`` rules) when the catalogue has one, else through the config's severities.
 2. Handled events: an event inside a test that then reported an outcome other than failed or error
    (``PASSED``, ``XFAIL``, unittest ``ok``) was handled by the test: a ``notice`` naming the test,
-   never an error. Exit-path events (after a verdict, before the next test) are never handled.
+   never an error. Exit-path events (after a verdict, before the next test) are never handled. So is
+   an event outside any test in an attempt a supervisor restarted (torch elastic's restart of its
+   worker group) when the run then succeeded: the restart handled it.
 3. Test failures (``test-failure`` rules): one finding per failed test, its one-line reason when the
    log shows it; an event inside a failed test names the test, and the test failure ranks after it.
 4. Collateral: a match after a marker its rule's ``collateral_after`` names (someone sent SIGTERM on
@@ -64,6 +66,7 @@ COLLATERAL_NO_ROOT = "; it followed the shutdown at {where} ({quote}), but no ot
 REPEATED = " (seen {count} times)"
 DURING = " during {test}"
 HANDLED = " during {test}, which passed"
+RECOVERED = "; handled: {restart} ({restart_where}), and the run then succeeded ({where})"
 TEST_FAILED = "{test} failed"
 TEST_RERUN_PASSED = "{test} failed, then passed when re-run"
 TEST_FAILED_REASON = "{test} failed: {reason}"
@@ -212,7 +215,9 @@ def _when(match: Match, index: int, clocks: Optional[LineClocks]) -> Tuple[float
 
 def _handled(event: LogEvent, log: LogFindings, test: Optional[str]) -> bool:
     """An event inside a test that then reported an outcome other than failed/error, or a test's failure
-    that a re-run of it then passed."""
+    that a re-run of it then passed, or an event of an attempt a supervisor restarted before it succeeded."""
+    if event.recovered is not None:
+        return True
     if test is None or event.exit_path:
         return False
     if event.match.rule.kind is Kind.TEST_FAILURE:
@@ -350,6 +355,13 @@ def _finding(
     if test is not None and kind is not Kind.SCAN_INCOMPLETE:
         template = HANDLED if handled else DURING
         message += template.format(test=_clip(test, MAX_FIELD_CHARS))
+    if event.recovered is not None:
+        restart, success = event.recovered
+        message += RECOVERED.format(
+            restart=_quote(restart),
+            restart_where=_where(restart, match.path),
+            where=_where(success, match.path),
+        )
     if handled:
         severity = Severity.NOTICE
     repeats = event.repeats + told_repeats

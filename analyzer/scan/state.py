@@ -9,6 +9,10 @@ context and are dropped:
   verdict and failures belong to the outer test and are not the log's own;
 - ``verdict-printed``: the run is over; what follows before the next test is its exit path;
 - ``traceback``: kept per rank or process only while a failure can still ask for it;
+- ``run-started`` / ``attempt-restarted`` / ``run-succeeded`` (torch elastic's "starting workers for
+  entrypoint", "will restart worker group", "worker group successfully finished"): an event outside
+  any test in an attempt the supervisor then restarted, followed by that run's success, was handled
+  by the restart;
 - any marker a rule's ``collateral_after`` names: the last one per name.
 Other matches fold by (rule, cleaned text, groups, test) into at most ``MAX_PER_RULE`` distinct events
 per rule; past that they are counted, not kept. Test failures fold by test id. Memory is bounded by
@@ -47,6 +51,9 @@ FAILING_SECTIONS = ("failures", "errors")
 # of which says it was inner.
 INNER_IN_PASSING = ("errors", "failures", "xfailures")
 SHORT_SUMMARY = "short test summary info"
+RUN_STARTED = "run-started"
+ATTEMPT_RESTARTED = "attempt-restarted"
+RUN_SUCCEEDED = "run-succeeded"
 MAX_TENTATIVE = 1000
 RANK_GROUPS = ("rank", "proc")  # torch.multiprocessing.spawn's process index is the rank
 PROCESS_GROUPS = ("process", "name")
@@ -90,6 +97,8 @@ class LogEvent:
     traceback: Optional[Tuple[str, Match]] = None
     reason: Optional[str] = None  # a test failure's one-line reason
     stack: Optional[Match] = None  # the crash stack faulthandler printed right after it
+    # (restart, success): its attempt was restarted by the supervisor, and the run then succeeded.
+    recovered: Optional[Tuple[Match, Match]] = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -125,7 +134,8 @@ class LogFindings:
 class _Open:
     """A folded event while its log is still being read (mutable, internal)."""
 
-    __slots__ = ("event", "repeats", "identity", "reason", "verdict_after", "outcome_by_verdict")
+    __slots__ = ("event", "repeats", "identity", "reason", "verdict_after", "outcome_by_verdict", "attempt",
+                 "recovered")
 
     def __init__(self, event: LogEvent, identity: Optional[Identity]) -> None:
         self.event = event
@@ -134,6 +144,8 @@ class _Open:
         self.reason = event.reason
         self.verdict_after = False  # the run printed its verdict after this event
         self.outcome_by_verdict = False  # in a report whose section the log does not show
+        self.attempt = -1  # the supervisor's attempt it last happened in, outside any test (-1: never)
+        self.recovered: Optional[Tuple[Match, Match]] = None
 
 
 class LogState:
@@ -182,6 +194,11 @@ class LogState:
         # Events after their test had already reported (its teardown, or the time between tests):
         # handled only if the run then lived to print its verdict.
         self.awaiting_verdict: List[_Open] = []
+        # A supervisor's attempts (torch elastic): the current one's number, the events that happened in
+        # it outside any test, and the events of restarted attempts with the restart that ended each.
+        self.attempt = 0
+        self.attempt_events: Dict[int, _Open] = {}
+        self.restarted: Dict[int, Tuple[_Open, int, Match]] = {}
         # Failures under a short test summary printed inside a passing test's report: the log's own only
         # if no report header follows (``None``: no such summary open).
         self.tentative: Optional[List[Match]] = None
@@ -275,6 +292,8 @@ class LogState:
             for opened in self.awaiting_verdict:
                 opened.verdict_after = True
             self.awaiting_verdict.clear()
+        elif marker in (RUN_STARTED, ATTEMPT_RESTARTED, RUN_SUCCEEDED):
+            self._attempt_marker(match, marker)
         elif marker == TRACEBACK_MARKER:
             self._traceback(match)
         elif marker == CRASH_STACK_MARKER:
@@ -290,6 +309,27 @@ class LogState:
                 if len(self.shutdowns_by_pid) >= MAX_IDENTITIES:
                     self.shutdowns_by_pid.pop(next(iter(self.shutdowns_by_pid)))
                 self.shutdowns_by_pid[(marker, pid)] = match
+
+    def _attempt_marker(self, match: Match, marker: str) -> None:
+        """A supervised run started, restarted an attempt, or succeeded: a restarted attempt's events were
+        handled only once the same run's success says a restart worked (restarts can run out, and the
+        next run's success says nothing of this one)."""
+        if marker == ATTEMPT_RESTARTED:
+            for key, opened in self.attempt_events.items():
+                self.restarted[key] = (opened, self.attempt, match)
+        else:
+            if marker == RUN_SUCCEEDED:
+                for opened, attempt, restart in self.restarted.values():
+                    if opened.attempt == attempt:  # not told again in a later attempt that was not restarted
+                        opened.recovered = (restart, match)
+            self.restarted.clear()
+        self.attempt_events.clear()
+        self.attempt += 1
+
+    def _in_attempt(self, opened: _Open, test: Optional[str], kind: str) -> None:
+        if test is None and kind != "verdict" and opened.event.match.rule.kind is not Kind.TEST_FAILURE:
+            opened.attempt = self.attempt
+            self.attempt_events[id(opened)] = opened
 
     def _traceback(self, match: Match) -> None:
         identity = identity_of(match, use_rank_prefix=True)
@@ -354,6 +394,8 @@ class LogState:
         found = self.events.get(key)
         if found is not None:
             found.repeats += 1
+            found.recovered = None  # told again after its run succeeded: whether it was handled is open again
+            self._in_attempt(found, test, kind)
             if match.rule.kind is Kind.CRASH:
                 self.last_crash = (found, match.end_line)
             return
@@ -366,12 +408,13 @@ class LogState:
         if self.per_rule.get(match.rule.id, 0) >= MAX_PER_RULE:  # a flood: count it, build nothing
             self.dropped[match.rule.id] = self.dropped.get(match.rule.id, 0) + 1
             return
+        in_test = progress is not None and test is not None
         event = LogEvent(
             match,
             test=test,
             exit_path=kind == "verdict",
-            test_finished=progress.finished if progress is not None and test is not None else None,
-            progress_line=progress.line if progress is not None and test is not None else 0,
+            test_finished=progress.finished if in_test else None,
+            progress_line=progress.line if in_test else 0,
             verdict_before=self.verdict if kind == "verdict" else None,
             shutdown=self._shutdown_before(match),
         )
@@ -387,6 +430,8 @@ class LogState:
             self.last_crash = (opened, match.end_line)
         if opened is not None and event.test_finished and event.progress_line:
             self.awaiting_verdict.append(opened)
+        if opened is not None:
+            self._in_attempt(opened, test, kind)
 
     def _add(
         self, key: tuple, match: Match, event: LogEvent, identity: Optional[Identity]
@@ -475,8 +520,10 @@ class LogState:
                 # The test had reported before this event and the run never printed a verdict after
                 # it: a crash in teardown or between tests took the run down.
                 event = dataclasses.replace(event, test_finished=False)
-            if opened.repeats != 1 or opened.reason != event.reason:
-                event = dataclasses.replace(event, repeats=opened.repeats, reason=opened.reason)
+            if opened.repeats != 1 or opened.reason != event.reason or opened.recovered is not None:
+                event = dataclasses.replace(
+                    event, repeats=opened.repeats, reason=opened.reason, recovered=opened.recovered
+                )
             if off_by_one and event.match.line > last.line and event.match.rule.kind is not Kind.TEST_FAILURE:
                 event = dataclasses.replace(
                     event, test=None, exit_path=True, test_finished=None, verdict_before=last
