@@ -285,8 +285,10 @@ class LogState:
                 return
             kind, _, progress = self._context(match)
             if self.ctx_kind == "header" or (kind == "test" and progress is not None and not progress.finished
-                                             and progress.line > 0):
-                return  # printed while a test was still running: an inner run's verdict
+                                             and not progress.quiet and progress.line > 0):
+                # Printed while a test was still running: an inner run's verdict (a quiet runner's test
+                # prints nothing when it ends, so the verdict after it is the run's own).
+                return
             self.verdict = match
             self._set_context("verdict", match.line)
             for opened in self.awaiting_verdict:
@@ -413,7 +415,8 @@ class LogState:
             match,
             test=test,
             exit_path=kind == "verdict",
-            test_finished=progress.finished if in_test else None,
+            # A quiet runner's test reports only a failure: like a finished one, the verdict judges it.
+            test_finished=(progress.finished or progress.quiet) if in_test else None,
             progress_line=progress.line if in_test else 0,
             verdict_before=self.verdict if kind == "verdict" else None,
             shutdown=self._shutdown_before(match),
