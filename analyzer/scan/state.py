@@ -14,8 +14,9 @@ context and are dropped:
   any test in an attempt the supervisor then restarted, followed by that run's success, was handled
   by the restart;
 - any marker a rule's ``collateral_after`` names: the last one per name.
-Other matches fold by (rule, cleaned text, groups, test) into at most ``MAX_PER_RULE`` distinct events
-per rule; past that they are counted, not kept. Test failures fold by test id. Memory is bounded by
+Other matches fold by (rule, cleaned text, groups, test), or by the rule's ``fold_groups``, the rank
+prefix and the test, into at most ``MAX_PER_RULE`` distinct events per rule; past that they are
+counted, not kept. Test failures fold by test id. Memory is bounded by
 those caps, whatever the size of the log.
 """
 
@@ -583,6 +584,9 @@ def _who(identity: Identity) -> str:
 
 
 def _repeat_key(match: Match, test: Optional[str]) -> tuple:
+    fold = match.rule.fold_groups
+    if fold:
+        return (match.rule.id, tuple(match.groups.get(name) for name in fold), match.rank, test)
     groups = tuple(sorted((k, _ADDRESS.sub("0x?", v)) for k, v in match.groups.items() if v is not None))
     return (match.rule.id, _ADDRESS.sub("0x?", match.text.strip()), groups, test)
 
