@@ -115,6 +115,8 @@ def _section(rule: Rule) -> List[str]:
         facts.append(f"tells the same event as {told} within {rule.same_event_lines} lines")
     if rule.dies_of:
         facts.append(f"the process dies of `{rule.dies_of}`")
+    if rule.fallback:
+        facts.append("fallback: kept only when no other error explains the failure")
     if rule.fold_groups:
         facts.append("repeats fold by " + ", ".join(f"`{name}`" for name in rule.fold_groups))
     if rule.is_block:

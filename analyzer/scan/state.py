@@ -8,7 +8,8 @@ context and are dropped:
   ``test session starts`` inside a test is an inner (pytester, subprocess) run, whose sections,
   verdict and failures belong to the outer test and are not the log's own;
 - ``verdict-printed``: the run is over; what follows before the next test is its exit path;
-- ``traceback``: kept per rank or process only while a failure can still ask for it;
+- ``traceback``: kept per rank or process only while a failure can still ask for it, and the last
+  one of the log for a failed exit status that nothing else explains (a ``fallback`` rule's);
 - ``run-started`` / ``attempt-restarted`` / ``run-succeeded`` (torch elastic's "starting workers for
   entrypoint", "will restart worker group", "worker group successfully finished"): an event outside
   any test in an attempt the supervisor then restarted, followed by that run's success, was handled
@@ -100,6 +101,7 @@ class LogEvent:
     stack: Optional[Match] = None  # the crash stack faulthandler printed right after it
     # (restart, success): its attempt was restarted by the supervisor, and the run then succeeded.
     recovered: Optional[Tuple[Match, Match]] = None
+    last_traceback: Optional[Match] = None  # a fallback rule's: the last traceback printed before it
 
 
 @dataclasses.dataclass(frozen=True)
@@ -113,6 +115,7 @@ class LogFindings:
     dropped: Tuple[Tuple[str, int], ...] = ()  # (rule id, distinct findings dropped past the cap)
     final_verdict: Optional[Match] = None  # the verdict in force when the log ended
     unfinished: Optional[TestLine] = None  # the test running when the log ended, if it never reported
+    last_traceback: Optional[Match] = None  # the log's last Python traceback
     ignored: bool = False  # the whole log matched an ignore.paths glob
 
     @property
@@ -191,6 +194,7 @@ class LogState:
         self.shutdowns_by_pid: Dict[Tuple[str, str], Match] = {}
         self.last_crash: Optional[Tuple[_Open, int]] = None
         self.tracebacks: Dict[Identity, Match] = {}
+        self.last_traceback: Optional[Match] = None
         self.wanting: Dict[Identity, List[_Open]] = {}
         # Events after their test had already reported (its teardown, or the time between tests):
         # handled only if the run then lived to print its verdict.
@@ -298,6 +302,7 @@ class LogState:
         elif marker in (RUN_STARTED, ATTEMPT_RESTARTED, RUN_SUCCEEDED):
             self._attempt_marker(match, marker)
         elif marker == TRACEBACK_MARKER:
+            self.last_traceback = match
             self._traceback(match)
         elif marker == CRASH_STACK_MARKER:
             last = self.last_crash
@@ -421,6 +426,7 @@ class LogState:
             progress_line=progress.line if in_test else 0,
             verdict_before=self.verdict if kind == "verdict" else None,
             shutdown=self._shutdown_before(match),
+            last_traceback=self.last_traceback if match.rule.fallback else None,
         )
         identity = identity_of(match, use_rank_prefix=False)
         if identity is not None:
@@ -541,6 +547,7 @@ class LogState:
             dropped=tuple(sorted(self.dropped.items())),
             final_verdict=final_verdict,
             unfinished=unfinished,
+            last_traceback=self.last_traceback,
         )
 
 

@@ -262,6 +262,7 @@ PROGRAM_FINDINGS = {
     "guard-aborted": (Kind.HANG, Severity.ERROR),
     "guard-unkillable-process": (Kind.UNKILLABLE_PROCESS, Severity.ERROR),
     "guard-leaked-process": (Kind.LEAKED_PROCESS, Severity.WARNING),
+    "guard-command-failed": (Kind.CRASH, Severity.ERROR),
     "scan-incomplete": (Kind.SCAN_INCOMPLETE, Severity.WARNING),
 }
 
