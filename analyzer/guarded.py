@@ -38,7 +38,16 @@ from typing import Any, Callable, Deque, Dict, FrozenSet, List, Mapping, Optiona
 from . import file_commands
 from .durations import format_duration
 from .errors import AnalyzerError, UsageError
-from .model import SCAN_INCOMPLETE_RULE, Finding, Kind, Report, Severity
+from .exits import describe_exit
+from .model import (
+    GUARD_COMMAND_FAILED_RULE,
+    SCAN_INCOMPLETE_RULE,
+    CommandResult,
+    Finding,
+    Kind,
+    Report,
+    Severity,
+)
 from .report import github as github_report
 from .rules.model import Catalogue, Rule
 from .scan import pipeline, rank  # noqa: F401 - rank: imported now, used by the scan after the run
@@ -850,10 +859,11 @@ class GuardedRun:
             if outcome.result is not None:
                 results.append(outcome.result)
                 clocks[self._path(stream)] = outcome.clock()
+        failed = _failed_exit(supervision.command)
         findings = pipeline.combine(
             results,
             self.catalogue,
-            guard_findings=tuple(supervision.findings) + tuple(incomplete),
+            guard_findings=tuple(supervision.findings) + tuple(incomplete) + failed,
             line_clocks=clocks,
         )
         verdict, status = decide(findings, supervision.command, self.fail_on)
@@ -888,6 +898,15 @@ class GuardedRun:
             os.close(fd)
         self._fds = {}
         self.files.close()
+
+
+def _failed_exit(command: CommandResult) -> Tuple[Finding, ...]:
+    """The guard's finding for a command that failed on its own (ranking keeps it only when nothing else
+    explains the failure, and points it at the last traceback the command printed)."""
+    if command.timed_out or command.exit_code in (None, 0):
+        return ()
+    message = f"the command failed with {describe_exit(command.exit_code)}"
+    return (Finding(Kind.CRASH, GUARD_COMMAND_FAILED_RULE, Severity.ERROR, "", 0, message),)
 
 
 def _rule_severity(catalogue: Catalogue, rule_id: str, default: Severity) -> Severity:

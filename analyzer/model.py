@@ -21,6 +21,8 @@ GUARD_CANCELLED_RULE = "guard-cancelled"
 GUARD_UNKILLABLE_RULE = "guard-unkillable-process"
 GUARD_LEAKED_RULE = "guard-leaked-process"
 GUARD_ABORTED_RULE = "guard-aborted"  # --abort-on: a live finding ended the command (kind hang, error)
+# The command failed and no other finding says why: its exit status, and the last traceback it printed.
+GUARD_COMMAND_FAILED_RULE = "guard-command-failed"
 GUARD_RULE_IDS = (
     GUARD_TIMEOUT_RULE,
     GUARD_IDLE_TIMEOUT_RULE,
@@ -28,6 +30,7 @@ GUARD_RULE_IDS = (
     GUARD_UNKILLABLE_RULE,
     GUARD_LEAKED_RULE,
     GUARD_ABORTED_RULE,
+    GUARD_COMMAND_FAILED_RULE,
 )
 # The scanner's own finding (kind scan-incomplete): an unreadable file or a device skipped inside a
 # scanned directory, a user pattern disabled for its time budget. A catalogue entry like the above.

@@ -66,8 +66,10 @@ def render_rules(rules: Sequence[Rule]) -> str:
             "Marker rules make no finding. Ranking reads them: `closing-signal` makes later signal exits "
             "in the same log collateral, `traceback` is attached to the failure of its rank, "
             "`crash-stack` gives a crash its faulthandler stack, `verdict-printed` tells an exit-path "
-            "event (after the run's verdict) from one inside a test, and `test-header` / `test-section` "
-            "name the test a failure report belongs to. Which test was running at any other line is "
+            "event (after the run's verdict) from one inside a test, `test-header` / `test-section` "
+            "name the test a failure report belongs to, and `run-started` / `attempt-restarted` / "
+            "`run-succeeded` tell a failure a supervisor's restart handled (the run then succeeded). "
+            "Which test was running at any other line is "
             "read from the log around the finding, so passing tests' lines match no rule at all.\n"
         )
         out.append("| id | marker | records |")
@@ -113,6 +115,10 @@ def _section(rule: Rule) -> List[str]:
         facts.append(f"tells the same event as {told} within {rule.same_event_lines} lines")
     if rule.dies_of:
         facts.append(f"the process dies of `{rule.dies_of}`")
+    if rule.fallback:
+        facts.append("fallback: kept only when no other error explains the failure")
+    if rule.fold_groups:
+        facts.append("repeats fold by " + ", ".join(f"`{name}`" for name in rule.fold_groups))
     if rule.is_block:
         facts.append(f"block of at most {rule.max_lines} lines")
     if rule.ignore_case:

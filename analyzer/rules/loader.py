@@ -81,6 +81,8 @@ RULE = Table(
         Key("same_event_lines", schema.count(0, "lines"), default=0, shapes=_FINDINGS,
             misplaced=_MARKER_NO_FINDING),
         Key("dies_of", schema.signal_name, shapes=_FINDINGS, misplaced=_MARKER_NO_FINDING),
+        Key("fold_groups", schema.strings(), default=(), shapes=_FINDINGS, misplaced=_MARKER_NO_FINDING),
+        Key("fallback", schema.flag, default=False, shapes=_FINDINGS, misplaced=_MARKER_NO_FINDING),
         Key("guard", schema.flag, default=False),
     ),
     not_mapping="a rule must be a mapping of keys such as id, kind, pattern",
@@ -243,11 +245,13 @@ def parse_rule(
                 f"{where}.{name}",
                 f"rule {rule_id}: matches an empty line, so it would match every line",
             )
-    if values["message"] and shape != GUARD and not trusted:
+    if shape != GUARD and not trusted:
         groups: Set[str] = set()
         for rx in compiled.values():
             groups.update(rx.groupindex)
-        _check_message(values["message"], groups, source, f"{where}.message")
+        if values["message"]:
+            _check_message(values["message"], groups, source, f"{where}.message")
+        _check_fold_groups(values["fold_groups"], groups, source, f"{where}.fold_groups")
     examples = values["examples"]
     if examples is None and require_examples and shape != GUARD:
         raise ConfigError(source, f"{where}.examples", "missing; list lines that must match (and must not)")
@@ -278,6 +282,8 @@ def parse_rule(
         same_event_as=values["same_event_as"],
         same_event_lines=values["same_event_lines"],
         dies_of=values["dies_of"],
+        fold_groups=values["fold_groups"],
+        fallback=values["fallback"],
         user_defined=user_defined,
         guard=shape == GUARD,
         pattern_re=compiled.get("pattern"),
@@ -449,6 +455,15 @@ def _check_message(message: str, groups: Set[str], source: str, key: str) -> Non
             names = ", ".join(sorted(groups)) or "none"
             raise ConfigError(
                 source, key, f"{{{field}}} is not a named group of the pattern (groups: {names})"
+            )
+
+
+def _check_fold_groups(names: Sequence[str], groups: Set[str], source: str, key: str) -> None:
+    for index, name in enumerate(names):
+        if name not in groups:
+            known = ", ".join(sorted(groups)) or "none"
+            raise ConfigError(
+                source, f"{key}[{index}]", f"{name!r} is not a named group of the pattern (groups: {known})"
             )
 
 

@@ -15,6 +15,12 @@ Keys that steer ranking (see ``analyzer/scan/rank.py``):
 - ``collateral_after``: marker names; a match that comes after one of them in the same file is
   collateral damage (a warning pointing at the root cause), not a second root cause.
 - ``root_cause``: a match of this rule outranks every other error (torchrun's "Root Cause" block).
+- ``fallback``: the rule tells a failed exit status (a CI step's, the guarded command's) and nothing
+  more: its finding is kept only when no other error of its log (the guard's: of any log) explains
+  the failure, and it names the last Python traceback printed before it.
+- ``fold_groups``: named groups that identify the event; repeats fold when these groups (and the
+  line's rank prefix) agree instead of when the whole cleaned line does, so one event a program
+  prints in two wordings (NCCL's watchdog line, and C++'s ``what():`` that repeats it) is one event.
 
 ``guard: true`` marks a rule that gpu-hang-guard applies itself instead of a pattern: the supervisor's
 findings (timeout, idle, cancelled, abort-on, unkillable, leaked) and the scanner's ``scan-incomplete``.
@@ -69,6 +75,8 @@ class Rule:
     root_cause: bool = False
     same_event_as: Tuple[str, ...] = ()  # ids of rules whose nearby match tells this rule's event again
     same_event_lines: int = 0  # how many lines may lie between the two matches
+    fold_groups: Tuple[str, ...] = ()  # groups whose values identify the event (else the whole line)
+    fallback: bool = False  # a failed exit status: kept only when no other error explains it
     dies_of: Optional[str] = None  # the signal a process dies of after this event (glibc aborts: SIGABRT)
     user_defined: bool = False
     guard: bool = False

@@ -35,6 +35,7 @@ finding waits on is the one such a later line carries, not "never reported".
 from __future__ import annotations
 
 import re
+import dataclasses
 from dataclasses import dataclass
 from typing import Dict, Optional, Tuple
 
@@ -76,12 +77,20 @@ _UNITTEST_DOC_LINE = re.compile(r"^.* \.\.\.(?: (?P<rest>.*))?$")
 
 @dataclass(frozen=True)
 class TestLine:
-    """A progress line: the test it names, its line number, and whether it already reported."""
+    """A progress line: the test it names, its line number, and whether it already reported.
+
+    ``quiet``: its runner reports a test's outcome only when the test fails (regrtest's sequential
+    "[1/3] test_x"), so the run's verdict, not a line of its own, says whether it passed."""
 
     test: str
     line: int
     finished: bool
     xdist: bool = False
+    quiet: bool = False
+
+
+# What a progress line says: (test, finished, xdist, quiet), as ``TestLine`` names them.
+Parsed = Tuple[str, bool, bool, bool]
 
 
 def unittest_id(name: str, cls: str) -> str:
@@ -101,28 +110,29 @@ def normal_test_id(test: str) -> str:
     return test
 
 
-def parse_progress(raw: bytes) -> Optional[Tuple[str, bool, bool]]:
-    """``(test, finished, xdist)`` when ``raw`` (one line, controls stripped) is a progress line."""
+def parse_progress(raw: bytes) -> Optional[Parsed]:
+    """``(test, finished, xdist, quiet)`` when ``raw`` (one line, controls stripped) is a progress line."""
     text, _ = clean_stripped(raw, keep_progress=True)
     text = text.lstrip()
     m = _PYTEST_LINE.match(text)
     if m is not None:
-        return m.group("test"), bool(_PYTEST_OUTCOME.search(m.group("rest"))), False
+        return m.group("test"), bool(_PYTEST_OUTCOME.search(m.group("rest"))), False, False
     m = _XDIST_LINE.match(text)
     if m is not None:
-        return m.group("test"), True, True
+        return m.group("test"), True, True, False
     m = _REGRTEST_LINE.match(text)
     if m is not None:
         rest = m.group("rest").strip()
-        return m.group("test"), bool(rest) and not rest.startswith("--"), False
+        finished = bool(rest) and not rest.startswith("--")
+        return m.group("test"), finished, False, not finished
     m = _UNITTEST_LINE.match(text)
     if m is not None:
         rest = m.group("rest") or ""
-        return unittest_id(m.group("name"), m.group("cls")), bool(_UNITTEST_OUTCOME.match(rest)), False
+        return unittest_id(m.group("name"), m.group("cls")), bool(_UNITTEST_OUTCOME.match(rest)), False, False
     return None
 
 
-def _parse_at(buf: bytes, start: int, end: int) -> Optional[Tuple[str, bool, bool]]:
+def _parse_at(buf: bytes, start: int, end: int) -> Optional[Parsed]:
     """``parse_progress`` of the line ``buf[start:end]``, or the first line of a unittest test with a
     docstring (``test_m (mod.Class)`` alone, the docstring line after it in ``buf``)."""
     parsed = parse_progress(buf[start:end])
@@ -138,7 +148,8 @@ def _parse_at(buf: bytes, start: int, end: int) -> Optional[Tuple[str, bool, boo
     if m is None:
         return None
     rest = m.group("rest") or ""
-    return unittest_id(head.group("name"), head.group("cls")), bool(_UNITTEST_OUTCOME.match(rest)), False
+    finished = bool(_UNITTEST_OUTCOME.match(rest))
+    return unittest_id(head.group("name"), head.group("cls")), finished, False, False
 
 
 def _line_around(buf: bytes, at: int) -> Tuple[int, int]:
@@ -147,10 +158,10 @@ def _line_around(buf: bytes, at: int) -> Tuple[int, int]:
     return buf.rfind(b"\n", 0, at) + 1, len(buf) if end == -1 else end
 
 
-def _last_progress(buf: bytes, hi: int, floor: int = 0) -> Optional[Tuple[int, int, Tuple[str, bool, bool]]]:
+def _last_progress(buf: bytes, hi: int, floor: int = 0) -> Optional[Tuple[int, int, Parsed]]:
     """The last progress line in ``buf[floor:hi]`` (``floor`` is a line start or a ``\\n``):
     ``(start, end, parsed)``, or None."""
-    best: Optional[Tuple[int, int, Tuple[str, bool, bool]]] = None
+    best: Optional[Tuple[int, int, Parsed]] = None
     for needle in NEEDLES:
         lo = best[0] if best is not None else floor
         at = buf.rfind(needle, lo, hi)
@@ -273,14 +284,14 @@ class TestTracker:
         if line_end > self._to:
             found = _last_progress(buf, line_end, self._to)
             if found is not None:
-                start, end, (test, finished, xdist) = found
-                self._here = TestLine(test, line - buf.count(b"\n", start, pos), finished, xdist)
+                start, end, (test, finished, xdist, quiet) = found
+                self._here = TestLine(test, line - buf.count(b"\n", start, pos), finished, xdist, quiet)
                 self._here_start, self._bare_to = start, end
             self._to = line_end
         result = self._here
         if result is not None and not result.finished and self._bare_to < pos:
             if _BARE_OUTCOME.search(buf, self._bare_to, pos) is not None:
-                result = self._here = TestLine(result.test, result.line, True, result.xdist)
+                result = self._here = dataclasses.replace(result, finished=True)
             self._bare_to = pos
         self._rewatch(buf, result, self._here_start, line_end)
         return result
@@ -343,12 +354,12 @@ class TestTracker:
         if found is None:
             carry = self.carry
             if carry is not None and not carry.finished and _BARE_OUTCOME.search(buf):
-                self.carry = TestLine(carry.test, carry.line, True, carry.xdist)
+                self.carry = dataclasses.replace(carry, finished=True)
             return
-        start, end, (test, finished, xdist) = found
+        start, end, (test, finished, xdist, quiet) = found
         if not finished:
             finished = _BARE_OUTCOME.search(buf, end) is not None
-        self.carry = TestLine(test, _line_number(buf, start, first_line, next_line), finished, xdist)
+        self.carry = TestLine(test, _line_number(buf, start, first_line, next_line), finished, xdist, quiet)
 
     def end_log(self) -> None:
         """The log ended: a test still watched never reported an outcome."""

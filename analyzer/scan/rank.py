@@ -10,7 +10,9 @@ before it. What ranking decides, in order:
    (``guard: true`` rules) when the catalogue has one, else through the config's severities.
 2. Handled events: an event inside a test that then reported an outcome other than failed or error
    (``PASSED``, ``XFAIL``, unittest ``ok``) was handled by the test: a ``notice`` naming the test,
-   never an error. Exit-path events (after a verdict, before the next test) are never handled.
+   never an error. Exit-path events (after a verdict, before the next test) are never handled. So is
+   an event outside any test in an attempt a supervisor restarted (torch elastic's restart of its
+   worker group) when the run then succeeded: the restart handled it.
 3. Test failures (``test-failure`` rules): one finding per failed test, its one-line reason when the
    log shows it; an event inside a failed test names the test, and the test failure ranks after it.
 4. Collateral: a match after a marker its rule's ``collateral_after`` names (someone sent SIGTERM on
@@ -19,9 +21,12 @@ before it. What ranking decides, in order:
    One event told several times is one finding: a match that a nearby match of a rule naming it in
    ``same_event_as`` tells again; crash lines of one signal (``dies_of`` when the wording has none),
    told by the one that says why, with faulthandler's stack; a worker's exit of that signal names it.
-6. Timeouts after the verdict are hangs at interpreter exit; the guard's hang finding says whether the
+6. A ``fallback`` finding (a failed exit status: a CI step's, the guarded command's) is kept only when
+   no other error of its log (the guard's: of any log) explains the failure, and it names the last
+   Python traceback printed before it: "exit 1; the last Python traceback ... ends in RuntimeError".
+7. Timeouts after the verdict are hangs at interpreter exit; the guard's hang finding says whether the
    run hung after its verdict or which test was running, and carries that test.
-7. Orders: errors before warnings before notices; within a severity, ``root_cause`` rules first, then
+8. Orders: errors before warnings before notices; within a severity, ``root_cause`` rules first, then
    findings by time (``line_clocks`` across logs when given, else log by log in line order), then the
    guard's findings, then signal exits that echo the guard's kill, then test failures, then a log's
    "findings dropped past the cap" note.
@@ -64,6 +69,7 @@ COLLATERAL_NO_ROOT = "; it followed the shutdown at {where} ({quote}), but no ot
 REPEATED = " (seen {count} times)"
 DURING = " during {test}"
 HANDLED = " during {test}, which passed"
+RECOVERED = "; handled: {restart} ({restart_where}), and the run then succeeded ({where})"
 TEST_FAILED = "{test} failed"
 TEST_RERUN_PASSED = "{test} failed, then passed when re-run"
 TEST_FAILED_REASON = "{test} failed: {reason}"
@@ -76,6 +82,9 @@ CRASH_HEADER = "--- the crash ({where}) ---"
 TOLD_AGAIN = "; {message} ({where})"
 TOLD_AGAIN_HEADER = "--- the same event, told again ({where}) ---"
 ATTACHED_HEADER = "--- traceback of {who} ({where}) ---"
+LAST_TRACEBACK = "; the last Python traceback before it ({where}) ends in {exception}"
+RAISED_AT = " (raised at {site})"
+LAST_TRACEBACK_HEADER = "--- the last Python traceback ({where}) ---"
 
 _KILL_ECHO_KINDS = (Kind.SIGNAL_EXIT,)
 _GUARD_KILL_KINDS = (Kind.HANG, Kind.TIMEOUT)
@@ -124,6 +133,8 @@ def rank(
     events = [item for item in events if id(item[2]) not in told_again.absorbed]
     crashes = _one_event_one_finding(events)
     events = [item for item in events if id(item[2]) not in crashes.absorbed]
+    fallbacks = {rule.id for rule in catalogue.guard_rules if rule.fallback}
+    events, guard = _without_explained_fallbacks(events, guard, fallbacks)
 
     has_root = any(
         e.shutdown is None and not handled and _severity(e.match.rule) is Severity.ERROR
@@ -160,6 +171,8 @@ def rank(
     last = (float("inf"), len(kept), 0)
     for index, finding in enumerate(guard):
         finding = _enrich_guard(finding, kept)
+        if finding.rule in fallbacks:
+            finding = _with_last_traceback(finding, kept, line_clocks)
         ranked.append(((finding.severity.rank, 1, 2, (float("inf"), len(kept), index)), finding, None))
     for index, log in enumerate(kept):
         if log.dropped:
@@ -212,7 +225,9 @@ def _when(match: Match, index: int, clocks: Optional[LineClocks]) -> Tuple[float
 
 def _handled(event: LogEvent, log: LogFindings, test: Optional[str]) -> bool:
     """An event inside a test that then reported an outcome other than failed/error, or a test's failure
-    that a re-run of it then passed."""
+    that a re-run of it then passed, or an event of an attempt a supervisor restarted before it succeeded."""
+    if event.recovered is not None:
+        return True
     if test is None or event.exit_path:
         return False
     if event.match.rule.kind is Kind.TEST_FAILURE:
@@ -287,6 +302,44 @@ def _guard_findings(findings: Sequence[Finding], catalogue: Catalogue) -> List[F
     return out
 
 
+def _without_explained_fallbacks(
+    events: List[_Item], guard: List[Finding], fallbacks: Set[str]
+) -> Tuple[List[_Item], List[Finding]]:
+    """Drop fallback findings (a failed exit status) that another error of their log, or for the guard's
+    (rule ids ``fallbacks``) of any log or the guard, already explains."""
+    explained = {
+        index for index, _, event, handled, _ in events
+        if not handled and not event.match.rule.fallback and _severity(event.match.rule) is Severity.ERROR
+    }
+    events = [item for item in events if not (item[2].match.rule.fallback and item[0] in explained)]
+    if explained or any(f.severity is Severity.ERROR and f.rule not in fallbacks for f in guard):
+        guard = [finding for finding in guard if finding.rule not in fallbacks]
+    return events, guard
+
+
+def _with_last_traceback(
+    finding: Finding, logs: Sequence[LogFindings], clocks: Optional[LineClocks]
+) -> Finding:
+    """The guard's failed exit, pointed at the last Python traceback the command printed (if any)."""
+    tracebacks = [log.last_traceback for log in logs if log.last_traceback is not None]
+    if not tracebacks:
+        return finding
+    last = max(tracebacks, key=lambda tb: _when(tb, 0, clocks)[0]) if clocks else tracebacks[-1]
+    where = _where(last)
+    message = finding.message + LAST_TRACEBACK.format(where=where, exception=_exception_of(last))
+    excerpt = f"{LAST_TRACEBACK_HEADER.format(where=where)}\n{last.excerpt}"
+    return dataclasses.replace(
+        finding, message=_one_line(message), path=last.path, line=last.line, excerpt=excerpt
+    )
+
+
+def _exception_of(traceback: Match) -> str:
+    """The exception a traceback ends in, and where the user's code raised it when a frame says."""
+    exception = next((traceback.groups[n] for n in EXCEPTION_GROUPS if traceback.groups.get(n)), None)
+    site = raise_site(traceback)
+    return _clip(exception or MISSING_FIELD, MAX_FIELD_CHARS) + (RAISED_AT.format(site=site) if site else "")
+
+
 def _enrich_guard(finding: Finding, logs: Sequence[LogFindings]) -> Finding:
     if finding.kind is Kind.TIMEOUT and finding.test is None:
         running = next((log.unfinished for log in reversed(logs) if log.unfinished is not None), None)
@@ -350,6 +403,13 @@ def _finding(
     if test is not None and kind is not Kind.SCAN_INCOMPLETE:
         template = HANDLED if handled else DURING
         message += template.format(test=_clip(test, MAX_FIELD_CHARS))
+    if event.recovered is not None:
+        restart, success = event.recovered
+        message += RECOVERED.format(
+            restart=_quote(restart),
+            restart_where=_where(restart, match.path),
+            where=_where(success, match.path),
+        )
     if handled:
         severity = Severity.NOTICE
     repeats = event.repeats + told_repeats
@@ -369,6 +429,11 @@ def _finding(
             message += ATTACHED.format(who=who, exception=_clip(exception, MAX_FIELD_CHARS))
         header = ATTACHED_HEADER.format(who=who, where=_where(tb))
         excerpt = f"{excerpt}\n{header}\n{tb.excerpt}" if excerpt else f"{header}\n{tb.excerpt}"
+    if event.last_traceback is not None:
+        last = event.last_traceback
+        where = _where(last, match.path)
+        message += LAST_TRACEBACK.format(where=where, exception=_exception_of(last))
+        excerpt = f"{excerpt}\n{LAST_TRACEBACK_HEADER.format(where=where)}\n{last.excerpt}"
     if rule.kind is Kind.TIMEOUT and event.verdict_before is not None:
         message += "; " + HANG_AFTER_VERDICT.format(verdict=_verdict_text(event.verdict_before))
     return Finding(
@@ -651,7 +716,17 @@ def _with_stack(excerpt: str, event: LogEvent) -> str:
 
 def crash_site(stack: Match) -> Optional[str]:
     """``file.py:N`` of the innermost frame of a faulthandler stack outside the stdlib and packages."""
-    for line in stack.excerpt.split("\n"):
+    return _own_frame(stack.excerpt.split("\n"))
+
+
+def raise_site(traceback: Match) -> Optional[str]:
+    """``file.py:N`` of the innermost frame of a Python traceback (most recent call last) outside the
+    stdlib and packages: where the user's code raised."""
+    return _own_frame(reversed(traceback.excerpt.split("\n")))
+
+
+def _own_frame(lines: Iterable[str]) -> Optional[str]:
+    for line in lines:
         text, _ = clean_line(line.encode("utf-8", "surrogatepass"))
         frame = _FRAME.match(text)
         if frame is not None and not any(part in frame.group("path") for part in _LIBRARY_PATHS):

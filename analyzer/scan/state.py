@@ -8,10 +8,16 @@ context and are dropped:
   ``test session starts`` inside a test is an inner (pytester, subprocess) run, whose sections,
   verdict and failures belong to the outer test and are not the log's own;
 - ``verdict-printed``: the run is over; what follows before the next test is its exit path;
-- ``traceback``: kept per rank or process only while a failure can still ask for it;
+- ``traceback``: kept per rank or process only while a failure can still ask for it, and the last
+  one of the log for a failed exit status that nothing else explains (a ``fallback`` rule's);
+- ``run-started`` / ``attempt-restarted`` / ``run-succeeded`` (torch elastic's "starting workers for
+  entrypoint", "will restart worker group", "worker group successfully finished"): an event outside
+  any test in an attempt the supervisor then restarted, followed by that run's success, was handled
+  by the restart;
 - any marker a rule's ``collateral_after`` names: the last one per name.
-Other matches fold by (rule, cleaned text, groups, test) into at most ``MAX_PER_RULE`` distinct events
-per rule; past that they are counted, not kept. Test failures fold by test id. Memory is bounded by
+Other matches fold by (rule, cleaned text, groups, test), or by the rule's ``fold_groups``, the rank
+prefix and the test, into at most ``MAX_PER_RULE`` distinct events per rule; past that they are
+counted, not kept. Test failures fold by test id. Memory is bounded by
 those caps, whatever the size of the log.
 """
 
@@ -47,6 +53,9 @@ FAILING_SECTIONS = ("failures", "errors")
 # of which says it was inner.
 INNER_IN_PASSING = ("errors", "failures", "xfailures")
 SHORT_SUMMARY = "short test summary info"
+RUN_STARTED = "run-started"
+ATTEMPT_RESTARTED = "attempt-restarted"
+RUN_SUCCEEDED = "run-succeeded"
 MAX_TENTATIVE = 1000
 RANK_GROUPS = ("rank", "proc")  # torch.multiprocessing.spawn's process index is the rank
 PROCESS_GROUPS = ("process", "name")
@@ -90,6 +99,9 @@ class LogEvent:
     traceback: Optional[Tuple[str, Match]] = None
     reason: Optional[str] = None  # a test failure's one-line reason
     stack: Optional[Match] = None  # the crash stack faulthandler printed right after it
+    # (restart, success): its attempt was restarted by the supervisor, and the run then succeeded.
+    recovered: Optional[Tuple[Match, Match]] = None
+    last_traceback: Optional[Match] = None  # a fallback rule's: the last traceback printed before it
 
 
 @dataclasses.dataclass(frozen=True)
@@ -103,6 +115,7 @@ class LogFindings:
     dropped: Tuple[Tuple[str, int], ...] = ()  # (rule id, distinct findings dropped past the cap)
     final_verdict: Optional[Match] = None  # the verdict in force when the log ended
     unfinished: Optional[TestLine] = None  # the test running when the log ended, if it never reported
+    last_traceback: Optional[Match] = None  # the log's last Python traceback
     ignored: bool = False  # the whole log matched an ignore.paths glob
 
     @property
@@ -125,7 +138,8 @@ class LogFindings:
 class _Open:
     """A folded event while its log is still being read (mutable, internal)."""
 
-    __slots__ = ("event", "repeats", "identity", "reason", "verdict_after", "outcome_by_verdict")
+    __slots__ = ("event", "repeats", "identity", "reason", "verdict_after", "outcome_by_verdict", "attempt",
+                 "recovered")
 
     def __init__(self, event: LogEvent, identity: Optional[Identity]) -> None:
         self.event = event
@@ -134,6 +148,8 @@ class _Open:
         self.reason = event.reason
         self.verdict_after = False  # the run printed its verdict after this event
         self.outcome_by_verdict = False  # in a report whose section the log does not show
+        self.attempt = -1  # the supervisor's attempt it last happened in, outside any test (-1: never)
+        self.recovered: Optional[Tuple[Match, Match]] = None
 
 
 class LogState:
@@ -178,10 +194,16 @@ class LogState:
         self.shutdowns_by_pid: Dict[Tuple[str, str], Match] = {}
         self.last_crash: Optional[Tuple[_Open, int]] = None
         self.tracebacks: Dict[Identity, Match] = {}
+        self.last_traceback: Optional[Match] = None
         self.wanting: Dict[Identity, List[_Open]] = {}
         # Events after their test had already reported (its teardown, or the time between tests):
         # handled only if the run then lived to print its verdict.
         self.awaiting_verdict: List[_Open] = []
+        # A supervisor's attempts (torch elastic): the current one's number, the events that happened in
+        # it outside any test, and the events of restarted attempts with the restart that ended each.
+        self.attempt = 0
+        self.attempt_events: Dict[int, _Open] = {}
+        self.restarted: Dict[int, Tuple[_Open, int, Match]] = {}
         # Failures under a short test summary printed inside a passing test's report: the log's own only
         # if no report header follows (``None``: no such summary open).
         self.tentative: Optional[List[Match]] = None
@@ -268,14 +290,19 @@ class LogState:
                 return
             kind, _, progress = self._context(match)
             if self.ctx_kind == "header" or (kind == "test" and progress is not None and not progress.finished
-                                             and progress.line > 0):
-                return  # printed while a test was still running: an inner run's verdict
+                                             and not progress.quiet and progress.line > 0):
+                # Printed while a test was still running: an inner run's verdict (a quiet runner's test
+                # prints nothing when it ends, so the verdict after it is the run's own).
+                return
             self.verdict = match
             self._set_context("verdict", match.line)
             for opened in self.awaiting_verdict:
                 opened.verdict_after = True
             self.awaiting_verdict.clear()
+        elif marker in (RUN_STARTED, ATTEMPT_RESTARTED, RUN_SUCCEEDED):
+            self._attempt_marker(match, marker)
         elif marker == TRACEBACK_MARKER:
+            self.last_traceback = match
             self._traceback(match)
         elif marker == CRASH_STACK_MARKER:
             last = self.last_crash
@@ -290,6 +317,27 @@ class LogState:
                 if len(self.shutdowns_by_pid) >= MAX_IDENTITIES:
                     self.shutdowns_by_pid.pop(next(iter(self.shutdowns_by_pid)))
                 self.shutdowns_by_pid[(marker, pid)] = match
+
+    def _attempt_marker(self, match: Match, marker: str) -> None:
+        """A supervised run started, restarted an attempt, or succeeded: a restarted attempt's events were
+        handled only once the same run's success says a restart worked (restarts can run out, and the
+        next run's success says nothing of this one)."""
+        if marker == ATTEMPT_RESTARTED:
+            for key, opened in self.attempt_events.items():
+                self.restarted[key] = (opened, self.attempt, match)
+        else:
+            if marker == RUN_SUCCEEDED:
+                for opened, attempt, restart in self.restarted.values():
+                    if opened.attempt == attempt:  # not told again in a later attempt that was not restarted
+                        opened.recovered = (restart, match)
+            self.restarted.clear()
+        self.attempt_events.clear()
+        self.attempt += 1
+
+    def _in_attempt(self, opened: _Open, test: Optional[str], kind: str) -> None:
+        if test is None and kind != "verdict" and opened.event.match.rule.kind is not Kind.TEST_FAILURE:
+            opened.attempt = self.attempt
+            self.attempt_events[id(opened)] = opened
 
     def _traceback(self, match: Match) -> None:
         identity = identity_of(match, use_rank_prefix=True)
@@ -354,6 +402,8 @@ class LogState:
         found = self.events.get(key)
         if found is not None:
             found.repeats += 1
+            found.recovered = None  # told again after its run succeeded: whether it was handled is open again
+            self._in_attempt(found, test, kind)
             if match.rule.kind is Kind.CRASH:
                 self.last_crash = (found, match.end_line)
             return
@@ -366,14 +416,17 @@ class LogState:
         if self.per_rule.get(match.rule.id, 0) >= MAX_PER_RULE:  # a flood: count it, build nothing
             self.dropped[match.rule.id] = self.dropped.get(match.rule.id, 0) + 1
             return
+        in_test = progress is not None and test is not None
         event = LogEvent(
             match,
             test=test,
             exit_path=kind == "verdict",
-            test_finished=progress.finished if progress is not None and test is not None else None,
-            progress_line=progress.line if progress is not None and test is not None else 0,
+            # A quiet runner's test reports only a failure: like a finished one, the verdict judges it.
+            test_finished=(progress.finished or progress.quiet) if in_test else None,
+            progress_line=progress.line if in_test else 0,
             verdict_before=self.verdict if kind == "verdict" else None,
             shutdown=self._shutdown_before(match),
+            last_traceback=self.last_traceback if match.rule.fallback else None,
         )
         identity = identity_of(match, use_rank_prefix=False)
         if identity is not None:
@@ -387,6 +440,8 @@ class LogState:
             self.last_crash = (opened, match.end_line)
         if opened is not None and event.test_finished and event.progress_line:
             self.awaiting_verdict.append(opened)
+        if opened is not None:
+            self._in_attempt(opened, test, kind)
 
     def _add(
         self, key: tuple, match: Match, event: LogEvent, identity: Optional[Identity]
@@ -475,8 +530,10 @@ class LogState:
                 # The test had reported before this event and the run never printed a verdict after
                 # it: a crash in teardown or between tests took the run down.
                 event = dataclasses.replace(event, test_finished=False)
-            if opened.repeats != 1 or opened.reason != event.reason:
-                event = dataclasses.replace(event, repeats=opened.repeats, reason=opened.reason)
+            if opened.repeats != 1 or opened.reason != event.reason or opened.recovered is not None:
+                event = dataclasses.replace(
+                    event, repeats=opened.repeats, reason=opened.reason, recovered=opened.recovered
+                )
             if off_by_one and event.match.line > last.line and event.match.rule.kind is not Kind.TEST_FAILURE:
                 event = dataclasses.replace(
                     event, test=None, exit_path=True, test_finished=None, verdict_before=last
@@ -490,6 +547,7 @@ class LogState:
             dropped=tuple(sorted(self.dropped.items())),
             final_verdict=final_verdict,
             unfinished=unfinished,
+            last_traceback=self.last_traceback,
         )
 
 
@@ -533,6 +591,9 @@ def _who(identity: Identity) -> str:
 
 
 def _repeat_key(match: Match, test: Optional[str]) -> tuple:
+    fold = match.rule.fold_groups
+    if fold:
+        return (match.rule.id, tuple(match.groups.get(name) for name in fold), match.rank, test)
     groups = tuple(sorted((k, _ADDRESS.sub("0x?", v)) for k, v in match.groups.items() if v is not None))
     return (match.rule.id, _ADDRESS.sub("0x?", match.text.strip()), groups, test)
 

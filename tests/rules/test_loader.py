@@ -178,6 +178,8 @@ CASES = [
     ("    same_event_as: [no-such-rule]\n", None, "rules[0].same_event_as[0]: no rule has id no-such-rule"),
     ("    same_event_lines: -1\n", None, "rules[0].same_event_lines: must be a whole number of lines >= 0"),
     ("    dies_of: SIGNOPE\n", None, "rules[0].dies_of: 'SIGNOPE' is not a signal name such as SIGABRT"),
+    ("    fold_groups: [who]\n", None, "rules[0].fold_groups[0]: 'who' is not a named group of the pattern"),
+    ("    fold_groups: what\n", None, "rules[0].fold_groups: must be a list of strings"),
     ("    marker: Closing\n", None, "rules[0].marker: 'Closing' is not kebab-case"),
     ("    marker: closing\n", None, "rules[0].kind: a marker rule makes no finding; remove it"),
     (
@@ -260,6 +262,7 @@ PROGRAM_FINDINGS = {
     "guard-aborted": (Kind.HANG, Severity.ERROR),
     "guard-unkillable-process": (Kind.UNKILLABLE_PROCESS, Severity.ERROR),
     "guard-leaked-process": (Kind.LEAKED_PROCESS, Severity.WARNING),
+    "guard-command-failed": (Kind.CRASH, Severity.ERROR),
     "scan-incomplete": (Kind.SCAN_INCOMPLETE, Severity.WARNING),
 }
 

@@ -118,6 +118,40 @@ def test_a_parallel_worker_that_segfaults_is_an_error_and_its_output_is_not_hand
 
 
 @pytest.mark.parametrize("engine", ENGINES)
+def test_a_quiet_sequential_green_run_makes_the_handled_crash_a_notice(tmp_path, engine):
+    # Without -v a sequential run prints "[1/1] test_handled" and nothing when the file passes: only
+    # the run's verdict says the file whose test printed the crash did not fail.
+    log = regrtest(tmp_path, test_handled=HANDLED)
+    assert "[1/1] test_handled\n" in log and "== Tests result: SUCCESS ==" in log
+    findings = scan({"job.log": log}, engine=engine)
+    assert errors(findings) == []
+    assert crash_notices(findings) == [("fatal-python-error", "test_handled")]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_quiet_sequential_run_keeps_the_crash_of_the_file_that_failed(tmp_path, engine):
+    log = regrtest(tmp_path, test_handled=HANDLED.replace("-11", "0"))
+    assert "test_handled failed" in log and "== Tests result: FAILURE ==" in log
+    findings = scan({"job.log": log}, engine=engine)
+    assert [(s[0], s[3]) for s in errors(findings)] == [
+        ("fatal-python-error", "test_handled"),
+        ("regrtest-test-failed", "test_handled"),
+    ]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_quiet_sequential_run_that_dies_before_its_verdict_keeps_every_crash(tmp_path, engine):
+    # test_segv crashes regrtest itself: no verdict says that test_a, before it, passed.
+    log = regrtest(tmp_path, test_a=HANDLED, test_segv=SEGV)
+    assert "== Tests result:" not in log
+    findings = scan({"job.log": log}, engine=engine)
+    assert [(s[0], s[3]) for s in errors(findings)] == [
+        ("fatal-python-error", "test_a"),
+        ("fatal-python-error", "test_segv"),
+    ]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
 def test_a_sequential_failed_run_fails_naming_the_unittest_test(tmp_path, engine):
     log = regrtest(tmp_path, "-v", test_handled=HANDLED, test_broken=BROKEN)
     assert "== Tests result: FAILURE ==" in log
