@@ -18,12 +18,15 @@ C++ logging at levels I, W and E (``E0325 12:00:00.123 1234 file.cpp:12] ``,
 ``ERROR 08-15 17:38:13 [core.py:398] `` (older releases without the brackets), Ray's and vLLM's
 ``(EngineCore_DP0 pid=559) `` and ``(VllmWorker rank=2 pid=808339) ``, docker compose's
 ``service  | ``, torchrun ``--tee``'s ``[default0]:`` (a local rank, so it is not returned as the
-rank), pdsh's ``10.0.0.6: `` or ``worker-1: `` (DeepSpeed's multi-node launcher), and unittest
+rank), pdsh's ``10.0.0.6: `` or ``worker-1: `` (DeepSpeed's multi-node launcher), Determined's trial
+``13047a84-9fa2-4afe-b5b4-6475139b76b3 || `` (the master's ``<>  [2021-12-07 10:43:01] 087c0ee7 || ``),
+horovodrun's ``[4]<stderr>:`` (mpirun's without the job number), and unittest
 ``-v``'s ``test_m (mod.Class) ... `` when a child's output (a glibc abort, a crash report) continues
 that line instead of the outcome.
 A glog FATAL (``F``) prefix is kept: it is part of what the fatal-line rule matches. A line a paste
-quoted as Markdown code (```` `Killed` ````, a fence glued to its first line) loses the backticks, and
-one pasted as emphasis (``_Killed_``, ``**Killed**``) its markers.
+quoted as Markdown (``> Error: Process completed with exit code 137``) loses the quote marks, one
+quoted as code (```` `Killed` ````, a fence glued to its first line) the backticks, and one pasted as
+emphasis (``_Killed_``, ``**Killed**``) its markers.
 
 Carriage returns: a progress bar redraws one terminal line with ``\\r`` many times before its ``\\n``.
 Line numbers count ``\\n`` only, so the whole redraw stays one line, and the cleaned text keeps the
@@ -43,6 +46,8 @@ from typing import List, Optional, Tuple
 _ANSI = re.compile(rb"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b\n]*(?:\x07|\x1b\\)|[ -/]*[0-~])")
 _BOM = b"\xef\xbb\xbf"
 _EMPHASIS = ("_", "*")
+# Markdown's quote marks, one level or several ("> > "); never ">>> " (a REPL prompt) or ">" alone.
+_QUOTE = re.compile(r"(?:> )+")
 _TIMESTAMP = re.compile(rb"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d+Z ")
 # torchrun's --tee/--log-line-prefix and recent torch print "[rank3]:" before every line of a rank.
 _RANK = re.compile(r"\[rank(\d+)\]: ?")
@@ -60,8 +65,9 @@ _LOGGER_PREFIX = re.compile(
     r"|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL):[\w.]+:(?=\S)"  # logging.basicConfig's default format
     r"|\[?[IWE]\d{3,4} \d\d:\d\d:\d+\.\d+ +(?:\d+ +)?[\w./-]+:\d+\]:? ?"  # glog, c10 (E321: no zero)
     r"|\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+: [IWE] [\w./-]+:\d+\] "  # TensorFlow's and absl's C++ logging
-    # mpirun's --tag-output, after --timestamp-output's date or alone
-    r"|(?:[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4})?(?P<job>\[\d+,\d+\])<std(?:out|err)>:"
+    # mpirun's --tag-output (horovodrun's without the job), after --timestamp-output's date or alone
+    r"|(?:[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4})?"
+    r"(?P<job>\[\d+(?:,\d+)?\])<std(?:out|err)>:"
     r"|\[[IWE] [\w./-]+:\d+\] "
     r"|[\w.-]+:\d+:\d+ \[\d+\] "  # NCCL's host:pid:tid [cudaDev]
     # vLLM's logger, the file in brackets (2025 releases) or bare (0.6.x: vllm-project/vllm#12510)
@@ -70,13 +76,16 @@ _LOGGER_PREFIX = re.compile(
     r"|[\w.-]+ +\| "  # docker compose's "service  | "
     r"|(?P<tee>\[[A-Za-z_]\w*?\d+\]:) ?"  # torchrun --tee's "[default0]:" (role and *local* rank: not a rank)
     r"|\[\d+\] (?=\[rank\d+\]:)"  # a pid tag before torch's "[rank3]:"
+    # Determined's trial (or container) before each line of it, after the master's own stamp
+    r"|(?:<> +\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\] )?"
+    r"(?P<trial>[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}|[0-9a-f]{8}) \|\| "
     r"|(?P<host>" + _HOST + r": ))"  # pdsh's "host: " (DeepSpeed's multi-node launcher), then the line
 )
 # The groups of the prefixes above that name the process a line came from (vLLM's "(VllmWorker rank=2
 # pid=808339) ", Ray's "(pid=123) ", torchrun --tee's "[default0]:", mpirun's "[1,0]<stderr>:", pdsh's
 # host): when several processes die at once their tracebacks interleave, and each block reads only its
 # own process's lines.
-_SPEAKER_GROUPS = ("process", "tee", "host", "job")
+_SPEAKER_GROUPS = ("process", "tee", "host", "job", "trial")
 # unittest -v's "test_m (mod.Class) ... " when what follows is a child's output, not the outcome.
 _UNITTEST_CONTINUED = re.compile(
     r"\w+ \([\w.]+\) \.\.\. (?!(?:ok|FAIL|ERROR|skipped|expected failure|unexpected success)\b)(?=\S)"
@@ -138,6 +147,8 @@ def clean_speaking(raw: bytes, keep_progress: bool = False) -> Tuple[str, Option
             if raw.startswith(_BOM):
                 raw = raw[3:]
     text = raw.decode("utf-8", "backslashreplace")
+    if text.startswith("> "):
+        text = text[_QUOTE.match(text).end():]  # type: ignore[union-attr]
     if text.startswith("`"):
         # A line pasted into Markdown as code ("`Killed`", "```Traceback (most recent call last):").
         text = text.lstrip("`")

@@ -102,6 +102,11 @@ def test_the_prefix_that_names_a_process_is_returned_as_its_speaker():
     raw = b"10.0.0.6: [rank3]:Traceback (most recent call last):"
     assert clean_speaking(raw) == ("Traceback (most recent call last):", 3, "10.0.0.6: [rank3]:")
     assert clean_speaking(b"gpu004: RuntimeError: x") == ("RuntimeError: x", None, "gpu004: ")
+    # Determined names the trial (horovod/horovod#1678), horovodrun the rank (mpirun's tag without the job)
+    raw = b"13047a84-9fa2-4afe-b5b4-6475139b76b3 || Tue Jan 21 03:44:59 2020[4]<stderr>:Segmentation fault"
+    assert clean_speaking(raw) == ("Segmentation fault", None, "13047a84-9fa2-4afe-b5b4-6475139b76b3[4]")
+    raw = b"<>        [2021-12-07 10:43:01] 087c0ee7 || RuntimeError: x"  # the master's own stamp first
+    assert clean_speaking(raw) == ("RuntimeError: x", None, "087c0ee7")
     # prefixes that do not name a process
     for raw in (b"ERROR 03-15 17:24:18 [core.py:398] ValueError: x", b"2024-01-09 18:41:23 ValueError: x",
                 b"service  | ValueError: x"):
@@ -180,6 +185,21 @@ def test_many_coloured_lines_are_stripped_in_one_go_with_the_same_result():
     raw = b"".join(b"%d \x1b[3%dmline\x1b[0m\x00 end\n" % (i, i % 8) for i in range(500))
     assert strip_controls(raw) == clean._ANSI.sub(b"", raw.replace(b"\x00", b""))
     assert strip_controls(raw).count(b"\x1b") == 0
+
+
+def test_a_line_pasted_as_a_markdown_quote_loses_its_marks_and_a_prompt_keeps_its_own():
+    # logan-connolly/mychef#56 and thisisartium/continuous-alignment-testing#53 quoted their CI output.
+    assert clean_line(b"> Error: Process completed with exit code 137.") == (
+        "Error: Process completed with exit code 137.", None
+    )
+    assert clean_line(b"> > FAILED tests/x.py::t - Failed: Timeout >10.0s")[0] == (
+        "FAILED tests/x.py::t - Failed: Timeout >10.0s"
+    )
+    assert clean_line(b'>   File "train.py", line 3, in main')[0] == '  File "train.py", line 3, in main'
+    assert clean_line(b"> `Killed`") == ("Killed", None)
+    # a REPL's prompt, a redirection, a lone mark
+    for raw in (b">>> import torch", b">/dev/null 2>&1", b">"):
+        assert clean_line(raw) == (raw.decode(), None)
 
 
 def test_a_line_pasted_as_markdown_emphasis_loses_its_markers_and_lookalikes_keep_theirs():
