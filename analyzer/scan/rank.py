@@ -70,6 +70,7 @@ REPEATED = " (seen {count} times)"
 DURING = " during {test}"
 HANDLED = " during {test}, which passed"
 RECOVERED = "; handled: {restart} ({restart_where}), and the run then succeeded ({where})"
+RUN_PASSED = " during the test run, which passed ({verdict})"
 TEST_FAILED = "{test} failed"
 TEST_RERUN_PASSED = "{test} failed, then passed when re-run"
 TEST_FAILED_REASON = "{test} failed: {reason}"
@@ -226,7 +227,7 @@ def _when(match: Match, index: int, clocks: Optional[LineClocks]) -> Tuple[float
 def _handled(event: LogEvent, log: LogFindings, test: Optional[str]) -> bool:
     """An event inside a test that then reported an outcome other than failed/error, or a test's failure
     that a re-run of it then passed, or an event of an attempt a supervisor restarted before it succeeded."""
-    if event.recovered is not None:
+    if event.recovered is not None or event.run_passed is not None:
         return True
     if test is None or event.exit_path:
         return False
@@ -403,6 +404,8 @@ def _finding(
     if test is not None and kind is not Kind.SCAN_INCOMPLETE:
         template = HANDLED if handled else DURING
         message += template.format(test=_clip(test, MAX_FIELD_CHARS))
+    if event.run_passed is not None:
+        message += RUN_PASSED.format(verdict=_verdict_text(event.run_passed))
     if event.recovered is not None:
         restart, success = event.recovered
         message += RECOVERED.format(

@@ -7,7 +7,9 @@ context and are dropped:
 - ``test-section`` (pytest's ``=== short test summary info ===`` and friends): no test is running;
   ``test session starts`` inside a test is an inner (pytester, subprocess) run, whose sections,
   verdict and failures belong to the outer test and are not the log's own;
-- ``verdict-printed``: the run is over; what follows before the next test is its exit path;
+- ``verdict-printed``: the run is over; what follows before the next test is its exit path. An event
+  of a pytest run whose start the log shows, on no test's lines (``pytest`` without ``-v`` names no
+  running test), was handled when that run's verdict reports no failure and no error;
 - ``traceback``: kept per rank or process only while a failure can still ask for it, and the last
   one of the log for a failed exit status that nothing else explains (a ``fallback`` rule's);
 - ``run-started`` / ``attempt-restarted`` / ``run-succeeded`` (torch elastic's "starting workers for
@@ -102,6 +104,7 @@ class LogEvent:
     # (restart, success): its attempt was restarted by the supervisor, and the run then succeeded.
     recovered: Optional[Tuple[Match, Match]] = None
     last_traceback: Optional[Match] = None  # a fallback rule's: the last traceback printed before it
+    run_passed: Optional[Match] = None  # the passing verdict of its test run (it was on no test's lines)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -139,7 +142,7 @@ class _Open:
     """A folded event while its log is still being read (mutable, internal)."""
 
     __slots__ = ("event", "repeats", "identity", "reason", "verdict_after", "outcome_by_verdict", "attempt",
-                 "recovered")
+                 "recovered", "run_passed")
 
     def __init__(self, event: LogEvent, identity: Optional[Identity]) -> None:
         self.event = event
@@ -150,6 +153,7 @@ class _Open:
         self.outcome_by_verdict = False  # in a report whose section the log does not show
         self.attempt = -1  # the supervisor's attempt it last happened in, outside any test (-1: never)
         self.recovered: Optional[Tuple[Match, Match]] = None
+        self.run_passed: Optional[Match] = None
 
 
 class LogState:
@@ -199,6 +203,9 @@ class LogState:
         # Events after their test had already reported (its teardown, or the time between tests):
         # handled only if the run then lived to print its verdict.
         self.awaiting_verdict: List[_Open] = []
+        # Events on no test's lines of the pytest run whose "test session starts" the log shows (None: no
+        # such run open): handled if its verdict then reports no failure.
+        self.session_events: Optional[Dict[int, _Open]] = None
         # A supervisor's attempts (torch elastic): the current one's number, the events that happened in
         # it outside any test, and the events of restarted attempts with the restart that ended each.
         self.attempt = 0
@@ -266,6 +273,7 @@ class LogState:
                         self.inner_ctx = (kind, test, progress)
                     self.depth += 1
                     return
+                self.session_events = {}  # the log's own run starts: what came before is not in it
             if not self.depth:
                 # In a passing test's report, or one whose section this log lost (it starts inside the
                 # run), such a section is an inner run's; the verdict and summary judge the test.
@@ -299,6 +307,10 @@ class LogState:
             for opened in self.awaiting_verdict:
                 opened.verdict_after = True
             self.awaiting_verdict.clear()
+            if self.session_events is not None and not verdict_failed(match):
+                for opened in self.session_events.values():
+                    opened.run_passed = match
+            self.session_events = None
         elif marker in (RUN_STARTED, ATTEMPT_RESTARTED, RUN_SUCCEEDED):
             self._attempt_marker(match, marker)
         elif marker == TRACEBACK_MARKER:
@@ -403,6 +415,8 @@ class LogState:
         if found is not None:
             found.repeats += 1
             found.recovered = None  # told again after its run succeeded: whether it was handled is open again
+            if found.run_passed is not None:
+                found.run_passed = None  # told again after its run's verdict (at exit): not handled
             self._in_attempt(found, test, kind)
             if match.rule.kind is Kind.CRASH:
                 self.last_crash = (found, match.end_line)
@@ -442,6 +456,8 @@ class LogState:
             self.awaiting_verdict.append(opened)
         if opened is not None:
             self._in_attempt(opened, test, kind)
+            if kind == "" and test is None and self.session_events is not None and not self.depth:
+                self.session_events[id(opened)] = opened
 
     def _add(
         self, key: tuple, match: Match, event: LogEvent, identity: Optional[Identity]
@@ -530,9 +546,11 @@ class LogState:
                 # The test had reported before this event and the run never printed a verdict after
                 # it: a crash in teardown or between tests took the run down.
                 event = dataclasses.replace(event, test_finished=False)
-            if opened.repeats != 1 or opened.reason != event.reason or opened.recovered is not None:
+            if (opened.repeats != 1 or opened.reason != event.reason or opened.recovered is not None
+                    or opened.run_passed is not None):
                 event = dataclasses.replace(
-                    event, repeats=opened.repeats, reason=opened.reason, recovered=opened.recovered
+                    event, repeats=opened.repeats, reason=opened.reason, recovered=opened.recovered,
+                    run_passed=opened.run_passed,
                 )
             if off_by_one and event.match.line > last.line and event.match.rule.kind is not Kind.TEST_FAILURE:
                 event = dataclasses.replace(
