@@ -197,6 +197,7 @@ class _Run:
         self.abort_event = ""
         self.cancelled_after_exit = False
         self.dir_fd = -1  # the log dir, held open: evidence goes there even if the path is swapped
+        self.log_dir_deleted = False
 
     # -- start ----------------------------------------------------------------------------------
     def start(self, env: Dict[str, str]) -> None:
@@ -372,8 +373,32 @@ class _Run:
         """Take a diagnosis's findings and diagnostics, and write its evidence files."""
         self.findings.extend(result.findings)
         self.diagnostics.extend(result.diagnostics)
+        self.reopen_a_deleted_log_dir()
         for name, text in result.files:
             _write_text(self.dir_fd, name, text)
+
+    def reopen_a_deleted_log_dir(self) -> None:
+        """If the command deleted the log dir (``git clean -xdf``, a suite's cleanup), make it again.
+
+        Files cannot be created in a deleted directory, so evidence written through the old
+        descriptor would be lost, and the logs the guard still holds open would name nothing.
+        """
+        try:
+            if os.fstat(self.dir_fd).st_nlink > 0:
+                return
+            os.makedirs(self.log_dir, exist_ok=True)
+            fresh = os.open(self.log_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError:
+            return  # the report still names the logs the guard could not put back
+        os.close(self.dir_fd)
+        self.dir_fd = fresh
+        if not self.log_dir_deleted:
+            self.log_dir_deleted = True
+            self.diagnostics.append(Diagnostic(
+                "The log dir was deleted during the run; the guard made it again and restored its logs",
+                f"{self.log_dir} was removed while the command ran; the guard re-created it and wrote back "
+                "the logs from its own descriptors (evidence written before the removal is lost).\n",
+            ))
 
     # -- after the command exited ---------------------------------------------------------------
     def collect_leftovers(self) -> Deadline:
@@ -550,9 +575,11 @@ def supervise(options: GuardOptions) -> Supervision:
         restore()
         os.close(wake_read)
         os.close(wake_write)
-        _follow_a_moved_log_dir(run, dir_fd)
+        _follow_a_moved_log_dir(run, run.dir_fd)
+        run.reopen_a_deleted_log_dir()
+        dir_fd = run.dir_fd  # a new one if the command deleted the log dir
         for stream, path in (("stdout", run.stdout_path), ("stderr", run.stderr_path)):
-            if _restore_log(dir_fd, os.path.basename(path), own_views[stream]):
+            if _restore_log(dir_fd, os.path.basename(path), own_views[stream]) and not run.log_dir_deleted:
                 run.diagnostics.append(Diagnostic(
                     f"{os.path.basename(path)} was replaced during the run; the guard restored its own copy",
                     f"The path {path} no longer named the file the guard wrote; what the command printed "

@@ -1,0 +1,37 @@
+"""A red-team pass over the guard (session 7): what a broken or hostile test command really does.
+
+Each test runs a real program from tests/bin and checks one promise the README's "What the guard
+guarantees" section makes; the autouse check in conftest proves nothing is left alive afterwards.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from .conftest import CONTAINMENTS, in_containment, program
+
+
+@pytest.fixture(params=CONTAINMENTS)
+def guard(request, guard):
+    return in_containment(guard, request.param)
+
+
+# -- the logs are complete, even when the command deletes the log dir -----------------------------------
+
+@pytest.mark.parametrize("mode", ["exit", "hang"])
+def test_a_command_that_deletes_the_log_dir_still_leaves_every_byte_in_it(guard, tmp_path, mode):
+    # `git clean -xdf` or a suite's cleanup of its work dir takes ./guard-logs with it: the guard's
+    # descriptors still hold every byte, so the logs (and the evidence of a hang) must be there again.
+    logs = tmp_path / "logs"
+    result, _ = guard(program("delete_log_dir.py", str(logs), mode), log_dir=str(logs),
+                      timeout_s=1.5 if mode == "hang" else None, kill_grace_s=1.0)
+    assert Path(result.stdout_path).parent == logs
+    assert (logs / "stdout.log").read_bytes() == b"before the cleanup\nafter the cleanup\n"
+    assert (logs / "stderr.log").read_bytes() == b"Fatal Python error: Segmentation fault\n"
+    if mode == "hang":
+        assert result.command.timed_out
+        assert "delete_log_dir.py" in (logs / "stacks.txt").read_text()
+        assert (logs / "processes.txt").exists()
+    assert any("log dir was deleted" in d.title for d in result.diagnostics), result.diagnostics
