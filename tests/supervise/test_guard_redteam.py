@@ -35,3 +35,24 @@ def test_a_command_that_deletes_the_log_dir_still_leaves_every_byte_in_it(guard,
         assert "delete_log_dir.py" in (logs / "stacks.txt").read_text()
         assert (logs / "processes.txt").exists()
     assert any("log dir was deleted" in d.title for d in result.diagnostics), result.diagnostics
+
+
+# -- the logs are complete, even when the command rewrites them in place -----------------------------------
+
+@pytest.mark.parametrize("stream", ["stdout", "stderr"])
+def test_a_command_that_rewrites_its_log_in_place_cannot_erase_what_it_printed(guard, tmp_path, stream):
+    logs = tmp_path / "logs"
+    result, _ = guard(program("rewrite_own_log.py", str(logs), stream), log_dir=str(logs))
+    crash = b"Fatal Python error: Segmentation fault\n"
+    log = (logs / f"{stream}.log").read_bytes()
+    assert log == (crash + b"done\n" if stream == "stdout" else crash)
+    assert any(d.title == f"{stream}.log was rewritten during the run; the guard restored its own copy"
+               for d in result.diagnostics), result.diagnostics
+
+
+def test_an_untouched_log_is_left_as_the_guard_wrote_it_and_says_nothing(guard, tmp_path):
+    logs = tmp_path / "logs"
+    result, _ = guard(("sh", "-c", "echo out; echo err >&2"), log_dir=str(logs))
+    assert (logs / "stdout.log").read_bytes() == b"out\n" and (logs / "stderr.log").read_bytes() == b"err\n"
+    assert not [d for d in result.diagnostics if "during the run" in d.title]
+    assert sorted(p.name for p in logs.iterdir()) == ["stderr.log", "stdout.log"]

@@ -1,0 +1,54 @@
+"""A red-team pass over the guarded run through the real CLI (session 7): a same-user command reaching
+into the guard through /proc, and one that rewrites its own log to hide a crash. Real processes."""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BIN = Path(__file__).resolve().parent / "bin"
+_PR_CAPBSET_DROP = 24  # <linux/prctl.h>
+_CAP_SYS_PTRACE = 19  # <linux/capability.h>
+
+
+def _as_a_plain_user() -> None:
+    """In the child before exec: root keeps every right but CAP_SYS_PTRACE, as a runner user has none.
+
+    What /proc/PID lets a process open is ptrace's access check: same uid, target dumpable, or
+    CAP_SYS_PTRACE. Root without that capability is checked like any same-user process.
+    """
+    if os.geteuid() == 0:
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.prctl(_PR_CAPBSET_DROP, _CAP_SYS_PTRACE, 0, 0, 0) != 0:
+            raise OSError(ctypes.get_errno(), "PR_CAPBSET_DROP")
+
+
+def guard_cli(tmp_path: Path, *command: str, env_extra=None):
+    env = dict(os.environ)
+    env.update(env_extra or {})
+    proc = subprocess.run(
+        [sys.executable, "-m", "analyzer", "run", "--log-dir", str(tmp_path / "logs"),
+         "--json", str(tmp_path / "report.json"), "--", *command],
+        capture_output=True, env=env, timeout=120, preexec_fn=_as_a_plain_user,
+    )
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+@pytest.mark.parametrize("stream", ["stdout", "stderr"])
+def test_a_crash_the_command_erased_from_its_log_still_fails_the_run(tmp_path, stream):
+    # The command waits until its crash line is in the log, then truncates and rewrites the file in
+    # place: the live scan reads the guard's private copy, and the log is put back.
+    status, out, err = guard_cli(tmp_path, sys.executable, str(BIN / "rewrite_own_log.py"),
+                                 str(tmp_path / "logs"), stream)
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert status == 1, (out, err)
+    assert report["verdict"] == "fail"
+    assert [f["rule"] for f in report["findings"]][:1] == ["fatal-python-error"], report["findings"]
+    log = (tmp_path / "logs" / f"{stream}.log").read_bytes()
+    assert log.startswith(b"Fatal Python error: Segmentation fault\n"), log
