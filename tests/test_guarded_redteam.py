@@ -40,6 +40,23 @@ def guard_cli(tmp_path: Path, *command: str, env_extra=None):
     return proc.returncode, proc.stdout, proc.stderr
 
 
+def test_a_same_user_command_cannot_open_the_guards_environment_or_descriptors(tmp_path):
+    # Through /proc/$PPID a command would read the real GITHUB_OUTPUT path, reach the guard's private
+    # log copies and write a workflow command onto the guard's stderr, outside the fence.
+    status, out, err = guard_cli(tmp_path, sys.executable, str(BIN / "reach_the_guard.py"),
+                                 env_extra={"GITHUB_ACTIONS": "true"})
+    log = (tmp_path / "logs" / "stdout.log").read_text()
+    assert "denied stderr-write" in log, log  # the program ran and tried
+    assert [line for line in log.splitlines() if line.startswith("reached fd")] == [], log
+    assert "reached stderr-write" not in log, log
+    if os.geteuid() != 0:
+        # Root keeps CAP_DAC_OVERRIDE, and a non-dumpable process's environ is root's mode-0400 file:
+        # only a real non-root user is turned away by it (checked by hand as uid 65534, see the note).
+        assert "reached environ" not in log, log
+    assert b"add-mask" not in err, err
+    assert status == 0, (out, err)
+
+
 @pytest.mark.parametrize("stream", ["stdout", "stderr"])
 def test_a_crash_the_command_erased_from_its_log_still_fails_the_run(tmp_path, stream):
     # The command waits until its crash line is in the log, then truncates and rewrites the file in

@@ -490,6 +490,7 @@ def supervise(options: GuardOptions) -> Supervision:
     "cancelled"``) with the same diagnosis, inside the runner's 10 s window, at whatever stage it comes.
     """
     _validate(options)
+    spawn.close_proc_to_the_command()  # before the scanner forks from us and the command starts
     log_fds: Dict[str, int] = {}
     dir_fd = -1
     try:
