@@ -69,3 +69,25 @@ def test_a_crash_the_command_erased_from_its_log_still_fails_the_run(tmp_path, s
     assert [f["rule"] for f in report["findings"]][:1] == ["fatal-python-error"], report["findings"]
     log = (tmp_path / "logs" / f"{stream}.log").read_bytes()
     assert log.startswith(b"Fatal Python error: Segmentation fault\n"), log
+
+
+# -- the guard never hangs, whatever the command leaves at the report's paths -----------------------
+
+@pytest.mark.parametrize("option", ["--json", "--summary", "--github-output"])
+def test_a_fifo_planted_at_a_report_path_cannot_hang_the_guard(tmp_path, option):
+    # The paths were fine when checked before the start; the command then swaps one for a FIFO that
+    # nobody reads. Opening it for writing would block forever (and the guard ignores signals while it
+    # writes its report): it must be refused with one warning and the verdict's status kept.
+    target = tmp_path / "out" / "target"
+    target.parent.mkdir()
+    target.write_text("")
+    plant = f"rm -f {target}; mkfifo {target}; echo planted"
+    proc = subprocess.run(
+        [sys.executable, "-m", "analyzer", "run", "--log-dir", str(tmp_path / "logs"), option, str(target),
+         "--", "sh", "-c", plant],
+        capture_output=True, timeout=60,
+    )
+    assert proc.returncode == 0, proc
+    assert b"Passed" in proc.stdout
+    [warning] = proc.stderr.decode().splitlines()
+    assert warning.startswith(f"python -m analyzer: warning: {option} {target}: cannot write"), warning
