@@ -588,10 +588,28 @@ class _ScanChild:
                 deadline = now + CUT_SCAN_WAIT_S + _CHILD_ANSWER_S
             elif cut and deadline is not None and now >= deadline:
                 break
+            self._continue_if_stopped()
             select.select([self._res], [], [], _JOIN_SLICE_S)
         result = self._result
         self.close()
         return result
+
+    def _continue_if_stopped(self) -> None:
+        """SIGCONT the scanner if something stopped it: a same-user command can signal it (no /proc
+        access needed), and the wait for its results has no bound unless a deadline presses."""
+        pid = self._field(_PID_AT)
+        if not pid:
+            return
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as handle:
+                state = handle.read().rsplit(b")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            return
+        if state in (b"T", b"t"):
+            try:
+                os.kill(pid, signal.SIGCONT)
+            except OSError:
+                pass
 
     def close(self) -> None:
         """End the scanner (a cut; SIGKILL if it never finished) and let go of the pipe."""

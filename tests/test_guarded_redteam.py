@@ -35,7 +35,7 @@ def guard_cli(tmp_path: Path, *command: str, env_extra=None):
     proc = subprocess.run(
         [sys.executable, "-m", "analyzer", "run", "--log-dir", str(tmp_path / "logs"),
          "--json", str(tmp_path / "report.json"), "--", *command],
-        capture_output=True, env=env, timeout=120, preexec_fn=_as_a_plain_user,
+        capture_output=True, env=env, timeout=60, preexec_fn=_as_a_plain_user,
     )
     return proc.returncode, proc.stdout, proc.stderr
 
@@ -91,3 +91,13 @@ def test_a_fifo_planted_at_a_report_path_cannot_hang_the_guard(tmp_path, option)
     assert b"Passed" in proc.stdout
     [warning] = proc.stderr.decode().splitlines()
     assert warning.startswith(f"python -m analyzer: warning: {option} {target}: cannot write"), warning
+
+
+def test_a_command_that_stops_the_scanner_cannot_hang_the_guard(tmp_path):
+    # The scanner is a fork of the guard with its command line, and signals need no /proc access.
+    status, out, err = guard_cli(tmp_path, sys.executable, str(BIN / "stop_the_scanner.py"))
+    log = (tmp_path / "logs" / "stdout.log").read_text()
+    assert "scanners stopped: 1" in log, log  # the attack reached the scanner
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert status == 1, (out, err)
+    assert [f["rule"] for f in report["findings"]][:1] == ["fatal-python-error"], report["findings"]
