@@ -781,6 +781,13 @@ def _restore_log(dir_fd: int, name: str, view_fd: int) -> str:
         if same and ours.st_size <= COMPARE_BYTES:
             return ""
         done = "" if same else "rewritten"  # past the compared part the copy goes in unannounced
+    if here is not None and stat.S_ISDIR(here.st_mode):
+        # A file cannot replace a directory: move the command's aside (kept, it may be evidence too).
+        try:
+            os.rename(name, f"{name}.put-there-by-the-command-{secrets.token_hex(4)}",
+                      src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        except OSError:
+            return ""
     if ours.st_nlink == 0 and _link_in(dir_fd, name, view_fd):
         return done
     if not done:

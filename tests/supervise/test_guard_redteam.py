@@ -56,3 +56,14 @@ def test_an_untouched_log_is_left_as_the_guard_wrote_it_and_says_nothing(guard, 
     assert (logs / "stdout.log").read_bytes() == b"out\n" and (logs / "stderr.log").read_bytes() == b"err\n"
     assert not [d for d in result.diagnostics if "during the run" in d.title]
     assert sorted(p.name for p in logs.iterdir()) == ["stderr.log", "stdout.log"]
+
+
+@pytest.mark.parametrize("how", ["fifo", "directory", "symlink"])
+def test_whatever_the_command_puts_in_place_of_its_log_the_log_is_put_back(guard, tmp_path, how):
+    logs = tmp_path / "logs"
+    result, _ = guard(program("replace_own_log.py", str(logs), how), log_dir=str(logs))
+    log = logs / "stdout.log"
+    assert log.is_file() and not log.is_symlink()
+    assert log.read_bytes() == b"Fatal Python error: Segmentation fault\n"
+    assert any(d.title == "stdout.log was replaced during the run; the guard restored its own copy"
+               for d in result.diagnostics), result.diagnostics
