@@ -203,6 +203,7 @@ class _Run:
         self.cancelled_after_exit = False
         self.dir_fd = -1  # the log dir, held open: evidence goes there even if the path is swapped
         self.log_dir_deleted = False
+        self.evidence: Dict[str, str] = {}  # evidence file name -> what the guard wrote there
 
     # -- start ----------------------------------------------------------------------------------
     def start(self, env: Dict[str, str]) -> None:
@@ -381,6 +382,21 @@ class _Run:
         self.reopen_a_deleted_log_dir()
         for name, text in result.files:
             _write_text(self.dir_fd, name, text)
+            self.evidence[name] = text
+
+    def keep_the_evidence(self) -> None:
+        """Write again any evidence file the command changed after the guard wrote it.
+
+        The evidence is written before the tree is signalled, so a command still runs during the kill
+        grace (a SIGTERM handler) and can rewrite ``stacks.txt`` in place; by now nothing of it runs.
+        """
+        for name, text in self.evidence.items():
+            if _read_own(self.dir_fd, name) != text.encode("utf-8", "backslashreplace"):
+                _write_text(self.dir_fd, name, text)
+                self.diagnostics.append(Diagnostic(
+                    f"{name} was changed during the run; the guard wrote it again",
+                    f"{name} in {self.log_dir} no longer held what the guard wrote; it holds it again.\n",
+                ))
 
     def reopen_a_deleted_log_dir(self) -> None:
         """If the command deleted the log dir (``git clean -xdf``, a suite's cleanup), make it again.
@@ -402,7 +418,7 @@ class _Run:
             self.diagnostics.append(Diagnostic(
                 "The log dir was deleted during the run; the guard made it again and restored its logs",
                 f"{self.log_dir} was removed while the command ran; the guard re-created it and wrote back "
-                "the logs from its own descriptors (evidence written before the removal is lost).\n",
+                "the logs and evidence from what it holds.\n",
             ))
 
     # -- after the command exited ---------------------------------------------------------------
@@ -602,6 +618,7 @@ def supervise(options: GuardOptions) -> Supervision:
                     "copy, written from the pipe.\n",
                 ))
             os.close(own_views[stream])
+        run.keep_the_evidence()
         os.close(dir_fd)
         for pump in run.pumps:
             if pump.log_error:
@@ -853,6 +870,27 @@ def _write_fully(fd: int, data: bytes) -> None:
 def _reopen_read_only(fd: int) -> int:
     """A new read-only descriptor on the file ``fd`` is open on (not on whatever its path names now)."""
     return os.open(f"/proc/self/fd/{fd}", os.O_RDONLY | os.O_CLOEXEC)
+
+
+def _read_own(dir_fd: int, name: str) -> Optional[bytes]:
+    """The bytes of the regular file ``name`` in ``dir_fd`` (not through a symlink), else None."""
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dir_fd)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        chunks = []
+        while True:
+            chunk = os.read(fd, CHUNK_COPY_BYTES)
+            if not chunk:
+                return b"".join(chunks)
+            chunks.append(chunk)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 def _write_text(dir_fd: int, name: str, text: str) -> None:

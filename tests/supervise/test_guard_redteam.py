@@ -67,3 +67,14 @@ def test_whatever_the_command_puts_in_place_of_its_log_the_log_is_put_back(guard
     assert log.read_bytes() == b"Fatal Python error: Segmentation fault\n"
     assert any(d.title == "stdout.log was replaced during the run; the guard restored its own copy"
                for d in result.diagnostics), result.diagnostics
+
+
+def test_evidence_the_command_rewrites_during_the_kill_grace_is_written_again(guard, tmp_path):
+    logs = tmp_path / "logs"
+    result, _ = guard(program("tamper_evidence.py", str(logs)), log_dir=str(logs), timeout_s=1.0,
+                      kill_grace_s=1.0)
+    assert b"evidence rewritten" in (logs / "stdout.log").read_bytes()  # the attack ran
+    assert "tamper_evidence.py" in (logs / "stacks.txt").read_text()
+    assert "tamper_evidence.py" in (logs / "processes.txt").read_text()
+    titles = [d.title for d in result.diagnostics]
+    assert "stacks.txt was changed during the run; the guard wrote it again" in titles, titles
