@@ -101,3 +101,44 @@ def test_a_command_that_stops_the_scanner_cannot_hang_the_guard(tmp_path):
     report = json.loads((tmp_path / "report.json").read_text())
     assert status == 1, (out, err)
     assert [f["rule"] for f in report["findings"]][:1] == ["fatal-python-error"], report["findings"]
+
+
+# -- the guard never hangs on the workflow files the command can reach --------------------------------
+
+FILES = ("GITHUB_OUTPUT", "GITHUB_STEP_SUMMARY", "GITHUB_ENV", "GITHUB_PATH", "GITHUB_STATE")
+PLANTS = {
+    "fifo": 'rm -f "$1"; mkfifo "$1"',
+    "symlink-to-dev-zero": 'rm -f "$1"; ln -s /dev/zero "$1"',
+    "directory": 'rm -f "$1"; mkdir "$1"',
+    "sparse-8-gib": 'truncate -s 8G "$1"',
+}
+
+
+@pytest.mark.parametrize("plant", sorted(PLANTS))
+@pytest.mark.parametrize(
+    "which", ["private GITHUB_OUTPUT", "private GITHUB_STEP_SUMMARY", "real GITHUB_OUTPUT"])
+def test_a_workflow_file_swapped_for_a_fifo_or_a_bomb_cannot_hang_the_guard(tmp_path, which, plant):
+    # The command writes its private files by design and finds the real ones by listing the runner's
+    # own directory ($RUNNER_TEMP/_runner_file_commands). Reading a FIFO or /dev/zero, or an 8 GiB
+    # sparse file, into memory would hang the guard or kill it; appending to a FIFO blocks for good.
+    files = {name: tmp_path / "_runner_file_commands" / name.lower() for name in FILES}
+    files["GITHUB_OUTPUT"].parent.mkdir()
+    for path in files.values():
+        path.write_bytes(b"")
+    target = '"$GITHUB_OUTPUT"' if which == "private GITHUB_OUTPUT" else (
+        '"$GITHUB_STEP_SUMMARY"' if which == "private GITHUB_STEP_SUMMARY"
+        else '"$RUNNER_TEMP/_runner_file_commands/github_output"')
+    script = f'echo "coverage=87" >> "$GITHUB_OUTPUT"; set -- {target}; {PLANTS[plant]}; exit 7'
+    env = dict(os.environ, GITHUB_ACTIONS="true", RUNNER_TEMP=str(tmp_path))
+    env.update({name: str(path) for name, path in files.items()})
+    proc = subprocess.run(
+        [sys.executable, "-m", "analyzer", "run", "--format", "github", "--log-dir", str(tmp_path / "logs"),
+         "--github-output", str(files["GITHUB_OUTPUT"]), "--summary", str(files["GITHUB_STEP_SUMMARY"]),
+         "--", "sh", "-c", script],
+        capture_output=True, env=env, timeout=60,
+    )
+    assert proc.returncode == 7, proc
+    assert b"Traceback" not in proc.stderr, proc.stderr
+    real = files["GITHUB_OUTPUT"]
+    assert real.is_file() and not real.is_symlink()
+    assert b"verdict" in real.read_bytes() and real.stat().st_size < 1 << 20
