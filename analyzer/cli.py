@@ -283,7 +283,9 @@ def _hold_off_runner_signals(on_signal: Optional[Callable[[], None]] = None) -> 
     lose the very report that says where the job hung (actions/runner#3341). While the guard still
     waits for its live scan, a signal means the runner's window is closing: ``on_signal`` cuts it short.
     """
-    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):  # SIGHUP: the runner's session went away
+    from .supervise.guard import CANCEL_SIGNALS  # SIGHUP: the runner's session went away; SIGUSR1 &c.
+
+    for signum in CANCEL_SIGNALS:
         if on_signal is None:
             signal.signal(signum, signal.SIG_IGN)
         else:

@@ -142,3 +142,17 @@ def test_a_workflow_file_swapped_for_a_fifo_or_a_bomb_cannot_hang_the_guard(tmp_
     real = files["GITHUB_OUTPUT"]
     assert real.is_file() and not real.is_symlink()
     assert b"verdict" in real.read_bytes() and real.stat().st_size < 1 << 20
+
+
+# -- a signal the command sends to the guard ends the run with a report, and nothing left -------------
+
+@pytest.mark.parametrize("name", ["USR1", "USR2", "ALRM", "QUIT", "PROF"])
+def test_a_stray_signal_to_the_guard_is_a_cancel_with_a_report_not_a_dead_guard(tmp_path, name):
+    # Each of these kills a process that does not handle it: the guard would die without a report and
+    # leave the tree running.
+    status, out, err = guard_cli(tmp_path, "sh", "-c", f"echo $$; kill -{name} $PPID; exec sleep 30")
+    pid = int((tmp_path / "logs" / "stdout.log").read_text().split()[0])
+    assert status == 124, (status, out, err)
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert report["verdict"] == "fail" and report["command"]["timeout_reason"] == "cancelled"
+    assert not os.path.exists(f"/proc/{pid}") or open(f"/proc/{pid}/stat").read().split()[2] == "Z"

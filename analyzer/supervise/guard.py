@@ -68,7 +68,14 @@ CHUNK_COPY_BYTES = 1 << 20
 # How much of a log is compared with the guard's copy to say whether it was rewritten; past that, the
 # copy replaces the log unread (it is the truth either way) and only a changed size is reported.
 COMPARE_BYTES = 256 << 20
-_CANCEL_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+# Signals whose default action would kill the guard without a report and leave the tree running; the
+# command (same user) can send any of them to its parent. Each ends the run as the runner's cancel does.
+CANCEL_SIGNALS = tuple(
+    getattr(signal, name) for name in (
+        "SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2", "SIGALRM", "SIGVTALRM", "SIGPROF",
+        "SIGIO", "SIGXCPU", "SIGPWR", "SIGTRAP",
+    ) if hasattr(signal, name)
+)
 CONSOLE_CUT_NOTE = (
     "gpu-hang-guard: the last {missed} bytes of {stream} were not echoed here (the console fell behind"
     " or the pipe was drained at the end); they are in {log}\n"
@@ -638,14 +645,14 @@ def supervise(options: GuardOptions) -> Supervision:
 
 
 def _install_handlers(handler: Callable[[int, object], None]) -> Callable[[], None]:
-    """Route SIGINT, SIGTERM and SIGHUP to ``handler`` (main thread only); returns the undo function.
+    """Route SIGINT, SIGTERM, SIGHUP and the other ``CANCEL_SIGNALS`` to ``handler`` (main thread only).
 
-    SIGHUP (the runner's terminal or an ssh session went away) would otherwise kill the guard and
-    orphan the tree.
+    Returns the undo function. SIGHUP (the runner's terminal or an ssh session went away), or a
+    SIGUSR1 the command sends its parent, would otherwise kill the guard and orphan the tree.
     """
     if threading.current_thread() is not threading.main_thread():
         return lambda: None
-    previous = {signum: signal.signal(signum, handler) for signum in _CANCEL_SIGNALS}
+    previous = {signum: signal.signal(signum, handler) for signum in CANCEL_SIGNALS}
 
     def restore() -> None:
         for signum, old in previous.items():
