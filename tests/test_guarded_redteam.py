@@ -17,6 +17,19 @@ _PR_CAPBSET_DROP = 24  # <linux/prctl.h>
 _CAP_SYS_PTRACE = 19  # <linux/capability.h>
 
 
+_CAP_DAC_OVERRIDE, _CAP_DAC_READ_SEARCH = 1, 2
+
+
+def _without_file_rights() -> None:
+    """``_as_a_plain_user``, and root's rights past file modes gone too (a runner user has none)."""
+    _as_a_plain_user()
+    if os.geteuid() == 0:
+        libc = ctypes.CDLL(None, use_errno=True)
+        for cap in (_CAP_DAC_OVERRIDE, _CAP_DAC_READ_SEARCH):
+            if libc.prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0) != 0:
+                raise OSError(ctypes.get_errno(), "PR_CAPBSET_DROP")
+
+
 def _as_a_plain_user() -> None:
     """In the child before exec: root keeps every right but CAP_SYS_PTRACE, as a runner user has none.
 
@@ -156,3 +169,22 @@ def test_a_stray_signal_to_the_guard_is_a_cancel_with_a_report_not_a_dead_guard(
     report = json.loads((tmp_path / "report.json").read_text())
     assert report["verdict"] == "fail" and report["command"]["timeout_reason"] == "cancelled"
     assert not os.path.exists(f"/proc/{pid}") or open(f"/proc/{pid}/stat").read().split()[2] == "Z"
+
+
+@pytest.mark.parametrize("timeout", [None, "1s"])
+def test_a_command_that_takes_the_log_dirs_permissions_away_does_not_lose_the_logs(tmp_path, timeout):
+    # chmod 000 on the log dir: the guard could no longer create evidence or put a log back, and the
+    # upload step (the same user) could not read the directory.
+    logs = tmp_path / "logs"
+    script = f"echo 'Fatal Python error: Segmentation fault'; sleep 0.3; chmod 000 {logs}; " + (
+        "exec sleep 30" if timeout else "exit 0")
+    argv = [sys.executable, "-m", "analyzer", "run", "--log-dir", str(logs),
+            "--json", str(tmp_path / "r.json")]
+    argv += ["--timeout", timeout, "--kill-grace", "1s"] if timeout else []
+    proc = subprocess.run([*argv, "--", "sh", "-c", script], capture_output=True, timeout=60,
+                          preexec_fn=_without_file_rights)
+    assert proc.returncode == (124 if timeout else 1), proc
+    assert logs.stat().st_mode & 0o700 == 0o700, oct(logs.stat().st_mode)
+    assert (logs / "stdout.log").read_bytes() == b"Fatal Python error: Segmentation fault\n"
+    if timeout:
+        assert "sleep" in (logs / "processes.txt").read_text()  # evidence written after the chmod

@@ -210,6 +210,7 @@ class _Run:
         self.cancelled_after_exit = False
         self.dir_fd = -1  # the log dir, held open: evidence goes there even if the path is swapped
         self.log_dir_deleted = False
+        self.log_dir_mended = False
         self.evidence: Dict[str, str] = {}  # evidence file name -> what the guard wrote there
 
     # -- start ----------------------------------------------------------------------------------
@@ -386,10 +387,26 @@ class _Run:
         """Take a diagnosis's findings and diagnostics, and write its evidence files."""
         self.findings.extend(result.findings)
         self.diagnostics.extend(result.diagnostics)
-        self.reopen_a_deleted_log_dir()
+        self.mend_the_log_dir()
         for name, text in result.files:
             _write_text(self.dir_fd, name, text)
             self.evidence[name] = text
+
+    def _give_back_the_rights(self, mode: int) -> None:
+        """``chmod 000`` by the command would stop the evidence, the restored logs and the upload."""
+        if mode & 0o700 == 0o700:
+            return
+        try:
+            os.fchmod(self.dir_fd, stat.S_IMODE(mode) | 0o700)
+        except OSError:
+            return
+        if not self.log_dir_mended:
+            self.log_dir_mended = True
+            self.diagnostics.append(Diagnostic(
+                "The log dir's permissions were taken away during the run; the guard gave them back",
+                f"{self.log_dir} had mode {stat.S_IMODE(mode):o}; the guard made it readable, writable and "
+                "searchable by its owner again.\n",
+            ))
 
     def keep_the_evidence(self) -> None:
         """Write again any evidence file the command changed after the guard wrote it.
@@ -405,14 +422,17 @@ class _Run:
                     f"{name} in {self.log_dir} no longer held what the guard wrote; it holds it again.\n",
                 ))
 
-    def reopen_a_deleted_log_dir(self) -> None:
-        """If the command deleted the log dir (``git clean -xdf``, a suite's cleanup), make it again.
+    def mend_the_log_dir(self) -> None:
+        """If the command deleted the log dir (``git clean -xdf``, a suite's cleanup), make it again;
+        if it took its owner's rights away, give them back.
 
         Files cannot be created in a deleted directory, so evidence written through the old
         descriptor would be lost, and the logs the guard still holds open would name nothing.
         """
         try:
-            if os.fstat(self.dir_fd).st_nlink > 0:
+            here = os.fstat(self.dir_fd)
+            if here.st_nlink > 0:
+                self._give_back_the_rights(here.st_mode)
                 return
             os.makedirs(self.log_dir, exist_ok=True)
             fresh = os.open(self.log_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
@@ -612,7 +632,7 @@ def supervise(options: GuardOptions) -> Supervision:
         os.close(wake_read)
         os.close(wake_write)
         _follow_a_moved_log_dir(run, run.dir_fd)
-        run.reopen_a_deleted_log_dir()
+        run.mend_the_log_dir()
         dir_fd = run.dir_fd  # a new one if the command deleted the log dir
         for stream, path in (("stdout", run.stdout_path), ("stderr", run.stderr_path)):
             restored = _restore_log(dir_fd, os.path.basename(path), own_views[stream])
