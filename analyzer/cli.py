@@ -186,8 +186,17 @@ def _write_file(
     The paths were checked before the work started; a write that still fails (a full disk, a file
     removed meanwhile) must not throw away the report or the verdict's exit status.
     """
+    # O_NONBLOCK for the open only: the command may have swapped the path for a FIFO nobody reads,
+    # and a blocking open would hang the guard (its signals are ignored while it writes the report).
+    flags = os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC | os.O_NONBLOCK | (os.O_APPEND if append else os.O_TRUNC)
     try:
-        with open(path, "a" if append else "w", encoding="utf-8", errors=errors) as handle:
+        fd = os.open(path, flags, 0o666)
+        try:
+            os.set_blocking(fd, True)
+        except OSError:
+            os.close(fd)
+            raise
+        with open(fd, "a" if append else "w", encoding="utf-8", errors=errors) as handle:
             handle.write(text)
     except OSError as err:
         return [f"{option} {path}: cannot write: {err.strerror or err}; the report is on stdout"]
@@ -274,7 +283,9 @@ def _hold_off_runner_signals(on_signal: Optional[Callable[[], None]] = None) -> 
     lose the very report that says where the job hung (actions/runner#3341). While the guard still
     waits for its live scan, a signal means the runner's window is closing: ``on_signal`` cuts it short.
     """
-    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):  # SIGHUP: the runner's session went away
+    from .supervise.guard import CANCEL_SIGNALS  # SIGHUP: the runner's session went away; SIGUSR1 &c.
+
+    for signum in CANCEL_SIGNALS:
         if on_signal is None:
             signal.signal(signum, signal.SIG_IGN)
         else:

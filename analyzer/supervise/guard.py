@@ -18,7 +18,9 @@ unless the kernel refused SIGKILL or the signal itself (then it is reported, nev
 from __future__ import annotations
 
 import os
+import secrets
 import select
+import stat
 import signal
 import subprocess
 import sys
@@ -63,7 +65,17 @@ _SWEEP_ROUNDS = 3
 _STREAM_SETTLE_S = 0.05
 _CREATE_TRIES = 3
 CHUNK_COPY_BYTES = 1 << 20
-_CANCEL_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+# How much of a log is compared with the guard's copy to say whether it was rewritten; past that, the
+# copy replaces the log unread (it is the truth either way) and only a changed size is reported.
+COMPARE_BYTES = 256 << 20
+# Signals whose default action would kill the guard without a report and leave the tree running; the
+# command (same user) can send any of them to its parent. Each ends the run as the runner's cancel does.
+CANCEL_SIGNALS = tuple(
+    getattr(signal, name) for name in (
+        "SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2", "SIGALRM", "SIGVTALRM", "SIGPROF",
+        "SIGIO", "SIGXCPU", "SIGPWR", "SIGTRAP",
+    ) if hasattr(signal, name)
+)
 CONSOLE_CUT_NOTE = (
     "gpu-hang-guard: the last {missed} bytes of {stream} were not echoed here (the console fell behind"
     " or the pipe was drained at the end); they are in {log}\n"
@@ -197,6 +209,9 @@ class _Run:
         self.abort_event = ""
         self.cancelled_after_exit = False
         self.dir_fd = -1  # the log dir, held open: evidence goes there even if the path is swapped
+        self.log_dir_deleted = False
+        self.log_dir_mended = False
+        self.evidence: Dict[str, str] = {}  # evidence file name -> what the guard wrote there
 
     # -- start ----------------------------------------------------------------------------------
     def start(self, env: Dict[str, str]) -> None:
@@ -372,8 +387,66 @@ class _Run:
         """Take a diagnosis's findings and diagnostics, and write its evidence files."""
         self.findings.extend(result.findings)
         self.diagnostics.extend(result.diagnostics)
+        self.mend_the_log_dir()
         for name, text in result.files:
             _write_text(self.dir_fd, name, text)
+            self.evidence[name] = text
+
+    def _give_back_the_rights(self, mode: int) -> None:
+        """``chmod 000`` by the command would stop the evidence, the restored logs and the upload."""
+        if mode & 0o700 == 0o700:
+            return
+        try:
+            os.fchmod(self.dir_fd, stat.S_IMODE(mode) | 0o700)
+        except OSError:
+            return
+        if not self.log_dir_mended:
+            self.log_dir_mended = True
+            self.diagnostics.append(Diagnostic(
+                "The log dir's permissions were taken away during the run; the guard gave them back",
+                f"{self.log_dir} had mode {stat.S_IMODE(mode):o}; the guard made it readable, writable and "
+                "searchable by its owner again.\n",
+            ))
+
+    def keep_the_evidence(self) -> None:
+        """Write again any evidence file the command changed after the guard wrote it.
+
+        The evidence is written before the tree is signalled, so a command still runs during the kill
+        grace (a SIGTERM handler) and can rewrite ``stacks.txt`` in place; by now nothing of it runs.
+        """
+        for name, text in self.evidence.items():
+            if _read_own(self.dir_fd, name) != text.encode("utf-8", "backslashreplace"):
+                _write_text(self.dir_fd, name, text)
+                self.diagnostics.append(Diagnostic(
+                    f"{name} was changed during the run; the guard wrote it again",
+                    f"{name} in {self.log_dir} no longer held what the guard wrote; it holds it again.\n",
+                ))
+
+    def mend_the_log_dir(self) -> None:
+        """If the command deleted the log dir (``git clean -xdf``, a suite's cleanup), make it again;
+        if it took its owner's rights away, give them back.
+
+        Files cannot be created in a deleted directory, so evidence written through the old
+        descriptor would be lost, and the logs the guard still holds open would name nothing.
+        """
+        try:
+            here = os.fstat(self.dir_fd)
+            if here.st_nlink > 0:
+                self._give_back_the_rights(here.st_mode)
+                return
+            os.makedirs(self.log_dir, exist_ok=True)
+            fresh = os.open(self.log_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError:
+            return  # the report still names the logs the guard could not put back
+        os.close(self.dir_fd)
+        self.dir_fd = fresh
+        if not self.log_dir_deleted:
+            self.log_dir_deleted = True
+            self.diagnostics.append(Diagnostic(
+                "The log dir was deleted during the run; the guard made it again and restored its logs",
+                f"{self.log_dir} was removed while the command ran; the guard re-created it and wrote back "
+                "the logs and evidence from what it holds.\n",
+            ))
 
     # -- after the command exited ---------------------------------------------------------------
     def collect_leftovers(self) -> Deadline:
@@ -460,6 +533,7 @@ def supervise(options: GuardOptions) -> Supervision:
     "cancelled"``) with the same diagnosis, inside the runner's 10 s window, at whatever stage it comes.
     """
     _validate(options)
+    spawn.close_proc_to_the_command()  # before the scanner forks from us and the command starts
     log_fds: Dict[str, int] = {}
     dir_fd = -1
     try:
@@ -475,11 +549,15 @@ def supervise(options: GuardOptions) -> Supervision:
                 os.close(fd)
         problem = err.strerror or err
         raise UsageError(f"--log-dir: cannot write logs in {options.log_dir!r}: {problem}") from err
-    # The guard's own read-only view of each log: the path is the command's to tamper with.
-    own_views = {stream: _reopen_read_only(fd) for stream, fd in log_fds.items()}
+    # The guard's own read-only view of each log: the path is the command's to tamper with, and so is
+    # the file it names (a same-user command can truncate or rewrite it in place), so where the file
+    # system allows the view is of a private copy the pump writes first; it becomes the log at the end.
+    copy_fds = {stream: _private_copy(dir_fd) for stream in log_fds}
+    own_views = {stream: _reopen_read_only(copy_fds[stream] if copy_fds[stream] >= 0 else fd)
+                 for stream, fd in log_fds.items()}
     if options.on_log_ready is not None:
-        for stream, fd in log_fds.items():
-            options.on_log_ready(stream, _reopen_read_only(fd))
+        for stream, view in own_views.items():
+            options.on_log_ready(stream, _reopen_read_only(view))
     spawn.become_subreaper()
     stop_token = workflow.stop_token()
     stop_commands = options.echo and workflow.should_stop_commands(
@@ -510,9 +588,11 @@ def supervise(options: GuardOptions) -> Supervision:
         try:
             run.pumps = [
                 StreamPump("stdout", run.proc.stdout.fileno(), log_fds.pop("stdout"),
-                           out_console if options.echo else None, run.activity, options.on_output),
+                           out_console if options.echo else None, run.activity, options.on_output,
+                           copy_fds.pop("stdout")),
                 StreamPump("stderr", run.proc.stderr.fileno(), log_fds.pop("stderr"),
-                           err_console if options.echo else None, run.activity, options.on_output),
+                           err_console if options.echo else None, run.activity, options.on_output,
+                           copy_fds.pop("stderr")),
             ]
             for pump in run.pumps:
                 pump.start()
@@ -537,8 +617,9 @@ def supervise(options: GuardOptions) -> Supervision:
         finally:
             run.finish_containment()
     finally:
-        for fd in log_fds.values():  # never handed to a pump: the command could not start
-            os.close(fd)
+        for fd in [*log_fds.values(), *copy_fds.values()]:  # never handed to a pump: it could not start
+            if fd >= 0:
+                os.close(fd)
         for console in consoles:
             console.cut(CONSOLE_CUT_WAIT_S)
         if options.echo:
@@ -550,15 +631,21 @@ def supervise(options: GuardOptions) -> Supervision:
         restore()
         os.close(wake_read)
         os.close(wake_write)
-        _follow_a_moved_log_dir(run, dir_fd)
+        _follow_a_moved_log_dir(run, run.dir_fd)
+        run.mend_the_log_dir()
+        dir_fd = run.dir_fd  # a new one if the command deleted the log dir
         for stream, path in (("stdout", run.stdout_path), ("stderr", run.stderr_path)):
-            if _restore_log(dir_fd, os.path.basename(path), own_views[stream]):
+            restored = _restore_log(dir_fd, os.path.basename(path), own_views[stream])
+            short = any(pump.name == stream and pump.log_error for pump in run.pumps)
+            if restored and not run.log_dir_deleted and not (short and restored == "rewritten"):
                 run.diagnostics.append(Diagnostic(
-                    f"{os.path.basename(path)} was replaced during the run; the guard restored its own copy",
-                    f"The path {path} no longer named the file the guard wrote; what the command printed "
-                    "was copied back from the guard's descriptor.\n",
+                    f"{os.path.basename(path)} was {restored} during the run; the guard restored its own"
+                    " copy",
+                    f"The path {path} no longer held what the command printed; the guard put back its own "
+                    "copy, written from the pipe.\n",
                 ))
             os.close(own_views[stream])
+        run.keep_the_evidence()
         os.close(dir_fd)
         for pump in run.pumps:
             if pump.log_error:
@@ -578,14 +665,14 @@ def supervise(options: GuardOptions) -> Supervision:
 
 
 def _install_handlers(handler: Callable[[int, object], None]) -> Callable[[], None]:
-    """Route SIGINT, SIGTERM and SIGHUP to ``handler`` (main thread only); returns the undo function.
+    """Route SIGINT, SIGTERM, SIGHUP and the other ``CANCEL_SIGNALS`` to ``handler`` (main thread only).
 
-    SIGHUP (the runner's terminal or an ssh session went away) would otherwise kill the guard and
-    orphan the tree.
+    Returns the undo function. SIGHUP (the runner's terminal or an ssh session went away), or a
+    SIGUSR1 the command sends its parent, would otherwise kill the guard and orphan the tree.
     """
     if threading.current_thread() is not threading.main_thread():
         return lambda: None
-    previous = {signum: signal.signal(signum, handler) for signum in _CANCEL_SIGNALS}
+    previous = {signum: signal.signal(signum, handler) for signum in CANCEL_SIGNALS}
 
     def restore() -> None:
         for signum, old in previous.items():
@@ -700,25 +787,59 @@ def _create_exclusive(dir_fd: int, name: str) -> int:
     raise FileExistsError(name)  # not reached
 
 
-def _restore_log(dir_fd: int, name: str, view_fd: int) -> bool:
-    """Make ``name`` in ``dir_fd`` name the log the guard wrote (``view_fd``) again; True when it had to.
+def _private_copy(dir_fd: int) -> int:
+    """An unlinked file in the log dir (``O_TMPFILE``) for the guard's copy of a log, or -1 where unsupported.
 
-    A command can unlink, rename or replace its log with a symlink to hide what it printed from the
-    scan that reads the path afterwards; the guard's descriptor still holds every byte.
+    No path names it, and a non-dumpable guard's ``/proc/PID/fd`` is closed to the command, so a
+    command that rewrites its log in place cannot reach this one.
+    """
+    flags = getattr(os, "O_TMPFILE", 0)
+    if not flags:
+        return -1
+    try:
+        return os.open(".", flags | os.O_RDWR | os.O_CLOEXEC, 0o644, dir_fd=dir_fd)
+    except OSError:
+        return -1  # a file system without O_TMPFILE: the visible log is all there is
+
+
+def _restore_log(dir_fd: int, name: str, view_fd: int) -> str:
+    """Make ``name`` in ``dir_fd`` hold the log the guard wrote (``view_fd``) again.
+
+    Returns what the command had done to it ("replaced", "rewritten"), or "" when nothing was amiss.
+    A command can unlink, rename or replace its log with a symlink, or truncate and rewrite the file
+    in place, to hide what it printed from the scan and the uploaded artifact; the guard's own copy
+    (``_private_copy``) still holds every byte.
     """
     try:
-        here = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
         ours = os.fstat(view_fd)
-        if (here.st_dev, here.st_ino) == (ours.st_dev, ours.st_ino):
-            return False
+        here = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
     except FileNotFoundError:
-        pass
+        here = None
     except OSError:
-        return False
+        return ""
+    done = "replaced"
+    if here is not None and (here.st_dev, here.st_ino) == (ours.st_dev, ours.st_ino):
+        return ""  # no private copy: the visible log is the guard's view, and the path still names it
+    if here is not None and ours.st_nlink == 0 and stat.S_ISREG(here.st_mode):
+        same = _same_bytes(dir_fd, name, view_fd, here.st_size, ours.st_size)
+        if same and ours.st_size <= COMPARE_BYTES:
+            return ""
+        done = "" if same else "rewritten"  # past the compared part the copy goes in unannounced
+    if here is not None and stat.S_ISDIR(here.st_mode):
+        # A file cannot replace a directory: move the command's aside (kept, it may be evidence too).
+        try:
+            os.rename(name, f"{name}.put-there-by-the-command-{secrets.token_hex(4)}",
+                      src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        except OSError:
+            return ""
+    if ours.st_nlink == 0 and _link_in(dir_fd, name, view_fd):
+        return done
+    if not done:
+        return ""  # an unread tail that could not be linked in: leave the matching log as it is
     try:
         target = _create_exclusive(dir_fd, name)
     except OSError:
-        return False
+        return ""
     try:
         offset = 0
         while True:
@@ -729,7 +850,42 @@ def _restore_log(dir_fd: int, name: str, view_fd: int) -> bool:
             offset += len(chunk)
     finally:
         os.close(target)
-    return True
+    return done
+
+
+def _same_bytes(dir_fd: int, name: str, view_fd: int, size: int, expected: int) -> bool:
+    """True when the visible log ``name`` holds the copy's bytes (compared up to ``COMPARE_BYTES``)."""
+    if size != expected:
+        return False
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, dir_fd=dir_fd)
+    except OSError:
+        return False
+    try:
+        offset = 0
+        while offset < min(size, COMPARE_BYTES):
+            theirs = os.pread(fd, CHUNK_COPY_BYTES, offset)
+            if not theirs or theirs != os.pread(view_fd, len(theirs), offset):
+                return False
+            offset += len(theirs)
+        return True
+    finally:
+        os.close(fd)
+
+
+def _link_in(dir_fd: int, name: str, view_fd: int) -> bool:
+    """Give the unlinked copy behind ``view_fd`` the name ``name`` (atomically replacing a regular file)."""
+    temp = f".{name}.{secrets.token_hex(8)}"
+    try:
+        os.link(f"/proc/self/fd/{view_fd}", temp, dst_dir_fd=dir_fd, follow_symlinks=True)
+    except OSError:
+        return False
+    try:
+        os.rename(temp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        return True
+    except OSError:
+        _unlink_stale(dir_fd, temp)
+        return False
 
 
 def _write_fully(fd: int, data: bytes) -> None:
@@ -741,6 +897,27 @@ def _write_fully(fd: int, data: bytes) -> None:
 def _reopen_read_only(fd: int) -> int:
     """A new read-only descriptor on the file ``fd`` is open on (not on whatever its path names now)."""
     return os.open(f"/proc/self/fd/{fd}", os.O_RDONLY | os.O_CLOEXEC)
+
+
+def _read_own(dir_fd: int, name: str) -> Optional[bytes]:
+    """The bytes of the regular file ``name`` in ``dir_fd`` (not through a symlink), else None."""
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dir_fd)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        chunks = []
+        while True:
+            chunk = os.read(fd, CHUNK_COPY_BYTES)
+            if not chunk:
+                return b"".join(chunks)
+            chunks.append(chunk)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 def _write_text(dir_fd: int, name: str, text: str) -> None:

@@ -158,7 +158,12 @@ class Console:
 
 
 class StreamPump:
-    """Pump ``src_fd`` into ``log_fd`` (owned and closed by the pump), then echo it to ``console``."""
+    """Pump ``src_fd`` into ``log_fd`` (owned and closed by the pump), then echo it to ``console``.
+
+    ``copy_fd`` (owned and closed too), when given, gets every chunk first: the guard's private copy,
+    an unlinked file the command cannot open by any path, so it stays what the command printed even
+    if the command rewrites the visible log in place.
+    """
 
     def __init__(
         self,
@@ -168,6 +173,7 @@ class StreamPump:
         console: Optional[Console],
         activity: Activity,
         on_output: Optional[OnOutput] = None,
+        copy_fd: int = -1,
     ):
         self.name = name
         self.bytes = 0  # read from the pipe
@@ -178,6 +184,7 @@ class StreamPump:
         self.eof = threading.Event()
         self._fd = src_fd
         self._log_fd = log_fd
+        self._copy_fd = copy_fd
         self._console = console
         self._activity = activity
         self._on_output = on_output
@@ -242,21 +249,16 @@ class StreamPump:
                     self.echoed += self._console.echo(chunk)
         finally:
             os.close(self._log_fd)
+            if self._copy_fd >= 0:
+                os.close(self._copy_fd)
             self._tell(time.monotonic())
 
     def _log(self, chunk: bytes) -> None:
-        view = memoryview(chunk)
-        while view:
-            try:
-                written = os.write(self._log_fd, view)
-            except InterruptedError:
-                continue
-            except OSError as err:
-                # A full disk: the command keeps running (and echoing); the guard says the log is short.
-                self.log_error = err.strerror or str(err)
+        # The copy first: ``logged`` counts bytes in both, the copy being what the scan reads.
+        for fd in (self._copy_fd, self._log_fd):
+            if fd >= 0 and not _write_all(fd, chunk, self):
                 return
-            view = view[written:]
-            self.logged += written
+        self.logged += len(chunk)
 
     def _tell(self, arrived: float) -> None:
         """Call ``on_output``; one that fails is dropped, the log must not stop for it."""
@@ -266,6 +268,21 @@ class StreamPump:
             self._on_output(self.name, self.logged, arrived)
         except Exception:  # noqa: BLE001 - the caller's hook; the pump's job is the log
             self._on_output = None
+
+
+def _write_all(fd: int, chunk: bytes, pump: StreamPump) -> bool:
+    view = memoryview(chunk)
+    while view:
+        try:
+            written = os.write(fd, view)
+        except InterruptedError:
+            continue
+        except OSError as err:
+            # A full disk: the command keeps running (and echoing); the guard says the log is short.
+            pump.log_error = err.strerror or str(err)
+            return False
+        view = view[written:]
+    return True
 
 
 def _write_some(fd: int, data: memoryview, wait_s: float = 0.0) -> int:

@@ -27,6 +27,7 @@ from . import tree
 TOKEN_ENV = "GPU_HANG_GUARD_TOKEN"
 
 # prctl(2) option numbers, from <linux/prctl.h>.
+_PR_SET_DUMPABLE = 4
 _PR_SET_CHILD_SUBREAPER = 36
 _PR_GET_CHILD_SUBREAPER = 37
 
@@ -76,6 +77,24 @@ def become_subreaper() -> bool:
     if libc.prctl(_PR_GET_CHILD_SUBREAPER, ctypes.byref(current), 0, 0, 0) == 0 and current.value:
         return True
     return libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+
+
+def close_proc_to_the_command() -> bool:
+    """Make the guard non-dumpable (Linux); True when it is.
+
+    ``/proc/PID/{environ,fd,mem,...}`` are open to any same-user process of a dumpable target: the
+    command could read the real ``GITHUB_OUTPUT`` path from the guard's environment, open the guard's
+    private log copies, or write workflow commands onto the guard's stderr outside the fence. A
+    non-dumpable process's ``/proc`` entries need ``CAP_SYS_PTRACE``. ``execve`` makes the command
+    dumpable again, so py-spy can still read it; processes forked from the guard stay closed.
+    """
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+    except OSError:
+        return False
+    return libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0) == 0
 
 
 def start(
