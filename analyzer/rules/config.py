@@ -47,6 +47,8 @@ This module reads the file and checks its shape against the tables below (``sche
 
 from __future__ import annotations
 
+import os
+import stat
 from dataclasses import dataclass
 from typing import Any, Dict, Tuple
 
@@ -244,7 +246,11 @@ def parse_yaml(text: str, source: str) -> Any:
 def read_yaml(path: str) -> Any:
     """The data in the YAML file at ``path``; raises ``ConfigError`` when unreadable, too big or invalid."""
     try:
-        with open(path, "rb") as handle:
+        # Non-blocking: a FIFO (or a device) given as the config must not hang the guard before it starts.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        with os.fdopen(fd, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                raise ConfigError(path, "file", "not a regular file")
             raw = handle.read(schema.MAX_CONFIG_BYTES + 1)
     except OSError as err:
         raise ConfigError(path, "file", f"cannot read: {err.strerror or err}") from None

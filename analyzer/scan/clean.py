@@ -33,7 +33,10 @@ Line numbers count ``\\n`` only, so the whole redraw stays one line, and the cle
 inner ``\\r`` as a separator between what were separate visible states of that line. The engine
 matches each ``\\r`` segment on its own (``split_segments``): an error printed after a bar is found with
 its ``^`` anchors working, and no match spans two redraws that never appeared together on screen. A
-trailing ``\\r`` (CRLF line endings) is a line ending, not a segment.
+trailing ``\\r`` (CRLF line endings) is a line ending, not a segment. A tqdm bar that was never closed
+leaves its last redraw unterminated, and whatever the process prints next (an atexit traceback's header
+at exit) is glued to it: ``100%|####| 3/3 [00:00<00:00, 29.11it/s]Exception ignored in atexit ...``. The
+bar is cut off such a segment, so the message is matched as the start of a line, as it was printed.
 """
 
 from __future__ import annotations
@@ -46,6 +49,12 @@ from typing import List, Optional, Tuple
 _ANSI = re.compile(rb"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b\n]*(?:\x07|\x1b\\)|[ -/]*[0-~])")
 _BOM = b"\xef\xbb\xbf"
 _EMPHASIS = ("_", "*")
+# tqdm's bar as it redraws a line ("Epoch 1: 100%|####| 3/3 [00:00<00:00, 29.11it/s]", or "3it [00:00,
+# 29.11it/s]" without a total): the percentage or count, then the elapsed time in brackets.
+_PROGRESS_BAR = re.compile(
+    r"(?:[^\r|]{0,80}: )?\s*(?:\d{1,3}%\|[^|\r]*\| *\S+/\S+|\d[\d.]*[kMGTP]?[A-Za-z]*) "
+    r"\[(?:\d+:)?\d+:\d\d[^\]\r]*\]"
+)
 # Markdown's quote marks, one level or several ("> > "); never ">>> " (a REPL prompt) or ">" alone.
 _QUOTE = re.compile(r"(?:> )+")
 _TIMESTAMP = re.compile(rb"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d+Z ")
@@ -202,10 +211,17 @@ def clean_line(raw: bytes) -> Tuple[str, Optional[int]]:
 
 
 def split_segments(text: str) -> List[str]:
-    """The ``\\r``-separated states of a cleaned line, each matched on its own."""
-    if "\r" in text:
-        return text.split("\r")
-    return [text]
+    """The ``\\r``-separated states of a cleaned line, each matched on its own; a progress bar another
+    message was glued to is cut off that message."""
+    segments = text.split("\r") if "\r" in text else [text]
+    if "%|" in text or "it [" in text:
+        segments = [_unglued(segment) for segment in segments]
+    return segments
+
+
+def _unglued(segment: str) -> str:
+    bar = _PROGRESS_BAR.match(segment)
+    return segment[bar.end():] if bar is not None and bar.end() < len(segment) else segment
 
 
 def visible_excerpt(raw_stripped: bytes) -> str:

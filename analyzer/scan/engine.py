@@ -36,7 +36,7 @@ from ._engine_literals import Plan, build_plan
 from .attribution import TestLine, TestTracker
 from ._engine_prefilter import Candidates, Finder, hyperscan_available, hyperscan_finder, python_finder
 from ._engine_wrap import Piece, WrapReader, attribution_view, logical_lines
-from .clean import clean_speaking, strip_controls, visible_excerpt
+from .clean import clean_speaking, split_segments, strip_controls, visible_excerpt
 from .match import Match
 from .sources import Source, Unscannable
 
@@ -330,7 +330,7 @@ class _SourceScan:
         raw = buf[pos:stop]
         text, rank, speaker = clean_speaking(raw)
         progress: Any = _UNKNOWN
-        segments = text.split("\r") if "\r" in text else (text,)
+        segments = split_segments(text)
         excerpt_line = None
         if self.open:
             excerpt_line = _excerpt_line(visible_excerpt(raw))

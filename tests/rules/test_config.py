@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import textwrap
 import time
 from pathlib import Path
@@ -211,6 +213,16 @@ def test_a_missing_config_file(builtin, tmp_path):
     with pytest.raises(ConfigError) as info:
         apply_config(builtin, load_config(path))
     assert str(info.value) == f"{path}: file: cannot read: No such file or directory"
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device"])
+def test_a_config_that_is_not_a_regular_file_is_refused_without_waiting_on_it(builtin, tmp_path, kind):
+    path = tmp_path / "config.yml"
+    # A FIFO nobody writes would block a plain open forever; a device would be read as endless input.
+    os.mkfifo(path) if kind == "fifo" else path.symlink_to("/dev/zero")
+    with pytest.raises(ConfigError) as info:
+        load_config(str(path))
+    assert str(info.value) == f"{path}: file: not a regular file"
 
 
 def test_match_timeout_accepts_numbers_and_durations(builtin, tmp_path):
