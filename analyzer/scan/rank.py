@@ -326,19 +326,27 @@ def _with_last_traceback(
     if not tracebacks:
         return finding
     last = max(tracebacks, key=lambda tb: _when(tb, 0, clocks)[0]) if clocks else tracebacks[-1]
-    where = _where(last)
-    message = finding.message + LAST_TRACEBACK.format(where=where, exception=_exception_of(last))
-    excerpt = f"{LAST_TRACEBACK_HEADER.format(where=where)}\n{last.excerpt}"
+    note, told = _last_traceback_note(last)
     return dataclasses.replace(
-        finding, message=_one_line(message), path=last.path, line=last.line, excerpt=excerpt
+        finding, message=_one_line(finding.message + note), path=last.path, line=last.line, excerpt=told
     )
 
 
-def _exception_of(traceback: Match) -> str:
-    """The exception a traceback ends in, and where the user's code raised it when a frame says."""
-    exception = next((traceback.groups[n] for n in EXCEPTION_GROUPS if traceback.groups.get(n)), None)
-    site = raise_site(traceback)
-    return _clip(exception or MISSING_FIELD, MAX_FIELD_CHARS) + (RAISED_AT.format(site=site) if site else "")
+def _last_traceback_note(last: Match, here: Optional[str] = None) -> Tuple[str, str]:
+    """What a failed exit status says of the last traceback before it: a message suffix naming its
+    exception and where the user's code raised it, and the traceback for the excerpt."""
+    where = _where(last, here)
+    exception = _clip(_exception_name(last) or MISSING_FIELD, MAX_FIELD_CHARS)
+    site = raise_site(last)
+    if site:
+        exception += RAISED_AT.format(site=site)
+    told = f"{LAST_TRACEBACK_HEADER.format(where=where)}\n{last.excerpt}"
+    return LAST_TRACEBACK.format(where=where, exception=exception), told
+
+
+def _exception_name(traceback: Match) -> Optional[str]:
+    """The exception line a traceback ends in (its ``exception`` or ``exc`` group), if it shows one."""
+    return next((traceback.groups[n] for n in EXCEPTION_GROUPS if traceback.groups.get(n)), None)
 
 
 def _enrich_guard(finding: Finding, logs: Sequence[LogFindings]) -> Finding:
@@ -427,16 +435,15 @@ def _finding(
             )
     if event.traceback is not None:
         who, tb = event.traceback
-        exception = next((tb.groups[n] for n in EXCEPTION_GROUPS if tb.groups.get(n)), None)
+        exception = _exception_name(tb)
         if exception:
             message += ATTACHED.format(who=who, exception=_clip(exception, MAX_FIELD_CHARS))
         header = ATTACHED_HEADER.format(who=who, where=_where(tb))
         excerpt = f"{excerpt}\n{header}\n{tb.excerpt}" if excerpt else f"{header}\n{tb.excerpt}"
     if event.last_traceback is not None:
-        last = event.last_traceback
-        where = _where(last, match.path)
-        message += LAST_TRACEBACK.format(where=where, exception=_exception_of(last))
-        excerpt = f"{excerpt}\n{LAST_TRACEBACK_HEADER.format(where=where)}\n{last.excerpt}"
+        note, told = _last_traceback_note(event.last_traceback, match.path)
+        message += note
+        excerpt = f"{excerpt}\n{told}"
     if rule.kind is Kind.TIMEOUT and event.verdict_before is not None:
         message += "; " + HANG_AFTER_VERDICT.format(verdict=_verdict_text(event.verdict_before))
     return Finding(

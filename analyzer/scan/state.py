@@ -414,9 +414,9 @@ class LogState:
         found = self.events.get(key)
         if found is not None:
             found.repeats += 1
-            found.recovered = None  # told again after its run succeeded: whether it was handled is open again
-            if found.run_passed is not None:
-                found.run_passed = None  # told again after its run's verdict (at exit): not handled
+            # Told again after its run succeeded or printed its verdict: whether it was handled is open again.
+            found.recovered = None
+            found.run_passed = None
             self._in_attempt(found, test, kind)
             if match.rule.kind is Kind.CRASH:
                 self.last_crash = (found, match.end_line)
