@@ -103,6 +103,8 @@ def _section(rule: Rule) -> List[str]:
     facts = []
     if rule.marker:
         facts.append(f"marker `{rule.marker}`")
+        if rule.unframed_run:
+            facts.append("verdict of a run whose start is not shown")
     else:
         facts.append(f"kind `{rule.kind.value if rule.kind else ''}`")
         facts.append(f"severity `{rule.severity.value if rule.severity else ''}`")

@@ -43,6 +43,7 @@ _PATTERNED = frozenset({LINE, BLOCK, MARKER_LINE, MARKER_BLOCK})
 _BLOCKS = frozenset({BLOCK, MARKER_BLOCK})
 _MARKERS = frozenset({MARKER_LINE, MARKER_BLOCK})
 _ONLY_BLOCK = "only a block rule (start and end) has {name}"
+_ONLY_MARKER = "only a marker rule has {name}"
 _MARKER_NO_FINDING = "a marker rule makes no finding; it cannot be collateral or root cause"
 
 EXAMPLES = Table(
@@ -73,6 +74,7 @@ RULE = Table(
         Key("literals", schema.strings(), default=(), shapes=_PATTERNED),
         Key("examples", _examples, shapes=_PATTERNED),
         Key("marker", schema.kebab, shapes=_MARKERS),
+        Key("unframed_run", schema.flag, default=False, shapes=_MARKERS, misplaced=_ONLY_MARKER),
         Key("collateral_after", schema.strings(schema.kebab), default=(), shapes=_FINDINGS,
             misplaced=_MARKER_NO_FINDING),
         Key("root_cause", schema.flag, default=False, shapes=_FINDINGS, misplaced=_MARKER_NO_FINDING),
@@ -277,6 +279,7 @@ def parse_rule(
         examples_match=examples["match"],
         examples_no_match=examples["no_match"],
         marker=values["marker"],
+        unframed_run=values["unframed_run"],
         collateral_after=values["collateral_after"],
         root_cause=values["root_cause"],
         same_event_as=values["same_event_as"],

@@ -12,6 +12,9 @@ output cut) still happened; its missing end groups read as ``CUT_SHORT_GROUP``.
 Keys that steer ranking (see ``analyzer/scan/rank.py``):
 - ``marker``: the rule records context (the test runner printed its verdict, a test started, a parent
   sent its workers SIGTERM) instead of producing a finding.
+- ``unframed_run``: a verdict marker of a runner that prints no line when its run starts (``pytest -q``,
+  unittest without ``-v``): events on no test's lines before it, since the log's start or the last
+  verdict, were the run's, and a passing verdict says they were handled.
 - ``collateral_after``: marker names; a match that comes after one of them in the same file is
   collateral damage (a warning pointing at the root cause), not a second root cause.
 - ``root_cause``: a match of this rule outranks every other error (torchrun's "Root Cause" block).
@@ -71,6 +74,7 @@ class Rule:
     examples_match: Tuple[str, ...] = ()
     examples_no_match: Tuple[str, ...] = ()
     marker: Optional[str] = None
+    unframed_run: bool = False  # a verdict of a run whose start its runner never prints
     collateral_after: Tuple[str, ...] = ()
     root_cause: bool = False
     same_event_as: Tuple[str, ...] = ()  # ids of rules whose nearby match tells this rule's event again

@@ -9,7 +9,9 @@ context and are dropped:
   verdict and failures belong to the outer test and are not the log's own;
 - ``verdict-printed``: the run is over; what follows before the next test is its exit path. An event
   of a pytest run whose start the log shows, on no test's lines (``pytest`` without ``-v`` names no
-  running test), was handled when that run's verdict reports no failure and no error;
+  running test), was handled when that run's verdict reports no failure and no error; so was one
+  since the log's start or the last verdict when the verdict is of a runner that never prints its
+  start (``pytest -q``, unittest: the rule's ``unframed_run``);
 - ``traceback``: kept per rank or process only while a failure can still ask for it, and the last
   one of the log for a failed exit status that nothing else explains (a ``fallback`` rule's);
 - ``run-started`` / ``attempt-restarted`` / ``run-succeeded`` (torch elastic's "starting workers for
@@ -206,6 +208,9 @@ class LogState:
         # Events on no test's lines of the pytest run whose "test session starts" the log shows (None: no
         # such run open): handled if its verdict then reports no failure.
         self.session_events: Optional[Dict[int, _Open]] = None
+        # Events on no test's lines outside such a run, since the log's start or the last verdict: a run
+        # that never prints its start (``pytest -q``, unittest) owned them if its verdict comes next.
+        self.unframed_events: Dict[int, _Open] = {}
         # A supervisor's attempts (torch elastic): the current one's number, the events that happened in
         # it outside any test, and the events of restarted attempts with the restart that ended each.
         self.attempt = 0
@@ -274,6 +279,7 @@ class LogState:
                     self.depth += 1
                     return
                 self.session_events = {}  # the log's own run starts: what came before is not in it
+                self.unframed_events.clear()
             if not self.depth:
                 # In a passing test's report, or one whose section this log lost (it starts inside the
                 # run), such a section is an inner run's; the verdict and summary judge the test.
@@ -307,10 +313,14 @@ class LogState:
             for opened in self.awaiting_verdict:
                 opened.verdict_after = True
             self.awaiting_verdict.clear()
-            if self.session_events is not None and not verdict_failed(match):
-                for opened in self.session_events.values():
+            run_events = self.session_events
+            if run_events is None and match.rule.unframed_run:
+                run_events = self.unframed_events
+            if run_events is not None and not verdict_failed(match):
+                for opened in run_events.values():
                     opened.run_passed = match
             self.session_events = None
+            self.unframed_events = {}
         elif marker in (RUN_STARTED, ATTEMPT_RESTARTED, RUN_SUCCEEDED):
             self._attempt_marker(match, marker)
         elif marker == TRACEBACK_MARKER:
@@ -456,8 +466,9 @@ class LogState:
             self.awaiting_verdict.append(opened)
         if opened is not None:
             self._in_attempt(opened, test, kind)
-            if kind == "" and test is None and self.session_events is not None and not self.depth:
-                self.session_events[id(opened)] = opened
+            if kind == "" and test is None and not self.depth:
+                run_events = self.unframed_events if self.session_events is None else self.session_events
+                run_events[id(opened)] = opened
 
     def _add(
         self, key: tuple, match: Match, event: LogEvent, identity: Optional[Identity]

@@ -162,6 +162,7 @@ CASES = [
     ),
     ("", ("    pattern: 'CRASH (?P<what>\\w+)'\n", ""), "rules[0].pattern: missing; give pattern, or start"),
     ("    max_lines: 10\n", None, "rules[0].max_lines: only a block rule (start and end) has max_lines"),
+    ("    unframed_run: true\n", None, "rules[0].unframed_run: only a marker rule has unframed_run"),
     (
         "    capture: 'in (?P<where>\\w+)'\n",
         None,
