@@ -26,7 +26,8 @@ that line instead of the outcome.
 A glog FATAL (``F``) prefix is kept: it is part of what the fatal-line rule matches. A line a paste
 quoted as Markdown (``> Error: Process completed with exit code 137``) loses the quote marks, one
 quoted as code (```` `Killed` ````, a fence glued to its first line) the backticks, and one pasted as
-emphasis (``_Killed_``, ``**Killed**``) its markers.
+emphasis (``_Killed_``, ``**Killed**``, or only its start in bold: ``**RuntimeError: ...** Tried``) its
+markers.
 
 Carriage returns: a progress bar redraws one terminal line with ``\\r`` many times before its ``\\n``.
 Line numbers count ``\\n`` only, so the whole redraw stays one line, and the cleaned text keeps the
@@ -191,13 +192,19 @@ def clean_speaking(raw: bytes, keep_progress: bool = False) -> Tuple[str, Option
 
 
 def _unemphasised(text: str) -> str:
-    """A whole line pasted as Markdown emphasis (``_Killed_``, ``**Segmentation fault**``) without it;
-    the marker must touch the words, so pytest's ``_ test_x _`` header and glibc's ``*** Error ***`` stay."""
+    """A whole line pasted as Markdown emphasis (``_Killed_``, ``**Segmentation fault**``), or its start
+    in bold, without the markers; a marker must touch the words, so pytest's ``_ test_x _`` header and glibc's ``*** Error ***`` stay."""
     for mark in ("**", "__", "*", "_"):
         inner = text[len(mark):-len(mark)]
         if (len(text) > 2 * len(mark) + 1 and text.startswith(mark) and text.endswith(mark)
                 and inner[0] not in " *_" and inner[-1] not in " *_"):
             return inner
+    # Only the start in bold: "**RuntimeError: CUDA out of memory.** Tried to allocate ..."
+    for mark in ("**", "__"):
+        close = text.find(mark, len(mark) + 1)
+        if (close > 0 and text.startswith(mark) and text[len(mark)] not in " *_"
+                and text[close - 1] not in " *_"):
+            return text[len(mark):close] + text[close + len(mark):]
     return text
 
 

@@ -208,7 +208,14 @@ def test_a_line_pasted_as_markdown_emphasis_loses_its_markers_and_lookalikes_kee
         "subprocess.CalledProcessError: Command died.", None
     )
     assert clean_line(b"**Segmentation fault (core dumped)**") == ("Segmentation fault (core dumped)", None)
+    # detectron2#1563: the error in bold, the rest of the line plain; a logger's level the same way
+    assert clean_line(b"**RuntimeError: CUDA out of memory.** Tried to allocate 20.00 MiB") == (
+        "RuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB", None
+    )
+    assert clean_line(b"**ERROR [06/09 11:05:25 d2.engine.train_loop]**: Exception during training:") == (
+        "ERROR [06/09 11:05:25 d2.engine.train_loop]: Exception during training:", None
+    )
     # pytest's report headers (one underscore a side for a long name), glibc's and glog's banners
     for raw in (b"_ TestX.test_y[p] _", b"____ test_y ____", b"*** Error in `python': double free ***",
-                b"*** Check failure stack trace: ***", b"_", b"**"):
+                b"*** Check failure stack trace: ***", b"_", b"**", b"** Error ** stop", b"**x **"):
         assert clean_line(raw) == (raw.decode(), None)
