@@ -9,7 +9,7 @@ import argparse
 import os
 import signal
 import sys
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, TextIO, Tuple
 
 from . import __version__
 from .durations import parse_duration
@@ -228,15 +228,22 @@ def _write_stdout(text: str) -> None:
 
 
 def _emit(report: Report, args: argparse.Namespace, summary_budget_bytes: Optional[int] = None) -> None:
-    """Write the report files, then print the report on stdout, then warn about any file not written.
+    """Write the report files, then print the report on stdout, then warn about any file not written."""
+    warnings = _write_report_files(report, args, summary_budget_bytes)
+    _write_stdout(_console_report(report, args))
+    for warning in warnings:
+        _warn(warning)
+
+
+def _write_report_files(
+    report: Report, args: argparse.Namespace, summary_budget_bytes: Optional[int] = None
+) -> List[str]:
+    """Write ``--json``, append ``--summary`` and ``--github-output``; warnings for those not written.
 
     ``summary_budget_bytes`` caps the Markdown appended to ``--summary`` (default: what the file has
-    left of GitHub's limit). Under GitHub Actions every format but ``github`` (our own escaped
-    commands) and ``json`` (inert by construction) is printed inside a fresh stop-commands fence:
-    excerpts are the command's text, and the runner would act on a ``::add-mask::`` among them.
+    left of GitHub's limit).
     """
     from .report import github, json_report
-    from .supervise.workflow import stop_token
 
     warnings: List[str] = []
     if args.json:
@@ -250,15 +257,25 @@ def _emit(report: Report, args: argparse.Namespace, summary_budget_bytes: Option
         outputs = github.render_outputs(report, report_path)
         # The real bytes of a path that is not UTF-8, so a later step finds the file.
         warnings += _write_file(args.github_output, outputs, "--github-output", True, "surrogateescape")
+    return warnings
+
+
+def _console_report(report: Report, args: argparse.Namespace) -> str:
+    """The report in ``--format`` for stdout.
+
+    Under GitHub Actions every format but ``github`` (our own escaped commands) and ``json`` (inert by
+    construction) is put inside a fresh stop-commands fence: excerpts are the command's text, and the
+    runner would act on a ``::add-mask::`` among them.
+    """
+    from .report import github
+    from .supervise.workflow import stop_token
+
     if args.format == "github":
-        out = github.render_annotations(report, slots=args.annotation_slots)
-    else:
-        out = _renderers(report)[args.format](report)
-        if args.format != "json" and os.environ.get("GITHUB_ACTIONS") == "true":
-            out = github.fence_commands(out, stop_token(), markdown=args.format == "markdown")
-    _write_stdout(out)
-    for warning in warnings:
-        _warn(warning)
+        return github.render_annotations(report, slots=args.annotation_slots)
+    out = _renderers(report)[args.format](report)
+    if args.format != "json" and os.environ.get("GITHUB_ACTIONS") == "true":
+        out = github.fence_commands(out, stop_token(), markdown=args.format == "markdown")
+    return out
 
 
 def _main_scan(argv: Sequence[str]) -> int:
@@ -310,7 +327,27 @@ def _check_writable(path: Optional[str], option: str) -> None:
 
 
 def _warn(message: str) -> None:
-    print(f"{PROG}: warning: {one_line_message(message)}", file=sys.stderr, flush=True)
+    print(_warning_line(message), file=sys.stderr, flush=True)
+
+
+def _warning_line(message: str) -> str:
+    return f"{PROG}: warning: {one_line_message(message)}"
+
+
+def _write_console_bounded(stream: TextIO, text: str) -> None:
+    """``text`` on ``stream`` (stdout or stderr) as ``_write_stdout`` does, but never waiting long.
+
+    The guarded command can SIGSTOP the guard's parent, the reader of its console, and fill the pipe:
+    a plain write would then block the guard for good (``supervise.pump.CONSOLE_STALL_S``).
+    """
+    from .supervise.pump import Console
+
+    try:
+        stream.flush()
+        fd = stream.fileno()
+    except (OSError, ValueError):
+        return
+    Console(fd).write_own(text.encode(getattr(stream, "encoding", None) or "utf-8", "backslashreplace"))
 
 
 def _main_run(argv: Sequence[str]) -> int:
@@ -351,13 +388,16 @@ def _main_run(argv: Sequence[str]) -> int:
         _hold_off_runner_signals(run.cut_short)
         report = run.report(supervision, job=job)
         _hold_off_runner_signals()
+        # Every file before the console: a reader of the console the command stopped must not keep
+        # the report off the disk (the console writes after them are bounded in time).
         warnings += run.pass_through_files()
-        _emit(report, args)
+        warnings += _write_report_files(report, args)
         warnings += run.pass_through_summary()
+        _write_console_bounded(sys.stdout, _console_report(report, args))
     finally:
         run.close()
-        for warning in warnings:
-            _warn(warning)
+        if warnings:
+            _write_console_bounded(sys.stderr, "".join(_warning_line(w) + "\n" for w in warnings))
     return report.exit_status
 
 
