@@ -168,3 +168,54 @@ def test_a_link_the_user_gave_as_a_report_path_is_still_followed(tmp_path):
     )
     assert (proc.returncode, proc.stderr) == (0, b""), proc
     assert link.is_symlink() and json.loads(real.read_text())["verdict"] == "pass"
+
+
+# -- a log dir where the kernel refuses O_TMPFILE: the report says the logs are not kept privately -----
+
+_SECCOMP_SET_MODE_FILTER, _SECCOMP_RET_ALLOW, _SECCOMP_RET_ERRNO = 1, 0x7FFF0000, 0x00050000
+_AUDIT_ARCH_X86_64, _NR_OPENAT, _O_TMPFILE_BIT, _EOPNOTSUPP = 0xC000003E, 257, 0o20000000, 95
+
+
+def _no_o_tmpfile() -> None:
+    """In the child before exec: openat(2) with O_TMPFILE fails EOPNOTSUPP, as the kernel answers for a
+    file system without ``tmpfile`` (overlayfs before 6.6, NFS). A seccomp filter, not the real
+    file system: none without O_TMPFILE can be mounted here (no libfuse; tmpfs, ramfs, ext4 have it)."""
+    import ctypes
+
+    class Filter(ctypes.Structure):
+        _fields_ = [("code", ctypes.c_ushort), ("jt", ctypes.c_ubyte), ("jf", ctypes.c_ubyte),
+                    ("k", ctypes.c_uint)]
+
+    class Program(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(Filter))]
+
+    ld, jeq, jset, ret = 0x20, 0x15, 0x45, 0x06  # BPF_LD|W|ABS, BPF_JMP|JEQ|K, BPF_JMP|JSET|K, BPF_RET|K
+    code = [
+        (ld, 0, 0, 4), (jeq, 0, 4, _AUDIT_ARCH_X86_64),  # seccomp_data.arch
+        (ld, 0, 0, 0), (jeq, 0, 2, _NR_OPENAT),  # .nr
+        (ld, 0, 0, 32), (jset, 1, 0, _O_TMPFILE_BIT),  # low word of .args[2], the flags
+        (ret, 0, 0, _SECCOMP_RET_ALLOW), (ret, 0, 0, _SECCOMP_RET_ERRNO | _EOPNOTSUPP),
+    ]
+    filters = (Filter * len(code))(*[Filter(*c) for c in code])
+    program = Program(len(code), filters)
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(38, 1, 0, 0, 0) != 0:  # PR_SET_NO_NEW_PRIVS
+        raise OSError(ctypes.get_errno(), "PR_SET_NO_NEW_PRIVS")
+    if libc.syscall(317, _SECCOMP_SET_MODE_FILTER, 0, ctypes.byref(program)) != 0:  # seccomp(2)
+        raise OSError(ctypes.get_errno(), "seccomp")
+
+
+@pytest.mark.skipif(os.uname().machine != "x86_64", reason="the seccomp filter is written for x86_64")
+@pytest.mark.parametrize("tmpfile", ["refused", "supported"])
+def test_a_log_dir_without_o_tmpfile_is_said_in_the_report(tmp_path, tmpfile):
+    proc = subprocess.run(
+        [sys.executable, "-m", "analyzer", "run", "--log-dir", str(tmp_path / "logs"),
+         "--json", str(tmp_path / "report.json"), "--", "sh", "-c", "echo hello"],
+        capture_output=True, timeout=60, preexec_fn=_no_o_tmpfile if tmpfile == "refused" else None,
+    )
+    assert proc.returncode == 0, proc
+    report = json.loads((tmp_path / "report.json").read_text())
+    titles = [d["title"] for d in report["diagnostics"]]
+    said = "The logs could not be kept privately: a log rewritten in place goes unnoticed" in titles
+    assert said == (tmpfile == "refused"), titles
+    assert (tmp_path / "logs" / "stdout.log").read_bytes() == b"hello\n"

@@ -76,6 +76,12 @@ CANCEL_SIGNALS = tuple(
         "SIGIO", "SIGXCPU", "SIGPWR", "SIGTRAP",
     ) if hasattr(signal, name)
 )
+NO_PRIVATE_COPY_TITLE = "The logs could not be kept privately: a log rewritten in place goes unnoticed"
+NO_PRIVATE_COPY = (
+    "The file system of {log_dir} does not support O_TMPFILE (overlayfs before Linux 6.6, NFS, some FUSE "
+    "file systems), so the guard kept no private copy of stdout.log and stderr.log: the logs it scanned "
+    "and left are files the command could also write. Put --log-dir on a local file system to keep them.\n"
+)
 CONSOLE_CUT_NOTE = (
     "gpu-hang-guard: the last {missed} bytes of {stream} were not echoed here (the console fell behind"
     " or the pipe was drained at the end); they are in {log}\n"
@@ -574,6 +580,9 @@ def supervise(options: GuardOptions) -> Supervision:
     cancel = _Cancel(wake_write)
     run = _Run(options, cancel)
     run.dir_fd = dir_fd
+    if any(fd < 0 for fd in copy_fds.values()):
+        no_copy = NO_PRIVATE_COPY.format(log_dir=options.log_dir)
+        run.diagnostics.append(Diagnostic(NO_PRIVATE_COPY_TITLE, no_copy))
     restore = _install_handlers(cancel.handle)
     reason: Optional[TimeoutReason] = None
     fenced = False
