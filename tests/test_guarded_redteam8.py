@@ -219,3 +219,31 @@ def test_a_log_dir_without_o_tmpfile_is_said_in_the_report(tmp_path, tmpfile):
     said = "The logs could not be kept privately: a log rewritten in place goes unnoticed" in titles
     assert said == (tmpfile == "refused"), titles
     assert (tmp_path / "logs" / "stdout.log").read_bytes() == b"hello\n"
+
+
+# -- on a terminal, the command's escape sequences cannot hide the guard's report ---------------------
+
+def test_a_command_that_conceals_the_terminal_cannot_hide_the_guards_report(tmp_path):
+    # SGR 8 (conceal) and black on black left set by the command's last output: in a terminal the
+    # guard's "Failed" would print invisibly under a forged "Passed". A real pty, the guard on it.
+    import pty
+
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: the guard, its console the pty
+        os.execv(sys.executable, [sys.executable, "-m", "analyzer", "run", "--log-dir", str(tmp_path / "logs"),
+                                  "--", sys.executable, str(BIN / "forge_a_pass.py")])
+    out = b""
+    while True:
+        try:
+            chunk = os.read(fd, 1 << 16)
+        except OSError:  # EIO: the guard closed the pty
+            break
+        if not chunk:
+            break
+        out += chunk
+    os.close(fd)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 1
+    concealed, _, report = out.rpartition(b"\x1b[8m\x1b[30;40m")
+    assert concealed, out
+    assert b"\x1b[0m" in report and report.index(b"\x1b[0m") < report.index(b"Failed"), report

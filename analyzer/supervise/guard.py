@@ -76,6 +76,7 @@ CANCEL_SIGNALS = tuple(
         "SIGIO", "SIGXCPU", "SIGPWR", "SIGTRAP",
     ) if hasattr(signal, name)
 )
+SGR_RESET = b"\x1b[0m"
 NO_PRIVATE_COPY_TITLE = "The logs could not be kept privately: a log rewritten in place goes unnoticed"
 NO_PRIVATE_COPY = (
     "The file system of {log_dir} does not support O_TMPFILE (overlayfs before Linux 6.6, NFS, some FUSE "
@@ -725,6 +726,10 @@ def _end_partial_lines(consoles: Sequence[Console]) -> None:
     """
     ended_stderr = False
     for console in consoles:
+        if console.escaped:
+            # The command's last SGR (conceal, black on black) would still style the guard's report in
+            # a terminal: a forged "Passed" above an invisible "Failed". Reset it.
+            console.write_own(SGR_RESET)
         if console.wrote and console.last_byte != b"\n":
             console.write_own(b"\n")
             ended_stderr = ended_stderr or console.fd == 2

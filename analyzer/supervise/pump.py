@@ -60,6 +60,7 @@ class Console:
         self.fd = fd
         self.last_byte = b""
         self.wrote = False
+        self.escaped = False  # the command's echo held an ESC: its terminal modes may still be set
         self.lock = threading.Lock()
         self._cut = False
         self._broken = False
@@ -96,6 +97,7 @@ class Console:
 
         Returns how many bytes reached the console.
         """
+        self.escaped = self.escaped or b"\x1b" in data
         view = memoryview(data)
         while view and not self.is_cut:
             if self._blocking_pieces:
