@@ -230,8 +230,8 @@ def test_a_command_that_conceals_the_terminal_cannot_hide_the_guards_report(tmp_
 
     pid, fd = pty.fork()
     if pid == 0:  # the child: the guard, its console the pty
-        os.execv(sys.executable, [sys.executable, "-m", "analyzer", "run", "--log-dir", str(tmp_path / "logs"),
-                                  "--", sys.executable, str(BIN / "forge_a_pass.py")])
+        os.execv(sys.executable, [sys.executable, "-m", "analyzer", "run", "--log-dir",
+                                  str(tmp_path / "logs"), "--", sys.executable, str(BIN / "forge_a_pass.py")])
     out = b""
     while True:
         try:
@@ -247,3 +247,36 @@ def test_a_command_that_conceals_the_terminal_cannot_hide_the_guards_report(tmp_
     concealed, _, report = out.rpartition(b"\x1b[8m\x1b[30;40m")
     assert concealed, out
     assert b"\x1b[0m" in report and report.index(b"\x1b[0m") < report.index(b"Failed"), report
+
+
+# -- a command that takes the last of the processes it shares with the guard ---------------------------
+
+_PIDS_V1 = Path("/sys/fs/cgroup/pids")
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not (_PIDS_V1 / "cgroup.procs").exists(),
+                    reason="needs root and a cgroup-v1 pids hierarchy to limit the guard's processes")
+def test_a_command_that_forks_to_the_limit_still_gets_a_report(tmp_path):
+    # A runner user's RLIMIT_NPROC (or the job container's pids.max) counts the guard's threads too:
+    # the guard could not start the thread of its GPU snapshot and died with a traceback, no report.
+    limited = _PIDS_V1 / f"ghg-test-{os.getpid()}-{tmp_path.name}"
+    limited.mkdir()
+    try:
+        (limited / "pids.max").write_text("64")
+        proc = subprocess.run(
+            [sys.executable, "-m", "analyzer", "run", "--log-dir", str(tmp_path / "logs"),
+             "--json", str(tmp_path / "report.json"), "--timeout", "2s", "--kill-grace", "1s",
+             "--", sys.executable, str(BIN / "fork_to_the_limit.py")],
+            capture_output=True, timeout=90,
+            preexec_fn=lambda: (limited / "cgroup.procs").write_text(str(os.getpid())),
+        )
+    finally:
+        deadline = time.monotonic() + 30
+        while (limited / "cgroup.procs").read_text().split() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        limited.rmdir()
+    assert "fork refused" in (tmp_path / "logs" / "stdout.log").read_text()
+    assert b"Traceback" not in proc.stderr, proc.stderr.decode()[-2000:]
+    assert proc.returncode == 124, proc
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert report["command"]["timed_out"] and report["command"]["leftover_pids"] == []

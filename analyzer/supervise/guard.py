@@ -380,14 +380,18 @@ class _Run:
             pausable = [pid for pid in python_pids if states.get(pid) in _PAUSABLE_STATES][:MAX_NATIVE_DUMPS]
         gpu_box: List[Optional[snapshot.GpuSnapshot]] = [None]
         with self.reaper.paused():  # no helper may be reaped before its pid is known
-            gpu_thread = threading.Thread(
+            gpu_thread: Optional[threading.Thread] = threading.Thread(
                 target=lambda: gpu_box.__setitem__(0, snapshot.gpu_snapshot(dump_s, self.helper_pids)),
                 daemon=True,
             )
-            gpu_thread.start()
+            try:
+                gpu_thread.start()
+            except RuntimeError:  # "can't start new thread": the tree took the user's last processes
+                gpu_thread = None
             # Every dump at once, under one bound: 16 ranks cost about what one does.
             dumps, native = snapshot.dump_all(python_pids, pausable, dump_s, self.helper_pids)
-            gpu_thread.join(deadline.within(0.5))
+            if gpu_thread is not None:
+                gpu_thread.join(deadline.within(0.5))
         return diagnosis.Evidence(tuple(infos), tuple(dumps), tuple(native), gpu_box[0], skipped)
 
     def apply(self, result: diagnosis.Diagnosis) -> None:
