@@ -9,7 +9,7 @@ import argparse
 import os
 import signal
 import sys
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, TextIO, Tuple
 
 from . import __version__
 from .durations import parse_duration
@@ -17,6 +17,9 @@ from .errors import USAGE_EXIT_STATUS, AnalyzerError, UsageError
 from .markup import one_line_message
 from .model import Report, Severity
 from .verdict import decide
+
+if TYPE_CHECKING:
+    from .file_commands import ReportPath
 
 PROG = "python -m analyzer"
 DEFAULT_LOG_DIR = "guard-logs"
@@ -179,28 +182,30 @@ def _split_run_argv(argv: Sequence[str]) -> Tuple[list, list]:
 
 
 def _write_file(
-    path: str, text: str, option: str, append: bool = False, errors: str = "backslashreplace"
+    path: str, text: str, option: str, append: bool = False, errors: str = "backslashreplace",
+    start: Optional["ReportPath"] = None,
 ) -> List[str]:
     """Write ``text`` to ``path``; a failure is returned as a one-line warning, never raised.
 
-    The paths were checked before the work started; a write that still fails (a full disk, a file
-    removed meanwhile) must not throw away the report or the verdict's exit status.
+    The paths were checked before the work started (``start``: what each was then); a write that
+    still fails (a full disk, a file removed meanwhile) must not throw away the report or the
+    verdict's exit status. What the command planted at the path is replaced, never followed or
+    waited on (``file_commands.ReportPath``).
     """
-    # O_NONBLOCK for the open only: the command may have swapped the path for a FIFO nobody reads,
-    # and a blocking open would hang the guard (its signals are ignored while it writes the report).
-    flags = os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC | os.O_NONBLOCK | (os.O_APPEND if append else os.O_TRUNC)
+    from .file_commands import ReportPath
+
+    warnings = []
     try:
-        fd = os.open(path, flags, 0o666)
-        try:
-            os.set_blocking(fd, True)
-        except OSError:
-            os.close(fd)
-            raise
+        fd, planted = (start or ReportPath.at_start(path)).open(append)
+        if planted:
+            what = "the link" if planted.endswith("symlink") else "it"
+            warnings.append(f"{option} {path}: was {planted} during the run; the guard removed {what} and "
+                            "wrote a new file")
         with open(fd, "a" if append else "w", encoding="utf-8", errors=errors) as handle:
             handle.write(text)
     except OSError as err:
-        return [f"{option} {path}: cannot write: {err.strerror or err}; the report is on stdout"]
-    return []
+        return warnings + [f"{option} {path}: cannot write: {err.strerror or err}; the report is on stdout"]
+    return warnings
 
 
 def _summary_budget(path: str) -> int:
@@ -227,38 +232,59 @@ def _write_stdout(text: str) -> None:
     stream.flush()
 
 
-def _emit(report: Report, args: argparse.Namespace, summary_budget_bytes: Optional[int] = None) -> None:
-    """Write the report files, then print the report on stdout, then warn about any file not written.
+def _emit(report: Report, args: argparse.Namespace, starts: Optional[Dict[str, "ReportPath"]] = None) -> None:
+    """Write the report files, then print the report on stdout, then warn about any file not written."""
+    warnings = _write_report_files(report, args, starts)
+    _write_stdout(_console_report(report, args))
+    for warning in warnings:
+        _warn(warning)
 
-    ``summary_budget_bytes`` caps the Markdown appended to ``--summary`` (default: what the file has
-    left of GitHub's limit). Under GitHub Actions every format but ``github`` (our own escaped
-    commands) and ``json`` (inert by construction) is printed inside a fresh stop-commands fence:
-    excerpts are the command's text, and the runner would act on a ``::add-mask::`` among them.
+
+def _write_report_files(
+    report: Report, args: argparse.Namespace, starts: Optional[Dict[str, "ReportPath"]] = None
+) -> List[str]:
+    """Write ``--json``, append ``--summary`` and ``--github-output``; warnings for those not written.
+
+    ``starts``: each option's path as ``_check_writable`` found it before the work (default: as now).
+    The Markdown appended to ``--summary`` is capped at what the file has left of GitHub's limit.
     """
     from .report import github, json_report
-    from .supervise.workflow import stop_token
 
+    starts = starts or {}
     warnings: List[str] = []
     if args.json:
-        warnings += _write_file(args.json, json_report.render_json(report), "--json")
+        text = json_report.render_json(report)
+        warnings += _write_file(args.json, text, "--json", start=starts.get("--json"))
     if args.summary:
-        budget = _summary_budget(args.summary) if summary_budget_bytes is None else summary_budget_bytes
-        summary = _renderers(report)["markdown"](report, report_path=args.json, budget_bytes=budget)
-        warnings += _write_file(args.summary, summary, "--summary", append=True)
+        summary = _renderers(report)["markdown"](
+            report, report_path=args.json, budget_bytes=_summary_budget(args.summary)
+        )
+        warnings += _write_file(args.summary, summary, "--summary", True, start=starts.get("--summary"))
     if args.github_output:
         report_path = os.path.abspath(args.json) if args.json else ""
         outputs = github.render_outputs(report, report_path)
         # The real bytes of a path that is not UTF-8, so a later step finds the file.
-        warnings += _write_file(args.github_output, outputs, "--github-output", True, "surrogateescape")
+        warnings += _write_file(args.github_output, outputs, "--github-output", True, "surrogateescape",
+                                start=starts.get("--github-output"))
+    return warnings
+
+
+def _console_report(report: Report, args: argparse.Namespace) -> str:
+    """The report in ``--format`` for stdout.
+
+    Under GitHub Actions every format but ``github`` (our own escaped commands) and ``json`` (inert by
+    construction) is put inside a fresh stop-commands fence: excerpts are the command's text, and the
+    runner would act on a ``::add-mask::`` among them.
+    """
+    from .report import github
+    from .supervise.workflow import stop_token
+
     if args.format == "github":
-        out = github.render_annotations(report, slots=args.annotation_slots)
-    else:
-        out = _renderers(report)[args.format](report)
-        if args.format != "json" and os.environ.get("GITHUB_ACTIONS") == "true":
-            out = github.fence_commands(out, stop_token(), markdown=args.format == "markdown")
-    _write_stdout(out)
-    for warning in warnings:
-        _warn(warning)
+        return github.render_annotations(report, slots=args.annotation_slots)
+    out = _renderers(report)[args.format](report)
+    if args.format != "json" and os.environ.get("GITHUB_ACTIONS") == "true":
+        out = github.fence_commands(out, stop_token(), markdown=args.format == "markdown")
+    return out
 
 
 def _main_scan(argv: Sequence[str]) -> int:
@@ -267,12 +293,10 @@ def _main_scan(argv: Sequence[str]) -> int:
     from .scan import scan_paths
 
     catalogue = load_catalogue(args.config)
-    _check_writable(args.json, "--json")
-    _check_writable(args.summary, "--summary")
-    _check_writable(args.github_output, "--github-output")
+    starts = _check_report_paths(args)
     findings = scan_paths(args.paths, catalogue, engine=args.engine)
     verdict, status = decide(findings, None, Severity(args.fail_on))
-    _emit(Report(verdict=verdict, exit_status=status, findings=tuple(findings)), args)
+    _emit(Report(verdict=verdict, exit_status=status, findings=tuple(findings)), args, starts)
     return status
 
 
@@ -290,6 +314,19 @@ def _hold_off_runner_signals(on_signal: Optional[Callable[[], None]] = None) -> 
             signal.signal(signum, signal.SIG_IGN)
         else:
             signal.signal(signum, lambda _signum, _frame: on_signal())
+
+
+def _check_report_paths(args: argparse.Namespace) -> Dict[str, "ReportPath"]:
+    """``_check_writable`` for each report path given; what each path was, for ``_write_file``."""
+    from .file_commands import ReportPath
+
+    starts = {}
+    for option, path in (("--json", args.json), ("--summary", args.summary),
+                         ("--github-output", args.github_output)):
+        if path:
+            _check_writable(path, option)
+            starts[option] = ReportPath.at_start(path)
+    return starts
 
 
 def _check_writable(path: Optional[str], option: str) -> None:
@@ -310,7 +347,27 @@ def _check_writable(path: Optional[str], option: str) -> None:
 
 
 def _warn(message: str) -> None:
-    print(f"{PROG}: warning: {one_line_message(message)}", file=sys.stderr, flush=True)
+    print(_warning_line(message), file=sys.stderr, flush=True)
+
+
+def _warning_line(message: str) -> str:
+    return f"{PROG}: warning: {one_line_message(message)}"
+
+
+def _write_console_bounded(stream: TextIO, text: str) -> None:
+    """``text`` on ``stream`` (stdout or stderr) as ``_write_stdout`` does, but never waiting long.
+
+    The guarded command can SIGSTOP the guard's parent, the reader of its console, and fill the pipe:
+    a plain write would then block the guard for good (``supervise.pump.CONSOLE_STALL_S``).
+    """
+    from .supervise.pump import Console
+
+    try:
+        stream.flush()
+        fd = stream.fileno()
+    except (OSError, ValueError):
+        return
+    Console(fd).write_own(text.encode(getattr(stream, "encoding", None) or "utf-8", "backslashreplace"))
 
 
 def _main_run(argv: Sequence[str]) -> int:
@@ -324,9 +381,7 @@ def _main_run(argv: Sequence[str]) -> int:
     # Everything that can be wrong is found before the command runs for an hour: the config, every
     # option, and the paths the report goes to.
     catalogue = load_catalogue(args.config)
-    _check_writable(args.json, "--json")
-    _check_writable(args.summary, "--summary")
-    _check_writable(args.github_output, "--github-output")
+    starts = _check_report_paths(args)
     options = GuardOptions(
         argv=tuple(command),
         log_dir=args.log_dir,
@@ -351,13 +406,16 @@ def _main_run(argv: Sequence[str]) -> int:
         _hold_off_runner_signals(run.cut_short)
         report = run.report(supervision, job=job)
         _hold_off_runner_signals()
+        # Every file before the console: a reader of the console the command stopped must not keep
+        # the report off the disk (the console writes after them are bounded in time).
         warnings += run.pass_through_files()
-        _emit(report, args)
+        warnings += _write_report_files(report, args, starts)
         warnings += run.pass_through_summary()
+        _write_console_bounded(sys.stdout, _console_report(report, args))
     finally:
         run.close()
-        for warning in warnings:
-            _warn(warning)
+        if warnings:
+            _write_console_bounded(sys.stderr, "".join(_warning_line(w) + "\n" for w in warnings))
     return report.exit_status
 
 

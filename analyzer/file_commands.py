@@ -24,13 +24,23 @@ The runner's rules, from actions/runner ``src/Runner.Worker/FileCommandManager.c
 
 A command that finds the real files anyway (they are in the guard's own environment) and writes to them
 directly is undone: each real file is put back as it was before the command started.
+
+The command can also swap any of these files for a FIFO, a directory, a link (to a file of the user's,
+or to /dev/zero) or an 8 GiB sparse file. The runner creates each file afresh for a step (delete, then
+``File.Create``: ``FileCommandManager.InitializeFiles``, lines 43-56) and then reads whatever the path
+names, following links (``File.ReadAllText``, line 369; ``new StreamReader(filePath)``, line 259). So
+every access here is ``_open_plain``'s: never through a link, never blocking on a FIFO, regular files
+only, and reads bounded; and what the command planted at a real file's path is replaced by an empty
+regular file again (``PrivateFiles.make_plain``) before the guard restores or appends to it.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import shutil
+import stat
 import tempfile
 from dataclasses import dataclass
 from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
@@ -47,6 +57,9 @@ _OUTPUT_NAME = re.compile(rb"[A-Za-z_][A-Za-z0-9_-]*\Z")
 _ENV_NAME = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*\Z")
 _SAVED_MAX_BYTES = 4 * SUMMARY_LIMIT_BYTES  # a real file bigger than this at start is only truncated back
 COMMAND_SUMMARY_HEADING = "\n---\n\n#### Written by the guarded command, not by gpu-hang-guard\n\n"
+# The runner keeps a job's outputs to 1 MB and a step summary to 1 MiB; 64 MiB of file commands is far
+# past anything real and still reads into memory at once.
+PRIVATE_FILE_MAX_BYTES = 64 << 20
 SUMMARY_TRIMMED = (
     "_{left_out:,} of its {total:,} bytes are left out: GitHub drops a step summary over "
     f"{SUMMARY_LIMIT_BYTES:,} bytes._\n\n"
@@ -198,9 +211,21 @@ class PrivateFiles:
         """``(variable, private path)`` for the command's environment."""
         return tuple(self.private.items())
 
+    def make_plain(self) -> List[str]:
+        """Make each real file a plain one again if the command swapped it (see the module doc); warnings.
+
+        Called by ``restore`` and ``pass_summary``; its tree is ended by then, so nothing plants again.
+        """
+        warnings = []
+        for name, path in sorted(self.real.items()):
+            problem = _make_plain(path)
+            if problem:
+                warnings.append(f"the real ${name} file was {problem}; the guard made it a plain file again")
+        return warnings
+
     def restore(self) -> List[str]:
         """Put each real file back as it was before the command (which could find their paths); warnings."""
-        warnings = []
+        warnings = self.make_plain()
         for name, real in self.real.items():
             saved = self._saved.get(name)
             if saved is not None and _restore(real, saved):
@@ -226,7 +251,10 @@ class PrivateFiles:
         for name, check in checks.items():
             if name not in self.private:
                 continue
-            checked = check(_read(self.private[name]))
+            data, unread = _read(self.private[name], PRIVATE_FILE_MAX_BYTES)
+            if unread:
+                warnings.append(f"the command's ${name} file was {unread}; its entries are ignored")
+            checked = check(data)
             problem = _append(self.real[name], checked.kept)
             if problem:
                 warnings.append(f"cannot pass the command's ${name} entries on: {problem}")
@@ -238,15 +266,19 @@ class PrivateFiles:
         """Append the command's summary after the guard's own, within GitHub's limit; warnings."""
         if SUMMARY not in self.private:
             return []
+        warnings = self.make_plain()
         real = self.real[SUMMARY]
-        data = _read(self.private[SUMMARY])
+        data, unread = _read(self.private[SUMMARY], PRIVATE_FILE_MAX_BYTES)
+        if unread:
+            warnings.append(f"the command's ${SUMMARY} file was {unread}; its entries are ignored")
         try:
-            used = os.path.getsize(real)
+            used = os.lstat(real).st_size
         except OSError:
             used = 0
         part, trimmed = summary_part(data, used)
         problem = _append(real, part)
-        warnings = [f"cannot pass the command's job summary on: {problem}"] if problem else []
+        if problem:
+            warnings.append(f"cannot pass the command's job summary on: {problem}")
         if trimmed:
             warnings.append(f"the command's job summary was trimmed to keep ${SUMMARY} under GitHub's limit")
         return warnings
@@ -265,18 +297,141 @@ def _dropped_warning(name: str, dropped: Sequence[str]) -> str:
     return f"dropped from the command's ${name}: " + "; ".join(parts)
 
 
+@dataclass(frozen=True)
+class ReportPath:
+    """A path the guard writes its report to (``--json``, ``--summary``, ``--github-output``), as it was
+    before the command ran: the command may plant a link, a FIFO or a device there meanwhile.
+
+    What the user gave stays theirs: a link at the start (``--json /dev/stdout``) is followed while it
+    still reads the same, and a FIFO or device at the start is written as it is. Anything else found
+    at the path when the report is due, other than a regular file, was planted by the command; as the
+    runner does for its file commands (``FileCommandManager.InitializeFiles``: ``TryDeleteFile`` then
+    ``File.Create``, lines 53-56 at 258d6c8), the guard removes it and creates a new file.
+    """
+
+    path: str
+    link: Optional[str] = None  # the link's text when the path was a symlink at the start
+    special: Optional[Tuple[int, int]] = None  # (st_dev, st_ino) of a FIFO or device at the start
+
+    @classmethod
+    def at_start(cls, path: str) -> "ReportPath":
+        try:
+            here = os.lstat(path)
+            if stat.S_ISLNK(here.st_mode):
+                return cls(path, link=os.readlink(path))
+        except OSError:
+            return cls(path)
+        if not (stat.S_ISREG(here.st_mode) or stat.S_ISDIR(here.st_mode)):
+            return cls(path, special=(here.st_dev, here.st_ino))
+        return cls(path)
+
+    def open(self, append: bool) -> Tuple[int, str]:
+        """A descriptor to write the report, and what the command had planted there ('' if nothing).
+
+        Never blocks on a FIFO nobody reads (that is an ``OSError``, as is a directory).
+        """
+        flags = os.O_WRONLY | os.O_CREAT | (os.O_APPEND if append else os.O_TRUNC)
+        try:
+            here: Optional[os.stat_result] = os.lstat(self.path)
+        except FileNotFoundError:
+            here = None
+        if here is not None and self._the_users(here):
+            fd = os.open(self.path, flags | os.O_NONBLOCK | os.O_CLOEXEC, 0o666)
+            os.set_blocking(fd, True)
+            return fd, ""
+        try:
+            return _open_plain(self.path, flags), ""
+        except _NotPlain as what:
+            if here is not None and stat.S_ISDIR(here.st_mode):
+                raise IsADirectoryError(errno.EISDIR, "is a directory") from None
+            planted = str(what)
+        os.unlink(self.path)
+        return _open_plain(self.path, flags | os.O_EXCL), planted
+
+    def _the_users(self, here: os.stat_result) -> bool:
+        if self.link is not None:
+            try:
+                return stat.S_ISLNK(here.st_mode) and os.readlink(self.path) == self.link
+            except OSError:
+                return False
+        return self.special == (here.st_dev, here.st_ino)
+
+
+class _NotPlain(OSError):
+    """The path names something other than a regular file; ``str`` says what, in the guard's words."""
+
+
+def _open_plain(path: str, flags: int) -> int:
+    """``os.open`` for a regular file only: never through a link, never blocking on a FIFO.
+
+    Raises ``_NotPlain`` saying what is there instead, or the ``OSError`` of the open.
+    """
+    try:
+        fd = os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o666)
+    except OSError as err:
+        if err.errno == errno.ELOOP:
+            raise _NotPlain("replaced with a symlink") from None
+        if err.errno == errno.EISDIR:
+            raise _NotPlain("replaced with a directory") from None
+        if err.errno == errno.ENXIO:  # O_NONBLOCK | O_WRONLY on a FIFO nobody reads
+            raise _NotPlain("replaced with a FIFO") from None
+        raise
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise _NotPlain(_what_is(mode))
+        os.set_blocking(fd, True)
+    except OSError:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _what_is(mode: int) -> str:
+    if stat.S_ISLNK(mode):
+        return "replaced with a symlink"
+    if stat.S_ISDIR(mode):
+        return "replaced with a directory"
+    if stat.S_ISFIFO(mode):
+        return "replaced with a FIFO"
+    return "replaced with a special file"
+
+
+def _make_plain(path: str) -> str:
+    """Make ``path`` an empty regular file if something else is there; what was there, or ''."""
+    try:
+        here = os.lstat(path)
+    except FileNotFoundError:
+        return ""
+    except OSError as err:
+        return f"unreadable ({err.strerror or err})"
+    if stat.S_ISREG(here.st_mode):
+        return ""
+    problem = _what_is(here.st_mode)
+    try:
+        if stat.S_ISDIR(here.st_mode):
+            shutil.rmtree(path)  # never follows the symlinks inside
+        else:
+            os.unlink(path)
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644))
+    except OSError as err:
+        problem += f", and could not be made a plain file ({err.strerror or err})"
+    return problem
+
+
 def _save(path: str) -> Optional[_Saved]:
     try:
-        size = os.path.getsize(path)
+        size = os.lstat(path).st_size
     except OSError:
         return _Saved(-1, None)  # not there yet: the guard's own write will create it
     content = None
     if size <= _SAVED_MAX_BYTES:
         try:
-            with open(path, "rb") as handle:
-                content = handle.read(_SAVED_MAX_BYTES + 1)
+            fd = _open_plain(path, os.O_RDONLY)
         except OSError:
             return None
+        with open(fd, "rb") as handle:
+            content = handle.read(_SAVED_MAX_BYTES + 1)
     return _Saved(size, content)
 
 
@@ -291,7 +446,11 @@ def _restore(path: str, saved: _Saved) -> bool:
             pass
         return True
     try:
-        with open(path, "r+b") as handle:
+        fd = _open_plain(path, os.O_RDWR)
+    except OSError:
+        return False
+    try:
+        with open(fd, "r+b") as handle:
             now = handle.read(saved.size + 1)
             if saved.content is not None:
                 if now == saved.content:
@@ -306,21 +465,35 @@ def _restore(path: str, saved: _Saved) -> bool:
         return False
 
 
-def _read(path: str) -> bytes:
+def _read(path: str, max_bytes: int) -> Tuple[bytes, str]:
+    """The bytes of the regular file ``path``, at most ``max_bytes`` of them; ``(b"", why)`` otherwise.
+
+    Nothing there, or an unreadable file, is ``(b"", "")``: the command wrote no entries.
+    """
     try:
-        with open(path, "rb") as handle:
-            return handle.read()
+        fd = _open_plain(path, os.O_RDONLY)
+    except _NotPlain as what:
+        return b"", str(what)
     except OSError:
-        return b""
+        return b"", ""
+    with open(fd, "rb") as handle:
+        data = handle.read(max_bytes + 1)
+        if len(data) > max_bytes:
+            size = os.fstat(handle.fileno()).st_size
+            return b"", f"{size:,} bytes, over the {max_bytes:,} the guard reads"
+    return data, ""
 
 
 def _append(path: str, data: bytes) -> str:
-    """Append ``data`` to ``path``; '' on success, else the reason."""
+    """Append ``data`` to the regular file ``path`` (made if missing); '' on success, else the reason."""
     if not data:
         return ""
     try:
-        with open(path, "ab") as handle:
+        fd = _open_plain(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+        with open(fd, "ab") as handle:
             handle.write(data)
+    except _NotPlain as what:
+        return f"the file was {what}"
     except OSError as err:
         return (err.strerror or str(err)).lower()
     return ""

@@ -29,9 +29,7 @@ import os
 import pickle
 import secrets
 import select
-import shutil
 import signal
-import stat
 import struct
 import threading
 import time
@@ -902,31 +900,11 @@ class GuardedRun:
 
         Call before the guard writes its own outputs; returns warnings (the guard's words only).
         """
-        warnings = self._plain_files()
-        return warnings + self.files.restore() + self.files.pass_through(github_report.OUTPUT_NAMES)
+        return self.files.restore() + self.files.pass_through(github_report.OUTPUT_NAMES)
 
     def pass_through_summary(self) -> List[str]:
         """Append the command's job summary after the guard's; returns warnings."""
-        return self._plain_files() + self.files.pass_summary()
-
-    def _plain_files(self) -> List[str]:
-        """Make every workflow file the command could reach a plain, bounded file again; warnings.
-
-        The command writes its private files and can find the real ones (``$RUNNER_TEMP/
-        _runner_file_commands`` lists them): swapped for a FIFO, a directory or a link to /dev/zero,
-        or grown to gigabytes, they would hang the guard's reads and appends or exhaust its memory.
-        Its tree is ended by now, so nothing plants them again.
-        """
-        warnings = []
-        for name, path in sorted(self.files.private.items()):
-            problem = _make_plain(path, PRIVATE_FILE_MAX_BYTES)
-            if problem:
-                warnings.append(f"the command's ${name} file was {problem}; its entries are ignored")
-        for name, path in sorted(self.files.real.items()):
-            problem = _make_plain(path, None)
-            if problem:
-                warnings.append(f"the real ${name} file was {problem}; the guard made it a plain file again")
-        return warnings
+        return self.files.pass_summary()
 
     def close(self) -> None:
         """Stop the scan (its threads are daemons, its process is ended) and remove the private files."""
@@ -947,42 +925,6 @@ def _failed_exit(command: CommandResult) -> Tuple[Finding, ...]:
         return ()
     message = f"the command failed with {describe_exit(command.exit_code)}"
     return (Finding(Kind.CRASH, GUARD_COMMAND_FAILED_RULE, Severity.ERROR, "", 0, message),)
-
-
-# The runner keeps a job's outputs to 1 MB and a step summary to 1 MiB; 64 MiB of file commands is
-# far past anything real and still reads into memory at once.
-PRIVATE_FILE_MAX_BYTES = 64 << 20
-
-
-def _make_plain(path: str, max_bytes: Optional[int]) -> str:
-    """Make ``path`` an empty regular file if it is not one (or is over ``max_bytes``); what it was, or ''."""
-    try:
-        here = os.lstat(path)
-    except FileNotFoundError:
-        return ""
-    except OSError as err:
-        return f"unreadable ({err.strerror or err})"
-    if stat.S_ISREG(here.st_mode):
-        if max_bytes is None or here.st_size <= max_bytes:
-            return ""
-        problem = f"{here.st_size:,} bytes, over the {max_bytes:,} the guard reads"
-    elif stat.S_ISLNK(here.st_mode):
-        problem = "replaced with a symlink"
-    elif stat.S_ISDIR(here.st_mode):
-        problem = "replaced with a directory"
-    elif stat.S_ISFIFO(here.st_mode):
-        problem = "replaced with a FIFO"
-    else:
-        problem = "replaced with a special file"
-    try:
-        if stat.S_ISDIR(here.st_mode):
-            shutil.rmtree(path)  # never follows the symlinks inside
-        else:
-            os.unlink(path)
-        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644))
-    except OSError as err:
-        problem += f", and could not be made a plain file ({err.strerror or err})"
-    return problem
 
 
 def _rule_severity(catalogue: Catalogue, rule_id: str, default: Severity) -> Severity:

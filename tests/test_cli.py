@@ -10,6 +10,8 @@ import time
 from pathlib import Path
 from typing import Optional, Tuple
 
+import hypothesis
+import hypothesis.strategies
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
@@ -333,3 +335,37 @@ def test_with_stderr_apart_the_runner_still_runs_only_our_annotations(tmp_path: 
     assert b"::add-mask::X" in proc.stdout + proc.stderr
     for commands in every_order(proc.stdout, proc.stderr):
         assert [c.name for c in commands] == (["error"] if fmt == "github" else [])
+
+
+# -- durations have an upper bound (session 8) ------------------------------------------------------
+
+def test_a_kill_grace_past_the_maximum_is_a_usage_error_not_an_endless_wait():
+    # Before the cap the guard waited this long after a SIGTERM the command ignored.
+    assert_one_line_error(*run_cli("run", "--kill-grace", "99999999999999999999", "--", "true"),
+                          "--kill-grace", "99999999999999999999")
+
+
+@hypothesis.settings(max_examples=200, deadline=None)
+@hypothesis.given(
+    number=hypothesis.strategies.decimals(min_value=0, max_value=10 ** 25, places=3, allow_nan=False),
+    unit=hypothesis.strategies.sampled_from(["", "ms", "s", "m", "h"]),
+)
+def test_every_duration_up_to_seven_days_parses_and_every_longer_one_is_a_usage_error(number, unit):
+    from analyzer.durations import MAX_DURATION_S, parse_duration
+    from analyzer.errors import UsageError
+
+    text = f"{number:f}{unit}"
+    seconds = float(f"{number:f}") * {"": 1, "ms": 0.001, "s": 1, "m": 60, "h": 3600}[unit]
+    if seconds <= MAX_DURATION_S:
+        assert parse_duration(text, "--timeout") == pytest.approx(seconds)
+    else:
+        with pytest.raises(UsageError) as raised:
+            parse_duration(text, "--timeout")
+        assert str(raised.value) == f"--timeout: {text!r} is longer than the most allowed, 168h (7 days)"
+
+
+def test_exactly_seven_days_is_allowed():
+    from analyzer.durations import MAX_DURATION_S, parse_duration
+
+    assert parse_duration("168h") == parse_duration("604800") == MAX_DURATION_S
+    assert run_cli("run", "--timeout", "604800.001", "--", "true")[0] == 2

@@ -76,6 +76,13 @@ CANCEL_SIGNALS = tuple(
         "SIGIO", "SIGXCPU", "SIGPWR", "SIGTRAP",
     ) if hasattr(signal, name)
 )
+SGR_RESET = b"\x1b[0m"
+NO_PRIVATE_COPY_TITLE = "The logs could not be kept privately: a log rewritten in place goes unnoticed"
+NO_PRIVATE_COPY = (
+    "The file system of {log_dir} does not support O_TMPFILE (overlayfs before Linux 6.6, NFS, some FUSE "
+    "file systems), so the guard kept no private copy of stdout.log and stderr.log: the logs it scanned "
+    "and left are files the command could also write. Put --log-dir on a local file system to keep them.\n"
+)
 CONSOLE_CUT_NOTE = (
     "gpu-hang-guard: the last {missed} bytes of {stream} were not echoed here (the console fell behind"
     " or the pipe was drained at the end); they are in {log}\n"
@@ -373,14 +380,18 @@ class _Run:
             pausable = [pid for pid in python_pids if states.get(pid) in _PAUSABLE_STATES][:MAX_NATIVE_DUMPS]
         gpu_box: List[Optional[snapshot.GpuSnapshot]] = [None]
         with self.reaper.paused():  # no helper may be reaped before its pid is known
-            gpu_thread = threading.Thread(
+            gpu_thread: Optional[threading.Thread] = threading.Thread(
                 target=lambda: gpu_box.__setitem__(0, snapshot.gpu_snapshot(dump_s, self.helper_pids)),
                 daemon=True,
             )
-            gpu_thread.start()
+            try:
+                gpu_thread.start()
+            except RuntimeError:  # "can't start new thread": the tree took the user's last processes
+                gpu_thread = None
             # Every dump at once, under one bound: 16 ranks cost about what one does.
             dumps, native = snapshot.dump_all(python_pids, pausable, dump_s, self.helper_pids)
-            gpu_thread.join(deadline.within(0.5))
+            if gpu_thread is not None:
+                gpu_thread.join(deadline.within(0.5))
         return diagnosis.Evidence(tuple(infos), tuple(dumps), tuple(native), gpu_box[0], skipped)
 
     def apply(self, result: diagnosis.Diagnosis) -> None:
@@ -574,6 +585,9 @@ def supervise(options: GuardOptions) -> Supervision:
     cancel = _Cancel(wake_write)
     run = _Run(options, cancel)
     run.dir_fd = dir_fd
+    if any(fd < 0 for fd in copy_fds.values()):
+        no_copy = NO_PRIVATE_COPY.format(log_dir=options.log_dir)
+        run.diagnostics.append(Diagnostic(NO_PRIVATE_COPY_TITLE, no_copy))
     restore = _install_handlers(cancel.handle)
     reason: Optional[TimeoutReason] = None
     fenced = False
@@ -716,6 +730,10 @@ def _end_partial_lines(consoles: Sequence[Console]) -> None:
     """
     ended_stderr = False
     for console in consoles:
+        if console.escaped:
+            # The command's last SGR (conceal, black on black) would still style the guard's report in
+            # a terminal: a forged "Passed" above an invisible "Failed". Reset it.
+            console.write_own(SGR_RESET)
         if console.wrote and console.last_byte != b"\n":
             console.write_own(b"\n")
             ended_stderr = ended_stderr or console.fd == 2

@@ -31,6 +31,10 @@ _F_GETPIPE_SZ = getattr(fcntl, "F_GETPIPE_SZ", 1032)  # fcntl(2); Python names i
 _PAGE = 4096
 _POLL_MS = 100
 _CONSOLE_WAIT_S = 0.05
+# How long one of the guard's own console writes waits for a console that takes no byte at all (its
+# reader is stopped or hung: a command can SIGSTOP the guard's parent). After one such stall the console
+# is given up for good: no later line of the guard, and no more of the command's echo, waits for it.
+CONSOLE_STALL_S = 2.0
 
 OnOutput = Callable[[str, int, float], None]
 
@@ -56,9 +60,11 @@ class Console:
         self.fd = fd
         self.last_byte = b""
         self.wrote = False
+        self.escaped = False  # the command's echo held an ESC: its terminal modes may still be set
         self.lock = threading.Lock()
         self._cut = False
         self._broken = False
+        self._stalled = False
         self._pipe_bytes = 0
         try:
             mode = os.fstat(fd).st_mode
@@ -71,7 +77,7 @@ class Console:
 
     @property
     def is_cut(self) -> bool:
-        return self._cut or self._broken
+        return self._cut or self._broken or self._stalled
 
     @property
     def broken(self) -> bool:
@@ -91,6 +97,7 @@ class Console:
 
         Returns how many bytes reached the console.
         """
+        self.escaped = self.escaped or b"\x1b" in data
         view = memoryview(data)
         while view and not self.is_cut:
             if self._blocking_pieces:
@@ -139,19 +146,40 @@ class Console:
             return _PIPE_PIECE
         return max(_PIPE_PIECE, self._pipe_bytes - 2 * unread - 3 * _PAGE)
 
-    def write_own(self, data: bytes) -> None:
-        """Write one of the guard's own lines (bounded wait for the lock, then write regardless)."""
+    def write_own(self, data: bytes, stall_s: float = CONSOLE_STALL_S) -> bool:
+        """Write one of the guard's own lines: a bounded wait for the lock, then for the console.
+
+        False when the console took no byte for ``stall_s`` (it is then given up: see
+        ``CONSOLE_STALL_S``), went away, or was given up before.
+        """
         got = self.lock.acquire(timeout=1.0)
         try:
-            if not self._broken:
-                view = memoryview(data)
-                while view:
-                    written = _write_some(self.fd, view, wait_s=1.0)
-                    if written <= 0:
+            view = memoryview(data)
+            since = time.monotonic()
+            while view and not (self._broken or self._stalled):
+                left = stall_s - (time.monotonic() - since)
+                if left <= 0:
+                    self._stalled = True
+                    break
+                if self._blocking_pieces:
+                    try:
+                        _, ready, _ = select.select([], [self.fd], [], left)
+                    except (OSError, ValueError):
+                        self._broken = True
                         break
+                    if not ready:
+                        continue
+                piece = view[: self._piece_bytes()] if self._blocking_pieces else view
+                written = _write_some(self.fd, piece)
+                if written < 0:
+                    self._broken = True
+                elif written == 0:  # a non-blocking console that is full
+                    select.select([], [self.fd], [], min(left, _CONSOLE_WAIT_S))
+                else:
+                    self.last_byte = bytes(piece[written - 1: written])
                     view = view[written:]
-                if data:
-                    self.last_byte = data[-1:]
+                    since = time.monotonic()
+            return not view
         finally:
             if got:
                 self.lock.release()
