@@ -193,7 +193,8 @@ def clean_speaking(raw: bytes, keep_progress: bool = False) -> Tuple[str, Option
 
 def _unemphasised(text: str) -> str:
     """A whole line pasted as Markdown emphasis (``_Killed_``, ``**Segmentation fault**``), or its start
-    in bold, without the markers; a marker must touch the words, so pytest's ``_ test_x _`` header and glibc's ``*** Error ***`` stay."""
+    in bold, without the markers; a marker must touch the words, so pytest's ``_ test_x _`` header and
+    glibc's ``*** Error ***`` stay."""
     for mark in ("**", "__", "*", "_"):
         inner = text[len(mark):-len(mark)]
         if (len(text) > 2 * len(mark) + 1 and text.startswith(mark) and text.endswith(mark)
