@@ -97,35 +97,32 @@ def found(log: str, engine: str) -> set:
     return {(rule, severity, line) for rule, severity, line, _ in summary(findings)}
 
 
+# Per runner: how to run the suite; the passing run's verdict as its log (and the notice) spells it, and
+# text its log must not show (a session start, pytest's "=" separators, unittest -v's " ... "); the failing
+# run's verdict.
+RUNNERS = {
+    "pytest -q": (quiet_pytest, "2 passed in ", ("test session starts", "="), "1 failed, 1 passed in "),
+    "unittest": (plain_unittest, "Ran 2 tests in ", (" ... ",), "FAILED (failures=1)"),
+}
+
+
 @pytest.mark.parametrize("engine", ENGINES)
-def test_a_crash_a_passing_quiet_pytest_run_printed_is_a_notice(tmp_path, engine):
-    log = quiet_pytest(tmp_path, broken=0)
-    assert "test session starts" not in log and "2 passed in " in log and "=" not in log
+@pytest.mark.parametrize("runner", sorted(RUNNERS))
+def test_a_crash_a_passing_unframed_run_printed_is_a_notice(tmp_path, engine, runner):
+    run, verdict, absent, _ = RUNNERS[runner]
+    log = run(tmp_path, broken=0)
+    assert verdict in log and not any(text in log for text in absent)
     findings = scan({"job.log": log}, engine=engine)
     assert summary(findings) == [("fatal-python-error", "notice", crash_lines(log)[0], None)]
-    assert "during the test run, which passed (2 passed in " in findings[0].message
+    assert "during the test run, which passed (" + verdict in findings[0].message
 
 
 @pytest.mark.parametrize("engine", ENGINES)
-def test_a_crash_a_failing_quiet_pytest_run_printed_stays_an_error(tmp_path, engine):
-    log = quiet_pytest(tmp_path, broken=1)
-    assert "1 failed, 1 passed in " in log
-    assert ("fatal-python-error", "error", crash_lines(log)[0]) in found(log, engine)
-
-
-@pytest.mark.parametrize("engine", ENGINES)
-def test_a_crash_a_passing_plain_unittest_run_printed_is_a_notice(tmp_path, engine):
-    log = plain_unittest(tmp_path, broken=0)
-    assert "Ran 2 tests in " in log and " ... " not in log  # no -v: no line names a test
-    findings = scan({"job.log": log}, engine=engine)
-    assert summary(findings) == [("fatal-python-error", "notice", crash_lines(log)[0], None)]
-    assert "during the test run, which passed (Ran 2 tests in " in findings[0].message
-
-
-@pytest.mark.parametrize("engine", ENGINES)
-def test_a_crash_a_failing_plain_unittest_run_printed_stays_an_error(tmp_path, engine):
-    log = plain_unittest(tmp_path, broken=1)
-    assert "FAILED (failures=1)" in log
+@pytest.mark.parametrize("runner", sorted(RUNNERS))
+def test_a_crash_a_failing_unframed_run_printed_stays_an_error(tmp_path, engine, runner):
+    run, _, _, failing_verdict = RUNNERS[runner]
+    log = run(tmp_path, broken=1)
+    assert failing_verdict in log
     assert ("fatal-python-error", "error", crash_lines(log)[0]) in found(log, engine)
 
 
