@@ -13,6 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.test_guarded_redteam import FILES
+from tests.test_guarded_redteam import PLANTS as GUARD_PLANTS
+
 BIN = Path(__file__).resolve().parent / "bin"
 
 
@@ -67,14 +70,8 @@ def test_a_command_that_stops_the_guards_reader_cannot_keep_the_report_off_the_d
 
 # -- the workflow files: file_commands itself never follows, blocks on or swallows what is planted -----
 
-FILES = ("GITHUB_OUTPUT", "GITHUB_STEP_SUMMARY", "GITHUB_ENV", "GITHUB_PATH", "GITHUB_STATE")
-PLANTS = {
-    "fifo": 'rm -f "$1"; mkfifo "$1"',
-    "symlink-to-a-users-file": 'rm -f "$1"; ln -s "$VICTIM" "$1"',
-    "symlink-to-dev-zero": 'rm -f "$1"; ln -s /dev/zero "$1"',
-    "directory": 'rm -f "$1"; mkdir "$1"',
-    "sparse-8-gib": 'truncate -s 8G "$1"',
-}
+# The plants the guard-level tests use, and a link to a file of the user's that must stay untouched.
+PLANTS = {**GUARD_PLANTS, "symlink-to-a-users-file": 'rm -f "$1"; ln -s "$VICTIM" "$1"'}
 # PrivateFiles on its own, with no guard around it: the command's tree is a real shell that plants the
 # thing once it has written its entries, then the guard's steps run in this order.
 _PASS_FILES = """
