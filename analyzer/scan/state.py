@@ -205,12 +205,12 @@ class LogState:
         # Events after their test had already reported (its teardown, or the time between tests):
         # handled only if the run then lived to print its verdict.
         self.awaiting_verdict: List[_Open] = []
-        # Events on no test's lines of the pytest run whose "test session starts" the log shows (None: no
-        # such run open): handled if its verdict then reports no failure.
-        self.session_events: Optional[Dict[int, _Open]] = None
-        # Events on no test's lines outside such a run, since the log's start or the last verdict: a run
-        # that never prints its start (``pytest -q``, unittest) owned them if its verdict comes next.
-        self.unframed_events: Dict[int, _Open] = {}
+        # Events on no test's lines of the current run: since its "test session starts" when the log shows
+        # it (``run_framed``), else since the log's start or the last verdict. Handled if the run's verdict
+        # then reports no failure; without a start shown, only a verdict of a runner that never prints one
+        # (``pytest -q``, unittest) says they were its run's.
+        self.run_events: Dict[int, _Open] = {}
+        self.run_framed = False
         # A supervisor's attempts (torch elastic): the current one's number, the events that happened in
         # it outside any test, and the events of restarted attempts with the restart that ended each.
         self.attempt = 0
@@ -278,8 +278,8 @@ class LogState:
                         self.inner_ctx = (kind, test, progress)
                     self.depth += 1
                     return
-                self.session_events = {}  # the log's own run starts: what came before is not in it
-                self.unframed_events.clear()
+                self.run_events = {}  # the log's own run starts: what came before is not in it
+                self.run_framed = True
             if not self.depth:
                 # In a passing test's report, or one whose section this log lost (it starts inside the
                 # run), such a section is an inner run's; the verdict and summary judge the test.
@@ -313,14 +313,11 @@ class LogState:
             for opened in self.awaiting_verdict:
                 opened.verdict_after = True
             self.awaiting_verdict.clear()
-            run_events = self.session_events
-            if run_events is None and match.rule.unframed_run:
-                run_events = self.unframed_events
-            if run_events is not None and not verdict_failed(match):
-                for opened in run_events.values():
+            if (self.run_framed or match.rule.unframed_run) and not verdict_failed(match):
+                for opened in self.run_events.values():
                     opened.run_passed = match
-            self.session_events = None
-            self.unframed_events = {}
+            self.run_events = {}
+            self.run_framed = False
         elif marker in (RUN_STARTED, ATTEMPT_RESTARTED, RUN_SUCCEEDED):
             self._attempt_marker(match, marker)
         elif marker == TRACEBACK_MARKER:
@@ -467,8 +464,7 @@ class LogState:
         if opened is not None:
             self._in_attempt(opened, test, kind)
             if kind == "" and test is None and not self.depth:
-                run_events = self.unframed_events if self.session_events is None else self.session_events
-                run_events[id(opened)] = opened
+                self.run_events[id(opened)] = opened
 
     def _add(
         self, key: tuple, match: Match, event: LogEvent, identity: Optional[Identity]
