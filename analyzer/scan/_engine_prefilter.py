@@ -7,8 +7,9 @@ through ``strip_controls``, so an ANSI colour code inside a literal cannot hide 
 
 from __future__ import annotations
 
+import re
 import threading
-from typing import Any, Callable, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
+from typing import Any, Callable, Dict, FrozenSet, Iterator, List, NamedTuple, Optional, Sequence, Set, Tuple
 
 from ._engine_approx import LoosePatterns, rule_line_pattern
 from ._engine_literals import Literal, Plan
@@ -46,11 +47,25 @@ _ANCHOR_HIT_COST_S = 1.5e-6
 _MEMCHR_COST_S_PER_MIB = 0.05e-3
 _PASS_COST_S_PER_MIB = 0.3e-3
 _PASS_COST_S_PER_MIB_BYTE = 2.0e-3  # divided by the literal's length
+# A pivot hit in a common byte is mostly innocent ("F" of every "INFO"): one ``re`` search for the pivot
+# followed by the rest of one of its literals skims a MiB in C (sre's loop for a one-byte prefix, slower
+# than memchr) and stops in C at each pivot byte, so Python sees only the hits whose rest matches.
+_SUFFIX_PASS_COST_S_PER_MIB = 0.35e-3
+_SUFFIX_STOP_COST_S = 5e-9
+_SUFFIX_ALTERNATIVE_COST_S = 1.5e-9  # at each stop, for each literal of the pivot
 _REPLAN_BYTES = 64 << 20  # logs change character (start-up chatter, tests, teardown)
 _SAMPLE_BYTES = 256 * 1024
 
 Needle = Tuple[int, bytes, bool]  # literal index, bytes (lowercased when caseless), caseless
 Entry = Tuple[bytes, int, int]  # needle, offset of the pivot in it, literal index
+Search = Callable[..., Optional["re.Match[bytes]"]]
+
+
+class _Pivot(NamedTuple):
+    byte: bytes
+    exact: Dict[bytes, List[Entry]]  # by the pivot and the byte after it
+    caseless: Dict[bytes, List[Entry]]  # by the same two bytes lowercased
+    search: Optional[Search]  # the pivot followed by the rest of one of its literals; None: memchr
 
 
 class _PivotFinder:
@@ -61,7 +76,9 @@ class _PivotFinder:
     (measured on a sample of the current window, re-measured every ``_REPLAN_BYTES``), cover
     many literals (ten glog ``F0``..``F9`` literals share the pivot ``F``). A single-byte ``find`` is
     ``memchr``, which skims a window at memory speed; at each hit the pivot and the byte after it
-    pick, from a dict, the few literals that can sit there, which are then checked in place. Every
+    pick, from a dict, the few literals that can sit there, which are then checked in place. A pivot
+    byte the log holds often is searched instead with a pattern of the pivot and the rest of each of
+    its literals (``_suffix_search``), so that only the hits where one of them follows reach Python. Every
     occurrence of a literal holds its pivot at a known offset, so none is missed: the candidates are
     exactly those of a search for each literal. A caseless literal pivots on both cases of its byte.
 
@@ -75,8 +92,7 @@ class _PivotFinder:
         self.needles = needles
         self.sampled = 0  # bytes of the sample the plan in force was made on
         self.since_plan = 0  # bytes searched with it
-        # pivot byte -> (exact entries by 2-byte key, caseless entries by lowercased 2-byte key)
-        self.pivots: List[Tuple[bytes, Dict[bytes, List[Entry]], Dict[bytes, List[Entry]]]] = []
+        self.pivots: List[_Pivot] = []
         # shared anchor -> the byte after it in a literal ("" when it ends one) -> entries
         self.shared: List[Tuple[bytes, Dict[bytes, List[Entry]]]] = []
         self.passes: List[Needle] = list(needles)
@@ -114,9 +130,11 @@ class _PivotFinder:
             table = caseless if folded else exact
             for b in sorted(_pivot_bytes(needle[offset], folded)):
                 table.setdefault(b, {}).setdefault(key, []).append((needle, offset, index))
-        self.pivots = [
-            (bytes((b,)), exact.get(b, {}), caseless.get(b, {})) for b in sorted(set(exact) | set(caseless))
-        ]
+        self.pivots = []
+        for b in sorted(set(exact) | set(caseless)):
+            pivot, by_key, by_lowered = bytes((b,)), exact.get(b, {}), caseless.get(b, {})
+            search = _suffix_search(pivot, by_key, by_lowered, hits(b), sample, scale)
+            self.pivots.append(_Pivot(pivot, by_key, by_lowered, search))
         shared, self.passes = _share_passes(passes, sample)
         self.shared = [(anchor, _by_next_byte(anchor, entries)) for anchor, entries in shared]
 
@@ -144,9 +162,8 @@ class _PivotFinder:
             else:
                 hit.add(index)
 
-        for pivot, exact, caseless in self.pivots:
-            at = find(pivot)
-            while at != -1:
+        for pivot, exact, caseless, search in self.pivots:
+            for at in _pivot_hits(window, pivot, search):
                 key = window[at:at + 2]
                 entries = exact.get(key)
                 if entries is not None:
@@ -160,7 +177,6 @@ class _PivotFinder:
                             begin = at - offset
                             if begin >= 0 and window[begin:begin + len(needle)].lower() == needle:
                                 record(rfind(b"\n", 0, at) + 1, index)
-                at = find(pivot, at + 1)
         if not (self.shared or self.passes):
             return
         lowered = window.lower() if any(folded for _, _, folded in self.passes) else window
@@ -176,6 +192,58 @@ class _PivotFinder:
         for index, needle, folded in self.passes:
             haystack = lowered if folded else window
             _scan(haystack, [(index, needle)], out)
+
+
+def _pivot_hits(window: bytes, pivot: bytes, search: Optional[Search]) -> Iterator[int]:
+    """Every offset of ``pivot`` in ``window`` (memchr), or only those ``search`` matches at."""
+    if search is None:
+        find = window.find
+        at = find(pivot)
+        while at != -1:
+            yield at
+            at = find(pivot, at + 1)
+        return
+    # search, not finditer: a literal may start inside the match of another
+    match = search(window)
+    while match is not None:
+        at = match.start()
+        yield at
+        match = search(window, at + 1)
+
+
+def _suffix_search(
+    pivot: bytes,
+    exact: Dict[bytes, List[Entry]],
+    caseless: Dict[bytes, List[Entry]],
+    hits_per_mib: float,
+    sample: bytes,
+    scale: float,
+) -> Optional[Search]:
+    """The search for the literals of ``pivot``, matching at the pivot's offset in each, when it costs less
+    than a memchr pass and a Python step at every hit; None otherwise. It matches wherever some entry of
+    the pivot is found, so the entries checked at its hits are all those that can match."""
+    if _pivot_cost(hits_per_mib) <= _SUFFIX_PASS_COST_S_PER_MIB:
+        return None
+    rests, folded = _rests(exact), _rests(caseless)
+    alternatives = len(rests) + len(folded)
+    if folded:
+        rests.append(b"(?i:" + b"|".join(folded) + b")")
+    pattern = re.compile(re.escape(pivot) + b"(?:" + b"|".join(rests) + b")")
+    matched = (len(pattern.findall(sample)) + 1) * scale
+    stop_cost = _SUFFIX_STOP_COST_S + alternatives * _SUFFIX_ALTERNATIVE_COST_S
+    cost = _SUFFIX_PASS_COST_S_PER_MIB + hits_per_mib * stop_cost + matched * _HIT_COST_S
+    return pattern.search if cost < _pivot_cost(hits_per_mib) else None
+
+
+def _rests(by_key: Dict[bytes, List[Entry]]) -> List[bytes]:
+    return sorted({_rest_of(needle, offset) for entries in by_key.values() for needle, offset, _ in entries})
+
+
+def _rest_of(needle: bytes, offset: int) -> bytes:
+    """The pattern of ``needle`` after its pivot at ``offset``, then a look back over the whole of it: the
+    rest alone can be short and common ("han" of "than"), the look back costs only where the rest matched."""
+    rest = re.escape(needle[offset + 1:])
+    return rest + b"(?<=" + re.escape(needle) + b")" if offset else rest
 
 
 def _cover(

@@ -53,12 +53,15 @@ CASELESS_PLAN = Plan(
 )
 
 
-@pytest.mark.parametrize("strategy", ["measured", "pivots", "shared", "passes"])
+@pytest.mark.parametrize("strategy", ["measured", "pivots", "pivots-searched", "shared", "passes"])
 @pytest.mark.parametrize("plan", [PLAN, CASELESS_PLAN], ids=["catalogue", "extra"])
 def test_python_finder_equals_the_reference(monkeypatch, strategy, plan):
     window = big_window()
     if strategy == "pivots":
         monkeypatch.setattr(prefilter, "_HIT_COST_S", 0.0)
+    elif strategy == "pivots-searched":
+        monkeypatch.setattr(prefilter, "_HIT_COST_S", 0.0)
+        monkeypatch.setattr(prefilter, "_SUFFIX_PASS_COST_S_PER_MIB", -1.0)
     elif strategy == "shared":
         monkeypatch.setattr(prefilter, "_HIT_COST_S", 1.0)
         monkeypatch.setattr(prefilter, "_ANCHOR_HIT_COST_S", 0.0)
@@ -78,6 +81,11 @@ def test_each_strategy_is_really_used(monkeypatch):
     monkeypatch.setattr(prefilter, "_HIT_COST_S", 0.0)
     finder._plan(big_window())
     assert finder.pivots and not finder.shared
+    assert not any(pivot.search for pivot in finder.pivots)
+    monkeypatch.setattr(prefilter, "_SUFFIX_PASS_COST_S_PER_MIB", -1.0)
+    finder._plan(big_window())
+    assert finder.pivots and all(pivot.search for pivot in finder.pivots)
+    monkeypatch.undo()
     monkeypatch.setattr(prefilter, "_HIT_COST_S", 1.0)
     monkeypatch.setattr(prefilter, "_ANCHOR_HIT_COST_S", 0.0)
     finder._plan(big_window())
@@ -91,7 +99,9 @@ def test_literals_that_share_a_byte_share_its_pivot():
     window = (b"F" + b"x" * 500 + b"\n") * 2000 + b"glog F0325 12:00:00 fatal\n"
     finder = prefilter._PivotFinder(needles)
     finder._plan(window)
-    assert [pivot for pivot, _, _ in finder.pivots] == [b"F"]
+    assert [pivot.byte for pivot in finder.pivots] == [b"F"]
+    # ...and so common that Python should see only the hits where a digit follows it
+    assert finder.pivots[0].search is not None
     assert finder.passes == [] and finder.shared == []
     out: dict = {}
     finder(window, out)
