@@ -53,6 +53,7 @@ _PASS_COST_S_PER_MIB_BYTE = 2.0e-3  # divided by the literal's length
 _SUFFIX_PASS_COST_S_PER_MIB = 0.35e-3
 _SUFFIX_STOP_COST_S = 5e-9
 _SUFFIX_ALTERNATIVE_COST_S = 1.5e-9  # at each stop, for each literal of the pivot
+_TYPICAL_ALTERNATIVES = 8
 _REPLAN_BYTES = 64 << 20  # logs change character (start-up chatter, tests, teardown)
 _SAMPLE_BYTES = 256 * 1024
 
@@ -224,26 +225,41 @@ def _suffix_search(
     the pivot is found, so the entries checked at its hits are all those that can match."""
     if _pivot_cost(hits_per_mib) <= _SUFFIX_PASS_COST_S_PER_MIB:
         return None
-    rests, folded = _rests(exact), _rests(caseless)
-    alternatives = len(rests) + len(folded)
-    if folded:
-        rests.append(b"(?i:" + b"|".join(folded) + b")")
-    pattern = re.compile(re.escape(pivot) + b"(?:" + b"|".join(rests) + b")")
+    branches = [_rests_pattern(_rests(exact))] if exact else []
+    if caseless:
+        branches.append(b"(?i:" + _rests_pattern(_rests(caseless)) + b")")
+    either = branches[0] if len(branches) == 1 else b"(?:" + b"|".join(branches) + b")"
+    pattern = re.compile(re.escape(pivot) + either)
     matched = (len(pattern.findall(sample)) + 1) * scale
-    stop_cost = _SUFFIX_STOP_COST_S + alternatives * _SUFFIX_ALTERNATIVE_COST_S
+    next_bytes = len({needle[offset + 1] for table in (exact, caseless) for entries in table.values()
+                      for needle, offset, _ in entries})
+    stop_cost = _SUFFIX_STOP_COST_S + next_bytes * _SUFFIX_ALTERNATIVE_COST_S
     cost = _SUFFIX_PASS_COST_S_PER_MIB + hits_per_mib * stop_cost + matched * _HIT_COST_S
     return pattern.search if cost < _pivot_cost(hits_per_mib) else None
 
 
-def _rests(by_key: Dict[bytes, List[Entry]]) -> List[bytes]:
-    return sorted({_rest_of(needle, offset) for entries in by_key.values() for needle, offset, _ in entries})
+Rest = Tuple[bytes, bytes]  # a literal after its pivot, and the whole literal to look back on (or b"")
 
 
-def _rest_of(needle: bytes, offset: int) -> bytes:
-    """The pattern of ``needle`` after its pivot at ``offset``, then a look back over the whole of it: the
-    rest alone can be short and common ("han" of "than"), the look back costs only where the rest matched."""
-    rest = re.escape(needle[offset + 1:])
-    return rest + b"(?<=" + re.escape(needle) + b")" if offset else rest
+def _rests(by_key: Dict[bytes, List[Entry]]) -> List[Rest]:
+    # Past the pivot the rest can be short and common ("han" of "than"): a look back over the whole
+    # literal confirms it, and costs only where the rest matched. A pivot at offset 0 needs none.
+    return sorted({(needle[offset + 1:], needle if offset else b"")
+                   for entries in by_key.values() for needle, offset, _ in entries})
+
+
+def _rests_pattern(rests: Sequence[Rest]) -> bytes:
+    """A pattern matching where any of ``rests`` does, as a trie: at each byte sre tries only the
+    branches of the bytes that can come next, however many literals share the pivot."""
+    if any(not rest and not behind for rest, behind in rests):
+        return b""  # matches here already: the longer rests add nothing to where it matches
+    branches = [b"(?<=" + re.escape(behind) + b")" for behind in sorted({b for r, b in rests if not r and b})]
+    by_first: Dict[bytes, List[Rest]] = {}
+    for rest, behind in rests:
+        if rest:
+            by_first.setdefault(rest[:1], []).append((rest[1:], behind))
+    branches.extend(re.escape(first) + _rests_pattern(by_first[first]) for first in sorted(by_first))
+    return branches[0] if len(branches) == 1 else b"(?:" + b"|".join(branches) + b")"
 
 
 def _cover(
@@ -264,7 +280,7 @@ def _cover(
                 saving[pivot_set] = saving.get(pivot_set, 0.0) + own
         best, best_ratio = None, 1.0
         for pivot_set, saved in saving.items():
-            ratio = sum(_pivot_cost(hits(b)) for b in pivot_set if b not in chosen) / saved
+            ratio = sum(_searched_pivot_cost(hits(b)) for b in pivot_set if b not in chosen) / saved
             if ratio < best_ratio:
                 best, best_ratio = pivot_set, ratio
         if best is None:
@@ -279,6 +295,13 @@ def _pivot_bytes(byte: int, caseless: bool) -> FrozenSet[int]:
     if caseless and 97 <= byte <= 122:
         return frozenset((byte, byte - 32))
     return frozenset((byte,))
+
+
+def _searched_pivot_cost(hits_per_mib: float) -> float:
+    """What a pivot byte costs at best: a memchr pass, or (when the byte is common) a search of a few
+    literals' rests (``_suffix_search``), their own hits not counted."""
+    stop_cost = _SUFFIX_STOP_COST_S + _TYPICAL_ALTERNATIVES * _SUFFIX_ALTERNATIVE_COST_S
+    return min(_pivot_cost(hits_per_mib), _SUFFIX_PASS_COST_S_PER_MIB + hits_per_mib * stop_cost)
 
 
 def _pivot_cost(hits_per_mib: float) -> float:

@@ -53,6 +53,12 @@ CASELESS_PLAN = Plan(
 )
 
 
+def _no_pivots(monkeypatch):
+    """Make every pivot dearer than any pass, searched or not."""
+    monkeypatch.setattr(prefilter, "_HIT_COST_S", 1.0)
+    monkeypatch.setattr(prefilter, "_SUFFIX_PASS_COST_S_PER_MIB", 1.0)
+
+
 @pytest.mark.parametrize("strategy", ["measured", "pivots", "pivots-searched", "shared", "passes"])
 @pytest.mark.parametrize("plan", [PLAN, CASELESS_PLAN], ids=["catalogue", "extra"])
 def test_python_finder_equals_the_reference(monkeypatch, strategy, plan):
@@ -63,10 +69,10 @@ def test_python_finder_equals_the_reference(monkeypatch, strategy, plan):
         monkeypatch.setattr(prefilter, "_HIT_COST_S", 0.0)
         monkeypatch.setattr(prefilter, "_SUFFIX_PASS_COST_S_PER_MIB", -1.0)
     elif strategy == "shared":
-        monkeypatch.setattr(prefilter, "_HIT_COST_S", 1.0)
+        _no_pivots(monkeypatch)
         monkeypatch.setattr(prefilter, "_ANCHOR_HIT_COST_S", 0.0)
     elif strategy == "passes":
-        monkeypatch.setattr(prefilter, "_HIT_COST_S", 1.0)
+        _no_pivots(monkeypatch)
         monkeypatch.setattr(prefilter, "_ANCHOR_HIT_COST_S", 1.0)
     expected = reference(plan, window)
     assert len(expected) > 100
@@ -86,7 +92,7 @@ def test_each_strategy_is_really_used(monkeypatch):
     finder._plan(big_window())
     assert finder.pivots and all(pivot.search for pivot in finder.pivots)
     monkeypatch.undo()
-    monkeypatch.setattr(prefilter, "_HIT_COST_S", 1.0)
+    _no_pivots(monkeypatch)
     monkeypatch.setattr(prefilter, "_ANCHOR_HIT_COST_S", 0.0)
     finder._plan(big_window())
     assert finder.shared and not finder.pivots
