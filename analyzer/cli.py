@@ -198,7 +198,7 @@ def _write_file(
     try:
         fd, planted = (start or ReportPath.at_start(path)).open(append)
         if planted:
-            what = "the link" if planted.endswith("symlink") else "it"
+            what = "the link" if planted.endswith("link") else "it"
             warnings.append(f"{option} {path}: was {planted} during the run; the guard removed {what} and "
                             "wrote a new file")
         with open(fd, "a" if append else "w", encoding="utf-8", errors=errors) as handle:

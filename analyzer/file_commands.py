@@ -303,7 +303,8 @@ class ReportPath:
     before the command ran: the command may plant a link, a FIFO or a device there meanwhile.
 
     What the user gave stays theirs: a link at the start (``--json /dev/stdout``) is followed while it
-    still reads the same, and a FIFO or device at the start is written as it is. Anything else found
+    still reads the same, and a FIFO, a device or a file of several names (a hard link) at the start is
+    written as it is. Anything else found
     at the path when the report is due, other than a regular file, was planted by the command; as the
     runner does for its file commands (``FileCommandManager.InitializeFiles``: ``TryDeleteFile`` then
     ``File.Create``, lines 53-56 at 258d6c8), the guard removes it and creates a new file.
@@ -311,7 +312,7 @@ class ReportPath:
 
     path: str
     link: Optional[str] = None  # the link's text when the path was a symlink at the start
-    special: Optional[Tuple[int, int]] = None  # (st_dev, st_ino) of a FIFO or device at the start
+    special: Optional[Tuple[int, int]] = None  # (st_dev, st_ino) of a FIFO, device or hard link at the start
 
     @classmethod
     def at_start(cls, path: str) -> "ReportPath":
@@ -321,7 +322,8 @@ class ReportPath:
                 return cls(path, link=os.readlink(path))
         except OSError:
             return cls(path)
-        if not (stat.S_ISREG(here.st_mode) or stat.S_ISDIR(here.st_mode)):
+        plain = stat.S_ISREG(here.st_mode) and here.st_nlink == 1
+        if not (plain or stat.S_ISDIR(here.st_mode)):
             return cls(path, special=(here.st_dev, here.st_ino))
         return cls(path)
 
@@ -364,10 +366,13 @@ class _NotPlain(OSError):
 def _open_plain(path: str, flags: int) -> int:
     """``os.open`` for a regular file only: never through a link, never blocking on a FIFO.
 
+    A hard link is a link too: a second name of a file of the user's, planted at the path, would have
+    the report written into that file. ``O_TRUNC`` is applied only once the file proved plain.
     Raises ``_NotPlain`` saying what is there instead, or the ``OSError`` of the open.
     """
+    truncate = bool(flags & os.O_TRUNC)
     try:
-        fd = os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o666)
+        fd = os.open(path, (flags & ~os.O_TRUNC) | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o666)
     except OSError as err:
         if err.errno == errno.ELOOP:
             raise _NotPlain("replaced with a symlink") from None
@@ -377,9 +382,13 @@ def _open_plain(path: str, flags: int) -> int:
             raise _NotPlain("replaced with a FIFO") from None
         raise
     try:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            raise _NotPlain(_what_is(mode))
+        here = os.fstat(fd)
+        if not stat.S_ISREG(here.st_mode):
+            raise _NotPlain(_what_is(here.st_mode))
+        if here.st_nlink > 1:
+            raise _NotPlain("replaced with a hard link")
+        if truncate:
+            os.ftruncate(fd, 0)
         os.set_blocking(fd, True)
     except OSError:
         os.close(fd)
@@ -405,9 +414,9 @@ def _make_plain(path: str) -> str:
         return ""
     except OSError as err:
         return f"unreadable ({err.strerror or err})"
-    if stat.S_ISREG(here.st_mode):
+    if stat.S_ISREG(here.st_mode) and here.st_nlink == 1:
         return ""
-    problem = _what_is(here.st_mode)
+    problem = "replaced with a hard link" if stat.S_ISREG(here.st_mode) else _what_is(here.st_mode)
     try:
         if stat.S_ISDIR(here.st_mode):
             shutil.rmtree(path)  # never follows the symlinks inside

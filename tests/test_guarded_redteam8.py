@@ -71,7 +71,8 @@ def test_a_command_that_stops_the_guards_reader_cannot_keep_the_report_off_the_d
 # -- the workflow files: file_commands itself never follows, blocks on or swallows what is planted -----
 
 # The plants the guard-level tests use, and a link to a file of the user's that must stay untouched.
-PLANTS = {**GUARD_PLANTS, "symlink-to-a-users-file": 'rm -f "$1"; ln -s "$VICTIM" "$1"'}
+PLANTS = {**GUARD_PLANTS, "symlink-to-a-users-file": 'rm -f "$1"; ln -s "$VICTIM" "$1"',
+          "hard-link-to-a-users-file": 'rm -f "$1"; ln "$VICTIM" "$1"'}
 # PrivateFiles on its own, with no guard around it: the command's tree is a real shell that plants the
 # thing once it has written its entries, then the guard's steps run in this order.
 _PASS_FILES = """
@@ -128,7 +129,7 @@ def test_the_workflow_files_are_read_and_written_only_as_the_plain_files_they_we
 # -- a link the command plants at a report path is not followed ---------------------------------------
 
 @pytest.mark.parametrize("option", ["--json", "--summary", "--github-output"])
-@pytest.mark.parametrize("target", ["a-users-file", "/dev/null"])
+@pytest.mark.parametrize("target", ["a-users-file", "/dev/null", "hard:a-users-file"])
 def test_a_link_planted_at_a_report_path_is_replaced_not_followed(tmp_path, option, target):
     # Followed, the link makes the guard overwrite (or append to) a file of the user's, or lose the
     # report for the later steps (/dev/null). The runner never reuses what is at a file command's path
@@ -138,10 +139,12 @@ def test_a_link_planted_at_a_report_path_is_replaced_not_followed(tmp_path, opti
     report = tmp_path / "out" / "report"
     report.parent.mkdir()
     report.write_text("")
-    link_to = str(victim) if target == "a-users-file" else target
+    # A hard link is a second name of the user's file: written through, the report truncates it.
+    link_to = str(victim) if target.endswith("a-users-file") else target
+    ln = "ln" if target.startswith("hard:") else "ln -s"
     proc = subprocess.run(
         [sys.executable, "-m", "analyzer", "run", "--log-dir", str(tmp_path / "logs"), option, str(report),
-         "--", "sh", "-c", f'rm -f "{report}"; ln -s "{link_to}" "{report}"'],
+         "--", "sh", "-c", f'rm -f "{report}"; {ln} "{link_to}" "{report}"'],
         capture_output=True, timeout=60,
     )
     assert proc.returncode == 0, proc
@@ -150,21 +153,27 @@ def test_a_link_planted_at_a_report_path_is_replaced_not_followed(tmp_path, opti
     written = report.read_text()
     assert ('"verdict": "pass"' if option == "--json" else "pass") in written.lower(), written
     [warning] = proc.stderr.decode().splitlines()
-    assert warning == (f"python -m analyzer: warning: {option} {report}: was replaced with a symlink during "
+    kind = "hard link" if target.startswith("hard:") else "symlink"
+    assert warning == (f"python -m analyzer: warning: {option} {report}: was replaced with a {kind} during "
                        "the run; the guard removed the link and wrote a new file"), warning
 
 
-def test_a_link_the_user_gave_as_a_report_path_is_still_followed(tmp_path):
+@pytest.mark.parametrize("kind", ["symlink", "hard link"])
+def test_a_link_the_user_gave_as_a_report_path_is_still_followed(tmp_path, kind):
     # `--json /dev/stdout`, or a link the user made before the run: theirs to choose.
     real = tmp_path / "real.json"
     link = tmp_path / "link.json"
-    link.symlink_to(real)
+    if kind == "symlink":
+        link.symlink_to(real)
+    else:
+        real.write_text("")
+        os.link(real, link)
     proc = subprocess.run(
         [sys.executable, "-m", "analyzer", "run", "--log-dir", str(tmp_path / "logs"), "--json", str(link),
          "--", "true"], capture_output=True, timeout=60,
     )
     assert (proc.returncode, proc.stderr) == (0, b""), proc
-    assert link.is_symlink() and json.loads(real.read_text())["verdict"] == "pass"
+    assert link.is_symlink() == (kind == "symlink") and json.loads(real.read_text())["verdict"] == "pass"
 
 
 # -- a log dir where the kernel refuses O_TMPFILE: the report says the logs are not kept privately -----
