@@ -432,6 +432,23 @@ class _Run:
                     f"{name} was changed during the run; the guard wrote it again",
                     f"{name} in {self.log_dir} no longer held what the guard wrote; it holds it again.\n",
                 ))
+        for name in EVIDENCE_FILES:
+            if name not in self.evidence:
+                self._move_aside_forged(name)
+
+    def _move_aside_forged(self, name: str) -> None:
+        """An evidence file the guard did not write (a command's fake ``stacks.txt`` of a hang that never
+        was, uploaded beside the real logs) gets a name that says whose it is; kept, it may be useful."""
+        aside = f"{name}.put-there-by-the-command-{secrets.token_hex(4)}"
+        try:
+            os.rename(name, aside, src_dir_fd=self.dir_fd, dst_dir_fd=self.dir_fd)
+        except OSError:
+            return  # nothing there (the usual case), or it cannot be moved: nothing the guard can say
+        self.diagnostics.append(Diagnostic(
+            f"{name} was written by the command, not by the guard; the guard renamed it {aside}",
+            f"The guard collected no {name} in this run; a file of that name in {self.log_dir} came from the "
+            f"command and is kept as {aside}.\n",
+        ))
 
     def mend_the_log_dir(self) -> None:
         """If the command deleted the log dir (``git clean -xdf``, a suite's cleanup), make it again;

@@ -314,6 +314,23 @@ def test_a_command_planting_a_symlink_for_evidence_mid_run_cannot_redirect_it(gu
     assert not (logs / "stacks.txt").is_symlink()
 
 
+def test_evidence_a_command_forges_in_a_run_without_a_hang_is_renamed_for_what_it_is(guard, tmp_path):
+    # A fake stacks.txt of a hang that never was, uploaded beside the logs, would read as the guard's.
+    logs = tmp_path / "logs"
+    forge = (
+        "import os\n"
+        f"for name in ('stacks.txt', 'gpu.txt'):\n"
+        f"    open(os.path.join({str(logs)!r}, name), 'w').write('Thread 1 (idle): MainThread\\n')\n"
+    )
+    result, _ = guard((sys.executable, "-c", forge), log_dir=str(logs))
+    assert not (logs / "stacks.txt").exists() and not (logs / "gpu.txt").exists()
+    kept = sorted(path.name for path in logs.iterdir() if ".put-there-by-the-command-" in path.name)
+    assert [name.split(".put-there")[0] for name in kept] == ["gpu.txt", "stacks.txt"], kept
+    assert (logs / kept[1]).read_text() == "Thread 1 (idle): MainThread\n"
+    said = [d.title for d in result.diagnostics]
+    assert any(t.startswith("stacks.txt was written by the command, not by the guard") for t in said), said
+
+
 # -- 9.14: secrets in process command lines ----------------------------------------------------------------
 
 def test_secrets_in_command_lines_are_redacted_in_the_evidence_and_findings(guard, tmp_path):
