@@ -266,7 +266,7 @@ class LoosePatterns:
         for index in indices:
             entry = compiled[index]
             if entry is _UNSET:
-                entry = compiled[index] = self._compile(self.rules[index])
+                entry = self.compiled_pattern(index)
             if entry is None:
                 kept.append(index)
                 continue
@@ -284,6 +284,14 @@ class LoosePatterns:
             if self.rejects[index] == NOISY_AFTER_REJECTS:
                 self.noisy = self.noisy | {index}
         return kept
+
+    def compiled_pattern(self, index: int) -> Optional[Tuple[Any, bool]]:
+        """Rule ``index``'s loosened pattern compiled with ``re``, and whether it is searched folded (in the
+        text's ``bytes.lower()``); None when the rule has none."""
+        entry = self.compiled[index]
+        if entry is _UNSET:
+            entry = self.compiled[index] = self._compile(self.rules[index])
+        return entry
 
     @staticmethod
     def _compile(rule: Rule) -> Optional[Tuple[Any, bool]]:

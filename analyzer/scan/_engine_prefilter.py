@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import re
 import threading
-from typing import Any, Callable, Dict, FrozenSet, Iterator, List, NamedTuple, Optional, Sequence, Set, Tuple
+from typing import (
+    Any, Callable, Dict, FrozenSet, Iterable, Iterator, List, NamedTuple, Optional, Sequence, Set, Tuple,
+)
 
+from ..rules.model import Rule
 from ._engine_approx import LoosePatterns, rule_line_pattern
-from ._engine_literals import Literal, Plan
+from ._engine_literals import _C, Literal, Plan, _sre_parse
 
 Candidates = Dict[int, Set[int]]  # line start offset -> literal indices found in that line
 Finder = Callable[[bytes], Candidates]
@@ -26,9 +29,19 @@ def hyperscan_available() -> bool:
     return True
 
 
-def python_finder(plan: Plan) -> Finder:
-    """A finder built on ``bytes.find``; see ``_PivotFinder``."""
-    finder = _PivotFinder([(i, lit.needle, lit.caseless) for i, lit in enumerate(plan.literals)])
+def python_finder(plan: Plan, loose: Optional[LoosePatterns] = None) -> Finder:
+    """A finder built on ``bytes.find`` (``_PivotFinder``); given the engine's ``loose`` patterns, ``re``
+    takes over their noisy rules (``_LooseSwitch``)."""
+    literal = _python_literals(plan.literals)
+    if loose is None:
+        return literal
+    return _LooseSwitch(plan, literal, loose, _python_literals, _python_loose_matcher)
+
+
+def _python_literals(literals: Sequence[Literal], ids: Optional[Sequence[int]] = None) -> Finder:
+    """A ``_PivotFinder`` for ``literals``, reported as ``ids`` (default: their positions)."""
+    indices = range(len(literals)) if ids is None else ids
+    finder = _PivotFinder([(i, lit.needle, lit.caseless) for i, lit in zip(indices, literals)])
 
     def find(window: bytes) -> Candidates:
         out: Candidates = {}
@@ -386,18 +399,25 @@ def hyperscan_finder(plan: Plan, loose: Optional[LoosePatterns] = None) -> Finde
     literal = _literal_database(plan.literals)
     if loose is None:
         return literal
-    return _LooseSwitch(plan, literal, loose)
+    return _LooseSwitch(plan, literal, loose, _literal_database, _hyperscan_loose_matcher)
 
 
 _MAX_REBUILDS = 8  # each new noisy rule recompiles; a log cannot make that happen without end
 
 
+LineHits = Callable[[bytes], Iterable[Tuple[int, int]]]  # window -> (line start, rule index) of matches
+LiteralsFinder = Callable[[Sequence[Literal], Optional[Sequence[int]]], Finder]
+LooseMatcher = Callable[[Dict[int, Rule], LoosePatterns], Optional[Tuple[LineHits, List[int]]]]
+
+
 class _LooseSwitch:
     """The literal finder, until the engine's loosened check finds a rule noisy (its literal holds
     thousands of innocent lines: ``exitcode`` in every ``exitcode: 0``). Noisy rules are then found by
-    their loosened patterns (``_engine_approx``) in a Hyperscan pass, and their literals leave the
-    literal pass, so those innocent lines never reach Python. Compiling a loosened pattern costs a
-    few milliseconds and a few MiB, so only noisy rules get one.
+    their loosened patterns (``_engine_approx``), and their literals leave the literal pass, so those
+    innocent lines never reach Python: in one Hyperscan pass (``_hyperscan_loose_matcher``), or on the
+    pure-Python path by an ``re`` search over the window for each rule whose loosened pattern starts
+    with a literal, which sre skims for in C (``_python_loose_matcher``). Compiling a loosened pattern
+    costs a few milliseconds and a few MiB, so only noisy rules get one.
 
     The output keeps the literal finder's meaning for every line it names (the literals in that
     line), and it names every line where a noisy rule's literal *and* its loosened pattern both
@@ -406,14 +426,20 @@ class _LooseSwitch:
     as the engine's loosened check does.
     """
 
-    def __init__(self, plan: Plan, literal: Finder, loose: LoosePatterns) -> None:
+    def __init__(
+        self, plan: Plan, literal: Finder, loose: LoosePatterns, literals: LiteralsFinder,
+        matcher: LooseMatcher,
+    ) -> None:
         self.plan = plan
         self.literal = literal
         self.loose = loose
+        self.literals = literals
+        self.matcher = matcher
         self.loosened: FrozenSet[int] = frozenset()
         self.rebuilds = 0
-        # (database, its per-thread scratch, the literal finder of the other rules, needles per rule)
-        self.state: Optional[Tuple[Any, threading.local, Finder, Dict[int, Tuple[Needle, ...]]]] = None
+        # (the noisy rules' line hits, the finder of the other literals, of the noisy rules' own
+        # literals (for lines that are not ASCII), needles per rule)
+        self.state: Optional[Tuple[LineHits, Finder, Finder, Dict[int, Tuple[Needle, ...]]]] = None
         self.lock = threading.Lock()
 
     def __call__(self, window: bytes) -> Candidates:
@@ -435,33 +461,28 @@ class _LooseSwitch:
             for rule in lit.rules:
                 if rule in needles:
                     needles[rule].append((index, lit.needle, lit.caseless))
-        patterns = {}
-        for rule in sorted(noisy):
-            pattern = rule_line_pattern(self.loose.rules[rule]) if needles[rule] else None
-            if pattern is not None:
-                patterns[rule] = pattern
-        found = _loose_database(patterns)
+        rules = {rule: self.loose.rules[rule] for rule in sorted(noisy) if needles[rule]}
+        found = self.matcher(rules, self.loose)
         if found is None:
             return None
-        database, taken = found
-        rest = [i for i, lit in enumerate(self.plan.literals) if not set(lit.rules) <= set(taken)]
-        rest_finder = _literal_database([self.plan.literals[i] for i in rest], rest)
-        return database, threading.local(), rest_finder, {rule: tuple(needles[rule]) for rule in taken}
+        line_hits, taken = found
+        literals = self.plan.literals
+        gone = [i for i, lit in enumerate(literals) if set(lit.rules) <= set(taken)]
+        rest = [i for i, lit in enumerate(literals) if not set(lit.rules) <= set(taken)]
+        rest_finder = self.literals([literals[i] for i in rest], rest)
+        gone_finder = self.literals([literals[i] for i in gone], gone)
+        return line_hits, rest_finder, gone_finder, {rule: tuple(needles[rule]) for rule in taken}
 
-    def _loosely(
-        self, window: bytes, database: Any, local: threading.local, rest: Finder, needles
-    ) -> Candidates:
+    @staticmethod
+    def _loosely(window: bytes, line_hits: LineHits, rest: Finder, gone: Finder, needles) -> Candidates:
         out = rest(window)
         if not window.isascii():
-            for start, lits in self.literal(window).items():
+            for start, lits in gone(window).items():
                 end = window.find(b"\n", start)
                 if not window[start:end if end != -1 else len(window)].isascii():
                     out.setdefault(start, set()).update(lits)
-        hits = _match_ends(database, local, window)
         done: Set[Tuple[int, int]] = set()
-        for end, rule in hits:
-            # The line holding the match's last byte (a loosened class may take a "\n").
-            start = window.rfind(b"\n", 0, end - 1) + 1
+        for start, rule in line_hits(window):
             if (start, rule) in done:
                 continue
             done.add((start, rule))
@@ -478,6 +499,79 @@ class _LooseSwitch:
                 if found:
                     out.setdefault(start, set()).add(index)
         return out
+
+
+def _hyperscan_loose_matcher(
+    rules: Dict[int, Rule], loose: LoosePatterns,
+) -> Optional[Tuple[LineHits, List[int]]]:
+    """The noisy rules' loosened patterns in one Hyperscan database; the line of each match's last byte
+    (a loosened class may take a "\n")."""
+    patterns = {}
+    for index, rule in rules.items():
+        pattern = rule_line_pattern(rule)
+        if pattern is not None:
+            patterns[index] = pattern
+    found = _loose_database(patterns)
+    if found is None:
+        return None
+    database, taken = found
+    local = threading.local()
+
+    def line_hits(window: bytes) -> Iterator[Tuple[int, int]]:
+        for end, rule in _match_ends(database, local, window):
+            yield window.rfind(b"\n", 0, end - 1) + 1, rule
+
+    return line_hits, taken
+
+
+def _python_loose_matcher(
+    rules: Dict[int, Rule], loose: LoosePatterns,
+) -> Optional[Tuple[LineHits, List[int]]]:
+    """The noisy rules whose loosened pattern (as the engine's own check compiles it) starts with a
+    literal: sre finds that prefix in C, so a search over the window costs about a memchr pass. A
+    pattern that starts with a class would be tried at every byte: such rules keep their literals."""
+    searched = []
+    for index in rules:
+        compiled = loose.compiled_pattern(index)
+        if compiled is not None and _starts_with_literal(compiled[0].pattern):
+            searched.append((index, compiled[0], compiled[1]))
+    if not searched:
+        return None
+
+    def line_hits(window: bytes) -> Iterator[Tuple[int, int]]:
+        lowered: Optional[bytes] = None
+        for index, pattern, folded in searched:
+            if folded and lowered is None:
+                lowered = window.lower()
+            for start in _lines_matching(pattern, lowered if folded else window):
+                yield start, index
+
+    return line_hits, [index for index, _, _ in searched]
+
+
+def _starts_with_literal(pattern: bytes) -> bool:
+    data = _sre_parse.parse(pattern).data
+    return bool(data) and data[0][0] is _C.LITERAL
+
+
+def _lines_matching(pattern: Any, text: bytes) -> Iterator[int]:
+    """The start of every line of ``text`` that holds a match of ``pattern`` within it, as the engine's
+    check of one line finds it. The leftmost match at or after a line start is in that line or a later
+    one (a loosened pattern has no anchors or lookarounds); one that runs past the line's end is checked
+    again within the line."""
+    search = pattern.search
+    pos, size = 0, len(text)
+    while pos < size:
+        match = search(text, pos)
+        if match is None:
+            return
+        at = match.start()
+        start = text.rfind(b"\n", 0, at) + 1
+        stop = text.find(b"\n", at)
+        stop = size if stop == -1 else stop
+        if match.end() <= stop or search(text, start, stop) is not None:
+            yield start
+        pos = stop + 1
 
 
 def _loose_database(patterns: Dict[int, bytes]) -> Optional[Tuple[Any, List[int]]]:

@@ -119,7 +119,7 @@ def resolve_engine(engine: str) -> str:
 
 def make_finder(plan: Plan, engine: str, loose: Optional[LoosePatterns] = None) -> Finder:
     """The candidate-line finder for ``engine``; ``"auto"`` falls back to Python if Hyperscan fails.
-    Given the engine's ``loose`` patterns, Hyperscan takes over the rules they find noisy."""
+    Given the engine's ``loose`` patterns, either engine takes over the rules they find noisy."""
     resolved = resolve_engine(engine)
     if resolved == "hyperscan":
         try:
@@ -127,7 +127,7 @@ def make_finder(plan: Plan, engine: str, loose: Optional[LoosePatterns] = None) 
         except Exception:  # hyperscan.error on a CPU it does not support: fall back when allowed
             if engine == "hyperscan":
                 raise UsageError("--engine hyperscan: Hyperscan cannot run on this machine") from None
-    return python_finder(plan)
+    return python_finder(plan, loose)
 
 
 def _windows(stream: IO[bytes], path: str) -> Iterator[bytes]:

@@ -193,3 +193,49 @@ def test_hyperscan_takes_over_a_noisy_rule_and_finds_the_same(monkeypatch, tmp_p
     signals = [m for m in by_engine["hyperscan"] if m[0] == "process-exitcode-signal"]
     assert len(signals) == 6, signals  # one per planted "exitcode: -9", before and after the switch
     assert any(m[0] == "python-traceback" for m in by_engine["hyperscan"])
+
+
+def _no_takeover(self, noisy):
+    return None
+
+
+def test_the_python_engine_takes_over_a_noisy_rule_and_finds_the_same(monkeypatch, tmp_path):
+    # Without the takeover every "exitcode: 0" line is cleaned and checked in Python; with it, an re
+    # search for the loosened pattern over the window leaves them in C. The matches must not change.
+    monkeypatch.setattr(approx, "NOISY_AFTER_REJECTS", 200)
+    log = _noisy_log()
+    real = load_catalogue()
+    taken = []
+    real_build = prefilter._LooseSwitch._build
+
+    def spy(self, noisy):
+        state = real_build(self, noisy)
+        if state is not None:
+            taken.append(sorted(state[3]))
+        return state
+
+    monkeypatch.setattr(prefilter._LooseSwitch, "_build", spy)
+    switched = summary(scan_bytes(tmp_path, log, real, "python"))
+    assert taken, "the pure-Python engine took over no noisy rule"
+    monkeypatch.setattr(prefilter._LooseSwitch, "_build", _no_takeover)
+    assert summary(scan_bytes(tmp_path, log, real, "python")) == switched
+    signals = [m for m in switched if m[0] == "process-exitcode-signal"]
+    assert len(signals) == 6, signals
+
+
+@pytest.mark.parametrize("text", [
+    b"ab\ncd\nab cd\n",  # the leftmost match runs over a line end; the line of its start has none
+    b"ab\ncd ab cd\n",  # ...and the next line holds one after the end of that match
+    b"ab cd ab cd\nxx\nab cd",  # two in a line, none, one in a last line without a newline
+    b"",
+    b"\n\nab cd\n\n",
+])
+def test_lines_matching_finds_the_lines_a_check_of_each_line_finds(text):
+    pattern = re.compile(rb"ab\s+cd")  # \s takes a newline, as a loosened class may
+    expected, start = [], 0
+    for line in text.split(b"\n"):
+        if pattern.search(line):
+            expected.append(start)
+        start += len(line) + 1
+    assert list(prefilter._lines_matching(pattern, text)) == expected
+
