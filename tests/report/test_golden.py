@@ -166,7 +166,10 @@ def test_golden_from_scanning_a_fixture(name, monkeypatch):
 def test_golden_from_a_real_guard_run(tmp_path, monkeypatch):
     report = _guard_run(tmp_path, monkeypatch)
     assert report.command is not None and report.command.exit_code == 139
-    assert [f.kind.value for f in report.findings] == ["crash", "leaked-process"]
+    # Seen once in a full run under heavy load: a second leaked-process finding; its message says which.
+    assert [f.kind.value for f in report.findings] == ["crash", "leaked-process"], [
+        f.message for f in report.findings
+    ]
     for suffix, render in sorted(RENDERERS.items()):
         _check(GUARD_RUN, suffix, render(report))
 
