@@ -12,7 +12,8 @@
 4. Total time of a whole guarded run (``python -m analyzer run -- cat LOG``: start-up, pump, the live
    scan, the report) vs ``cat LOG | tee``, on ``--total-mib`` MiB of a realistic test-heavy log
    (``logshapes.write_tests_repeated``; ``--total-shape`` picks another), and how long after the
-   command's end the report was written.
+   command's end the report was written; beside it, the same log scanned alone, in the same round: the
+   live scan has one core beside the pump, so the guard cannot end before a scan of its log could.
    Goal: within 1.2x of tee. ``--total-only`` runs just this.
 
 Usage: python bench/guard_bench.py [--mib 512] [--quiet-s 10] [--kill-grace 1] [--processes 16]
@@ -275,9 +276,12 @@ def total_time(mib: int, rounds: int, workdir: str, engines, shape: str) -> None
           f" {rounds} interleaved rounds; the machine is shared, so the median is the number)")
     tee_times = []
     by_engine = {engine: ([], []) for engine in engines}
+    scan_times = {engine: [] for engine in engines}
     findings = {}
     for _ in range(rounds):
         tee_times.append(time_tee_cat(log, workdir))
+        for engine in engines:
+            scan_times[engine].append(scan_alone(log, engine))
         for engine in engines:
             took, after_end, report = time_guarded_cat(log, workdir, engine)
             by_engine[engine][0].append(took)
@@ -293,6 +297,10 @@ def total_time(mib: int, rounds: int, workdir: str, engines, shape: str) -> None
               f"  {size_mb / _median(times):6.0f} MB/s  {ratio:.2f}x tee (goal <= 1.2x) "
               f"{'OK' if ratio <= 1.2 else 'MISSED'};  report written {_median(after):.2f} s after the"
               f" command ended; {len(findings[engine])} findings")
+        # The live scan runs on one core beside the pump: the guard cannot end before it has scanned.
+        alone = _median(scan_times[engine])
+        print(f"    the same scan alone ({engine}, `python -m analyzer --format json LOG`): median"
+              f" {alone:.2f} s = {alone / tee:.2f}x tee, the floor of the guard's time")
     if len(findings) > 1:
         same = len({tuple(f) for f in findings.values()}) == 1
         print(f"  identical findings on every engine: {'yes' if same else 'NO'}")
@@ -303,6 +311,14 @@ def total_time(mib: int, rounds: int, workdir: str, engines, shape: str) -> None
         took, status, incomplete = cancel_during_flood(log, workdir, engine)
         print(f"  SIGINT 3 s into the flood, {engine}: exit {status} {took:.2f} s later (runner's window:"
               f" 10 s); {incomplete}")
+
+
+def scan_alone(log: str, engine: str) -> float:
+    """Wall seconds of ``python -m analyzer --format json --engine ENGINE LOG``."""
+    start = time.monotonic()
+    subprocess.run([sys.executable, "-m", "analyzer", "--format", "json", "--engine", engine, log],
+                   stdout=subprocess.DEVNULL, check=False, cwd=ROOT)
+    return time.monotonic() - start
 
 
 def throughput(args, workdir: str, console: str) -> None:
