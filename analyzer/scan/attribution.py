@@ -47,6 +47,9 @@ REGRTEST_NEEDLE = b"] test"  # regrtest only runs modules named test*
 # A unittest id alone on its line, its docstring on the next (with or without a CR before the LF).
 UNITTEST_DOC_NEEDLES = (b")\n", b")\r\n")
 NEEDLES = (PYTEST_NEEDLE, UNITTEST_NEEDLE, REGRTEST_NEEDLE) + UNITTEST_DOC_NEEDLES
+# A byte of each needle that memchr looks for first: a window without it cannot hold the needle, and
+# rfind of a needle that is not there reads the whole window, at a tenth of memchr's speed.
+_NEEDLE_BYTES = {needle: needle[-1:] if needle.endswith(b":") else needle[:1] for needle in NEEDLES}
 # A window full of lines that mention a node id without being progress lines (a long short test
 # summary) is searched this many candidates deep, then counts as showing no test.
 MAX_CANDIDATES = 64
@@ -164,6 +167,8 @@ def _last_progress(buf: bytes, hi: int, floor: int = 0) -> Optional[Tuple[int, i
     best: Optional[Tuple[int, int, Parsed]] = None
     for needle in NEEDLES:
         lo = best[0] if best is not None else floor
+        if buf.find(_NEEDLE_BYTES[needle], lo, hi) == -1:
+            continue
         at = buf.rfind(needle, lo, hi)
         tries = 0
         while at != -1 and tries < MAX_CANDIDATES:
