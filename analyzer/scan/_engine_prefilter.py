@@ -282,9 +282,10 @@ def _cover(
 ) -> Tuple[Set[int], List[Needle]]:
     """The pivot bytes to search, and the literals better found by a pass of their own.
 
-    A pivot byte costs its memchr pass and its hits once, however many literals use it, so pivots are
-    chosen together: the classic greedy of weighted set cover, taking the pivot that costs least per
-    pass it saves while that is below one."""
+    A pivot byte costs its memchr pass and its hits once (or, for a common byte, its search: see
+    ``_searched_pivot_cost``), however many literals use it, so pivots are chosen together: the classic
+    greedy of weighted set cover, taking the pivot that costs least per pass it saves while that is
+    below one."""
     chosen: Set[int] = set()
     left = options
     while left:
