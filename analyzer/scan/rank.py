@@ -535,6 +535,26 @@ _SIGNAL_WORDS = {
     "trace/breakpoint trap": "SIGTRAP",
     "killed": "SIGKILL",
     "terminated": "SIGTERM",
+    # zsh's own words for the signals whose default action ends a process (Src/signames2.awk; it reports
+    # every death by signal but SIGINT and SIGPIPE, Src/jobs.c printjob): "zsh: abort  python x.py"
+    "abort": "SIGABRT",
+    "alarm": "SIGALRM",
+    "cpu limit exceeded": "SIGXCPU",
+    "emt instruction": "SIGEMT",
+    "file size limit exceeded": "SIGXFSZ",
+    "hangup": "SIGHUP",
+    "illegal hardware instruction": "SIGILL",
+    "invalid system call": "SIGSYS",
+    "iot instruction": "SIGABRT",  # SIGIOT is SIGABRT on Linux and macOS; zsh on Linux keeps IOT's name
+    "pollable event occurred": "SIGPOLL",
+    "power fail": "SIGPWR",
+    "profile signal": "SIGPROF",
+    "quit": "SIGQUIT",
+    "resource lost": "SIGLOST",
+    "trace trap": "SIGTRAP",
+    "user-defined signal 1": "SIGUSR1",
+    "user-defined signal 2": "SIGUSR2",
+    "virtual time alarm": "SIGVTALRM",
     # faulthandler's "Windows fatal exception: access violation", as the exit status names it
     "access violation": "STATUS_ACCESS_VIOLATION",
     "stack overflow": "STATUS_STACK_OVERFLOW",
