@@ -581,7 +581,8 @@ class _ToldAgain:
 def _told_again(items: Sequence[_Item]) -> _ToldAgain:
     """Events that a nearby match of a rule naming them in ``same_event_as`` tells again (a C++
     terminate whose what() is the NCCL watchdog's message): that rule's finding absorbs them. A rule
-    may name itself (SLURM's JOB and STEP lines of one cancel); then the earlier match tells."""
+    may name itself (SLURM's JOB and STEP lines of one cancel); then the earlier match tells. A
+    traceback's report that another rule's match ends (``_ended_by``) is told by that match alike."""
     absorbed: Set[int] = set()
     told: Dict[int, List[LogEvent]] = {}
     by_log: Dict[int, Dict[str, List[_Item]]] = {}
@@ -589,21 +590,47 @@ def _told_again(items: Sequence[_Item]) -> _ToldAgain:
         by_log.setdefault(item[0], {}).setdefault(item[2].match.rule.id, []).append(item)
     for by_rule in by_log.values():
         in_order = sorted((it for group in by_rule.values() for it in group), key=lambda it: it[2].match.seq)
+        ends = _ended_by(in_order)
         for item in in_order:
             rule = item[2].match.rule
-            if not rule.same_event_as or id(item[2]) in absorbed:
+            if id(item[2]) in absorbed or not (rule.same_event_as or id(item[2]) in ends):
                 continue
-            for name in rule.same_event_as:
-                for other in by_rule.get(name, ()):
-                    if other is item or id(other[2]) in absorbed:
-                        continue
-                    if _same_event(item, other, rule.same_event_lines):
-                        absorbed.add(id(other[2]))
-                        # A teller told again tells nothing of its own: what it absorbed moves along
-                        # (a Ray death whose line a terminal cut, then the retry that handled it).
-                        inherited = told.pop(id(other[2]), [])
-                        told.setdefault(id(item[2]), []).extend([other[2], *inherited])
+            lines = rule.same_event_lines
+            named = [(other, lines) for name in rule.same_event_as for other in by_rule.get(name, ())]
+            named += [(other, 0) for other in ends.get(id(item[2]), ())]
+            for other, lines in named:
+                if other is item or id(other[2]) in absorbed:
+                    continue
+                if _same_event(item, other, lines):
+                    absorbed.add(id(other[2]))
+                    # A teller told again tells nothing of its own: what it absorbed moves along
+                    # (a Ray death whose line a terminal cut, then the retry that handled it).
+                    inherited = told.pop(id(other[2]), [])
+                    told.setdefault(id(item[2]), []).extend([other[2], *inherited])
     return _ToldAgain(absorbed, told)
+
+
+def _ended_by(items: Sequence[_Item]) -> Dict[int, List[_Item]]:
+    """id() of a match on the last line of a block that reports a traceback and names the exception it
+    ends in ("Exception in thread worker-1:" ... "_queue.Empty", torch.multiprocessing's "-- Process 0
+    terminated with the following error:" ... "RuntimeError: [...] Timed out waiting 2000ms") -> those
+    blocks: that line is the error the block reports, so its rule says what happened and the block who
+    it happened to (one event; the block's message is added to the match's)."""
+    blocks: Dict[int, List[_Item]] = {}
+    for item in items:
+        match = item[2].match
+        names_exception = any(match.groups.get(group) for group in EXCEPTION_GROUPS)
+        if match.rule.is_block and match.rule.kind is not None and names_exception:
+            blocks.setdefault(match.end_line, []).append(item)
+    ends: Dict[int, List[_Item]] = {}
+    if not blocks:
+        return ends
+    for item in items:
+        match = item[2].match
+        enclosing = [b for b in blocks.get(match.end_line, ()) if b[2].match.rule is not match.rule]
+        if enclosing and not match.rule.is_block:
+            ends[id(item[2])] = enclosing
+    return ends
 
 
 def _same_event(item: _Item, other: _Item, lines: int) -> bool:
