@@ -597,7 +597,7 @@ def _told_again(items: Sequence[_Item]) -> _ToldAgain:
                 continue
             lines = rule.same_event_lines
             named = [(other, lines) for name in rule.same_event_as for other in by_rule.get(name, ())]
-            named += [(other, 0) for other in ends.get(id(item[2]), ())]
+            named += ends.get(id(item[2]), [])
             for other, lines in named:
                 if other is item or id(other[2]) in absorbed:
                     continue
@@ -610,27 +610,39 @@ def _told_again(items: Sequence[_Item]) -> _ToldAgain:
     return _ToldAgain(absorbed, told)
 
 
-def _ended_by(items: Sequence[_Item]) -> Dict[int, List[_Item]]:
+def _ended_by(items: Sequence[_Item]) -> Dict[int, List[Tuple[_Item, int]]]:
     """id() of a match on the last line of a block that reports a traceback and names the exception it
     ends in ("Exception in thread worker-1:" ... "_queue.Empty", torch.multiprocessing's "-- Process 0
     terminated with the following error:" ... "RuntimeError: [...] Timed out waiting 2000ms") -> those
-    blocks: that line is the error the block reports, so its rule says what happened and the block who
-    it happened to (one event; the block's message is added to the match's)."""
-    blocks: Dict[int, List[_Item]] = {}
+    blocks, each with the lines between them: that line is the error the block reports, so its rule says
+    what happened and the block who it happened to (one event; the block's message is added to the
+    match's). A block may end in a repeat the match's event folded in (the same text further down)."""
+    blocks: List[_Item] = []
     for item in items:
         match = item[2].match
         names_exception = any(match.groups.get(group) for group in EXCEPTION_GROUPS)
         if match.rule.is_block and match.rule.kind is not None and names_exception:
-            blocks.setdefault(match.end_line, []).append(item)
-    ends: Dict[int, List[_Item]] = {}
+            blocks.append(item)
+    ends: Dict[int, List[Tuple[_Item, int]]] = {}
     if not blocks:
         return ends
     for item in items:
         match = item[2].match
-        enclosing = [b for b in blocks.get(match.end_line, ()) if b[2].match.rule is not match.rule]
-        if enclosing and not match.rule.is_block:
-            ends[id(item[2])] = enclosing
+        if match.rule.is_block:
+            continue
+        for block in blocks:
+            told = block[2].match
+            if told.rule is match.rule:
+                continue
+            if told.end_line == match.line or (
+                item[2].repeats > 1 and told.end_line > match.line and _exception_text(told) == match.text
+            ):
+                ends.setdefault(id(item[2]), []).append((block, max(0, told.line - match.line)))
     return ends
+
+
+def _exception_text(block: Match) -> Optional[str]:
+    return next((block.groups[group] for group in EXCEPTION_GROUPS if block.groups.get(group)), None)
 
 
 def _same_event(item: _Item, other: _Item, lines: int) -> bool:
