@@ -646,8 +646,12 @@ def _exception_text(block: Match) -> Optional[str]:
 
 
 def _same_event(item: _Item, other: _Item, lines: int) -> bool:
-    """Whether ``other`` is at most ``lines`` lines from ``item``, in its test, of its rank or pid."""
-    if item[3] != other[3] or item[4] != other[4]:
+    """Whether ``other`` is at most ``lines`` lines from ``item``, in its test, of its rank or pid. A
+    test's failure (``test-failure``) is in that test by definition: an event on no test's lines (the
+    session's "Interrupted: 1 error during collection") may tell it."""
+    if item[3] != other[3]:
+        return False
+    if item[4] != other[4] and not (item[4] is None and other[2].match.rule.kind is Kind.TEST_FAILURE):
         return False
     first, second = item[2].match, other[2].match
     gap = max(second.line - first.end_line, first.line - second.end_line) - 1

@@ -93,3 +93,4 @@ def test_an_error_on_another_line_than_the_reports_end_is_its_own(tmp_path):
                    "KeyError: 'vocab_size'\n_queue.Empty\n")
     assert sorted(f.rule for f in scan_paths([str(log)], BUILTIN, engine="python")) == [
         "queue-empty-uncaught", "thread-exception-uncaught"]
+
