@@ -611,17 +611,18 @@ def _told_again(items: Sequence[_Item]) -> _ToldAgain:
 
 
 def _ended_by(items: Sequence[_Item]) -> Dict[int, List[Tuple[_Item, int]]]:
-    """id() of a match on the last line of a block that reports a traceback and names the exception it
-    ends in ("Exception in thread worker-1:" ... "_queue.Empty", torch.multiprocessing's "-- Process 0
+    """id() of a match on the last line of a worker's traceback report that names the exception it ends
+    in ("Exception in thread worker-1:" ... "_queue.Empty", torch.multiprocessing's "-- Process 0
     terminated with the following error:" ... "RuntimeError: [...] Timed out waiting 2000ms") -> those
-    blocks, each with the lines between them: that line is the error the block reports, so its rule says
-    what happened and the block who it happened to (one event; the block's message is added to the
-    match's). A block may end in a repeat the match's event folded in (the same text further down)."""
+    reports, each with the lines between them: that line is the error the worker died of, so its rule
+    says what happened and the report who it happened to (one event; the report's message is added to
+    the match's). A report may end in a repeat the match's event folded in (the same text further down).
+    An atexit report is not a worker's: that the error came at exit, with status 0, is its own finding."""
     blocks: List[_Item] = []
     for item in items:
         match = item[2].match
         names_exception = any(match.groups.get(group) for group in EXCEPTION_GROUPS)
-        if match.rule.is_block and match.rule.kind is not None and names_exception:
+        if match.rule.is_block and match.rule.kind is Kind.WORKER_FAILURE and names_exception:
             blocks.append(item)
     ends: Dict[int, List[Tuple[_Item, int]]] = {}
     if not blocks:

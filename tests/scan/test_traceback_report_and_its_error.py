@@ -94,3 +94,14 @@ def test_an_error_on_another_line_than_the_reports_end_is_its_own(tmp_path):
     assert sorted(f.rule for f in scan_paths([str(log)], BUILTIN, engine="python")) == [
         "queue-empty-uncaught", "thread-exception-uncaught"]
 
+
+
+def test_an_atexit_report_and_the_error_it_ends_in_stay_two_findings(tmp_path):
+    # bench/logshapes.py's planted atexit failure: that the run exits 0 after it is the atexit finding's
+    log = tmp_path / "atexit.log"
+    log.write_text("Exception ignored in atexit callback: <function _shutdown_workers at 0x7f3a2c1d0e50>\n"
+                   "Traceback (most recent call last):\n"
+                   '  File "/opt/conda/lib/python3.11/site-packages/torch/distributed/elastic/agent.py",'
+                   " line 12, in _shutdown_workers\nRuntimeError: distributed checkpoint workers timed out\n")
+    rules = sorted(f.rule for f in scan_paths([str(log)], BUILTIN, engine="python"))
+    assert rules == ["atexit-callback-ignored", "workers-timed-out"]
