@@ -22,7 +22,8 @@ rank), pdsh's ``10.0.0.6: `` or ``worker-1: `` (DeepSpeed's multi-node launcher)
 ``13047a84-9fa2-4afe-b5b4-6475139b76b3 || `` (the master's ``<>  [2021-12-07 10:43:01] 087c0ee7 || ``),
 horovodrun's ``[4]<stderr>:`` (mpirun's without the job number), and unittest
 ``-v``'s ``test_m (mod.Class) ... `` when a child's output (a glibc abort, a crash report) continues
-that line instead of the outcome.
+that line instead of the outcome, and a plain run's progress letters (``.``, ``E``, ``F``...) that the
+first line a child printed next continues (``.Process worker-3:``, ``Fsubprocess.CalledProcessError:``).
 A glog FATAL (``F``) prefix is kept: it is part of what the fatal-line rule matches. A line a paste
 quoted as Markdown (``> Error: Process completed with exit code 137``) loses the quote marks, one
 quoted as code (```` `Killed` ````, a fence glued to its first line) the backticks, and one pasted as
@@ -96,6 +97,25 @@ _LOGGER_PREFIX = re.compile(
 # host): when several processes die at once their tracebacks interleave, and each block reads only its
 # own process's lines.
 _SPEAKER_GROUPS = ("process", "tee", "host", "job", "trial")
+# A plain run's progress (unittest without -v, pytest -q -s: one of ". E F s x u" per test, no newline)
+# glued to the start of a child's line: ".Process worker-3:", "._queue.Empty", ".[E1202 ...",
+# "EException in thread", "Fsubprocess.CalledProcessError: ". The line must start with a capitalised
+# word, "_" or "[" after a dot, with a capitalised word after E F s x u, or with a qualified exception
+# name after a dot, E or F (a lower-case s x u stays the name's first letter). So "Error", "Fatal",
+# "ERROR:", "EOFError", "x86", "x_train.shape", glog's "F0325 ...", pytest's "E   " keep their letter,
+# and a terminal's cut before ".cc:563] Read error" stays a cut. More progress then a blank or the end
+# (pytest -q's "..F.. [ 50%]") is still progress.
+_QUALIFIED_EXCEPTION = r"[A-Za-z_]\w*(?:\.\w+)*\.[A-Z]\w*(?::|$)"
+_PROGRESS_GLUED = re.compile(
+    r"(?:[.EFsxu]*(?:[EFsxu](?=[A-Z][a-z])|\.(?=[A-Z_\[]))"
+    r"|[.EFsxu]*?[.EF](?=" + _QUALIFIED_EXCEPTION + r"))"
+    r"(?![.EFsxu]*(?:\s|$))"
+)
+_PROGRESS_CHARS = ".EFsxu"
+# pytest's failure report marks each line of the exception it shows with "E" and the indentation of the
+# failing source line ("E   subprocess.TimeoutExpired: ...", "E       RuntimeError: ..."; _pytest/_code/
+# code.py, FormattedExcinfo.get_exconly with markall): the line after it is what the exception printed.
+_PYTEST_FAIL_MARK = re.compile(r"E {3,}(?=\S)")
 # unittest -v's "test_m (mod.Class) ... " when what follows is a child's output, not the outcome.
 _UNITTEST_CONTINUED = re.compile(
     r"\w+ \([\w.]+\) \.\.\. (?!(?:ok|FAIL|ERROR|skipped|expected failure|unexpected success)\b)(?=\S)"
@@ -135,8 +155,9 @@ def strip_controls(raw: bytes) -> bytes:
 def clean_stripped(raw: bytes, keep_progress: bool = False) -> Tuple[str, Optional[int]]:
     """Clean a line that already went through ``strip_controls``; see ``clean_line``.
 
-    ``keep_progress``: keep a test runner's progress text that a child's output continues (test
-    attribution reads it; rules match what follows it)."""
+    ``keep_progress``: keep a test runner's own text before what a line says (unittest -v's progress
+    that a child's output continues, a plain run's progress letters, pytest's "E   " failure mark): test
+    attribution reads the runner's text; rules match what follows it."""
     text, rank, _speaker = clean_speaking(raw, keep_progress)
     return text, rank
 
@@ -168,7 +189,14 @@ def clean_speaking(raw: bytes, keep_progress: bool = False) -> Tuple[str, Option
         text = _unemphasised(text)
     rank = None
     speaker = None
-    for _ in range(3):  # e.g. journald, then [rankN]:, then torch's [E... file.cpp:N]
+    glued = keep_progress  # a plain run's progress may precede a child's line once
+    for _ in range(4):  # e.g. journald, then [rankN]:, then progress dots, then torch's [E... file.cpp:N]
+        if not glued and text[:1] in _PROGRESS_CHARS:
+            glued = True
+            m = _PROGRESS_GLUED.match(text) or (_PYTEST_FAIL_MARK.match(text) if text[:4] == "E   " else None)
+            if m is not None:
+                text = text[m.end():]
+                continue
         if text.startswith("[rank"):
             m = _RANK.match(text)
             if m is not None:

@@ -535,6 +535,26 @@ _SIGNAL_WORDS = {
     "trace/breakpoint trap": "SIGTRAP",
     "killed": "SIGKILL",
     "terminated": "SIGTERM",
+    # zsh's own words for the signals whose default action ends a process (Src/signames2.awk; it reports
+    # every death by signal but SIGINT and SIGPIPE, Src/jobs.c printjob): "zsh: abort  python x.py"
+    "abort": "SIGABRT",
+    "alarm": "SIGALRM",
+    "cpu limit exceeded": "SIGXCPU",
+    "emt instruction": "SIGEMT",
+    "file size limit exceeded": "SIGXFSZ",
+    "hangup": "SIGHUP",
+    "illegal hardware instruction": "SIGILL",
+    "invalid system call": "SIGSYS",
+    "iot instruction": "SIGABRT",  # SIGIOT is SIGABRT on Linux and macOS; zsh on Linux keeps IOT's name
+    "pollable event occurred": "SIGPOLL",
+    "power fail": "SIGPWR",
+    "profile signal": "SIGPROF",
+    "quit": "SIGQUIT",
+    "resource lost": "SIGLOST",
+    "trace trap": "SIGTRAP",
+    "user-defined signal 1": "SIGUSR1",
+    "user-defined signal 2": "SIGUSR2",
+    "virtual time alarm": "SIGVTALRM",
     # faulthandler's "Windows fatal exception: access violation", as the exit status names it
     "access violation": "STATUS_ACCESS_VIOLATION",
     "stack overflow": "STATUS_STACK_OVERFLOW",
@@ -561,7 +581,8 @@ class _ToldAgain:
 def _told_again(items: Sequence[_Item]) -> _ToldAgain:
     """Events that a nearby match of a rule naming them in ``same_event_as`` tells again (a C++
     terminate whose what() is the NCCL watchdog's message): that rule's finding absorbs them. A rule
-    may name itself (SLURM's JOB and STEP lines of one cancel); then the earlier match tells."""
+    may name itself (SLURM's JOB and STEP lines of one cancel); then the earlier match tells. A
+    traceback's report that another rule's match ends (``_ended_by``) is told by that match alike."""
     absorbed: Set[int] = set()
     told: Dict[int, List[LogEvent]] = {}
     by_log: Dict[int, Dict[str, List[_Item]]] = {}
@@ -569,26 +590,69 @@ def _told_again(items: Sequence[_Item]) -> _ToldAgain:
         by_log.setdefault(item[0], {}).setdefault(item[2].match.rule.id, []).append(item)
     for by_rule in by_log.values():
         in_order = sorted((it for group in by_rule.values() for it in group), key=lambda it: it[2].match.seq)
+        ends = _ended_by(in_order)
         for item in in_order:
             rule = item[2].match.rule
-            if not rule.same_event_as or id(item[2]) in absorbed:
+            if id(item[2]) in absorbed or not (rule.same_event_as or id(item[2]) in ends):
                 continue
-            for name in rule.same_event_as:
-                for other in by_rule.get(name, ()):
-                    if other is item or id(other[2]) in absorbed:
-                        continue
-                    if _same_event(item, other, rule.same_event_lines):
-                        absorbed.add(id(other[2]))
-                        # A teller told again tells nothing of its own: what it absorbed moves along
-                        # (a Ray death whose line a terminal cut, then the retry that handled it).
-                        inherited = told.pop(id(other[2]), [])
-                        told.setdefault(id(item[2]), []).extend([other[2], *inherited])
+            lines = rule.same_event_lines
+            named = [(other, lines) for name in rule.same_event_as for other in by_rule.get(name, ())]
+            named += ends.get(id(item[2]), [])
+            for other, lines in named:
+                if other is item or id(other[2]) in absorbed:
+                    continue
+                if _same_event(item, other, lines):
+                    absorbed.add(id(other[2]))
+                    # A teller told again tells nothing of its own: what it absorbed moves along
+                    # (a Ray death whose line a terminal cut, then the retry that handled it).
+                    inherited = told.pop(id(other[2]), [])
+                    told.setdefault(id(item[2]), []).extend([other[2], *inherited])
     return _ToldAgain(absorbed, told)
 
 
+def _ended_by(items: Sequence[_Item]) -> Dict[int, List[Tuple[_Item, int]]]:
+    """id() of a match on the last line of a worker's traceback report that names the exception it ends
+    in ("Exception in thread worker-1:" ... "_queue.Empty", torch.multiprocessing's "-- Process 0
+    terminated with the following error:" ... "RuntimeError: [...] Timed out waiting 2000ms") -> those
+    reports, each with the lines between them: that line is the error the worker died of, so its rule
+    says what happened and the report who it happened to (one event; the report's message is added to
+    the match's). A report may end in a repeat the match's event folded in (the same text further down).
+    An atexit report is not a worker's: that the error came at exit, with status 0, is its own finding."""
+    blocks: List[_Item] = []
+    for item in items:
+        match = item[2].match
+        names_exception = any(match.groups.get(group) for group in EXCEPTION_GROUPS)
+        if match.rule.is_block and match.rule.kind is Kind.WORKER_FAILURE and names_exception:
+            blocks.append(item)
+    ends: Dict[int, List[Tuple[_Item, int]]] = {}
+    if not blocks:
+        return ends
+    for item in items:
+        match = item[2].match
+        if match.rule.is_block:
+            continue
+        for block in blocks:
+            told = block[2].match
+            if told.rule is match.rule:
+                continue
+            if told.end_line == match.line or (
+                item[2].repeats > 1 and told.end_line > match.line and _exception_text(told) == match.text
+            ):
+                ends.setdefault(id(item[2]), []).append((block, max(0, told.line - match.line)))
+    return ends
+
+
+def _exception_text(block: Match) -> Optional[str]:
+    return next((block.groups[group] for group in EXCEPTION_GROUPS if block.groups.get(group)), None)
+
+
 def _same_event(item: _Item, other: _Item, lines: int) -> bool:
-    """Whether ``other`` is at most ``lines`` lines from ``item``, in its test, of its rank or pid."""
-    if item[3] != other[3] or item[4] != other[4]:
+    """Whether ``other`` is at most ``lines`` lines from ``item``, in its test, of its rank or pid. A
+    test's failure (``test-failure``) is in that test by definition: an event on no test's lines (the
+    session's "Interrupted: 1 error during collection") may tell it."""
+    if item[3] != other[3]:
+        return False
+    if item[4] != other[4] and not (item[4] is None and other[2].match.rule.kind is Kind.TEST_FAILURE):
         return False
     first, second = item[2].match, other[2].match
     gap = max(second.line - first.end_line, first.line - second.end_line) - 1
