@@ -191,7 +191,8 @@ def _outcome_after(buf: bytes, lo: int, hi: int, test: str) -> Optional[bool]:
 
     The same test's progress line again (pytest prints ``t`` again for each subtest report and once more
     with the test's outcome; pytest-rerunfailures prints ``t RERUN`` and then ``t`` for the rerun) is
-    still that test: its outcome is the one such a line carries.
+    still that test: its outcome is the one such a line carries. Under xdist that line is the worker's
+    report (``[gw0] [ 14%] RERUN t`` after a worker it crashed went down): the test reported.
     """
     while True:
         nxt = min(_next_progress(buf, lo), hi)
@@ -201,9 +202,9 @@ def _outcome_after(buf: bytes, lo: int, hi: int, test: str) -> Optional[bool]:
             return None
         start, end = _line_around(buf, nxt)
         parsed = _parse_at(buf, start, end)
-        if parsed is None or parsed[0] != test or parsed[2]:
+        if parsed is None or parsed[0] != test:
             return False
-        if parsed[1]:
+        if parsed[1]:  # an xdist line of the test is its worker's report: an outcome (RERUN included)
             return True
         lo = end
 
