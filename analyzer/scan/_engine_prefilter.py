@@ -253,14 +253,23 @@ def _suffix_search(
     return pattern.search if cost < _pivot_cost(hits_per_mib) else None
 
 
-Rest = Tuple[bytes, bytes]  # a literal after its pivot, and the whole literal to look back on (or b"")
+Rest = Tuple[bytes, bytes]  # a literal after its pivot, and the literal to look back on (or b"")
+# A user's literal may be thousands of bytes: the trie (a group per byte) and the look back stop this
+# far, and the hits are confirmed in full in Python, as every hit is.
+_REST_BYTES = 32
+_BEHIND_BYTES = 64
 
 
 def _rests(by_key: Dict[bytes, List[Entry]]) -> List[Rest]:
-    # Past the pivot the rest can be short and common ("han" of "than"): a look back over the whole
-    # literal confirms it, and costs only where the rest matched. A pivot at offset 0 needs none.
-    return sorted({(needle[offset + 1:], needle if offset else b"")
-                   for entries in by_key.values() for needle, offset, _ in entries})
+    # Past the pivot the rest can be short and common ("han" of "than"): a look back over the literal
+    # confirms it, and costs only where the rest matched. A pivot at offset 0 needs none.
+    rests = set()
+    for entries in by_key.values():
+        for needle, offset, _ in entries:
+            end = min(len(needle), offset + 1 + _REST_BYTES)
+            behind = needle[max(0, end - _BEHIND_BYTES):end] if offset else b""
+            rests.add((needle[offset + 1:end], behind))
+    return sorted(rests)
 
 
 def _rests_pattern(rests: Sequence[Rest]) -> bytes:

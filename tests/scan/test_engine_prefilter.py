@@ -82,6 +82,23 @@ def test_python_finder_equals_the_reference(monkeypatch, strategy, plan):
     assert find(window[: len(window) // 3]) == reference(plan, window[: len(window) // 3])
 
 
+def test_a_literal_of_thousands_of_common_bytes_is_searched_without_recursing(monkeypatch):
+    # A user's rule may hold a literal of thousands of bytes; on a searched pivot, its trie and look back
+    # are cut short (a group per byte went past Python's recursion limit) and its hits confirmed in full.
+    monkeypatch.setattr(prefilter, "_HIT_COST_S", 0.0)
+    monkeypatch.setattr(prefilter, "_SUFFIX_PASS_COST_S_PER_MIB", -1.0)
+    long_one = b"".join(b"aolt"[(i * 3) % 4:(i * 3) % 4 + 1] + (b"" if i % 5 else b" ") for i in range(2500))
+    plan = Plan(literals=PLAN.literals + (Literal(long_one, False, (0,)),), always=())
+    window = big_window() * 2 + b"\n" + long_one + b"\n" + long_one[:-1] + b"\n"
+    finder = prefilter._PivotFinder([(i, lit.needle, lit.caseless) for i, lit in enumerate(plan.literals)])
+    out: dict = {}
+    finder(window, out)
+    assert out == reference(plan, window)
+    searched = [pivot for pivot in finder.pivots if pivot.search is not None
+                and any(n == long_one for entries in pivot.exact.values() for n, _, _ in entries)]
+    assert searched, "the long literal is not on a searched pivot: the test tests nothing"
+
+
 def test_each_strategy_is_really_used(monkeypatch):
     finder = prefilter._PivotFinder([(i, lit.needle, lit.caseless) for i, lit in enumerate(PLAN.literals)])
     monkeypatch.setattr(prefilter, "_HIT_COST_S", 0.0)
