@@ -46,25 +46,35 @@ class _Unsupported(Exception):
     """A construct this module does not loosen: the rule keeps the literal prefilter alone."""
 
 
-def rule_line_pattern(rule: Rule, folded: bool = False) -> Optional[bytes]:
+def rule_line_pattern(rule: Rule, folded: bool = False, within_line: bool = False) -> Optional[bytes]:
     """The loosened raw-line pattern of ``rule``'s first pattern, or None when there is none."""
     if rule.user_defined:
         return None
     pattern = rule.start if rule.is_block else rule.pattern
     if pattern is None:
         return None
-    return line_pattern(pattern, rule.ignore_case, folded)
+    return line_pattern(pattern, rule.ignore_case, folded, within_line)
 
 
-def line_pattern(pattern: str, ignore_case: bool = False, folded: bool = False) -> Optional[bytes]:
+def searched_folded(rule: Rule) -> bool:
+    """Whether ``rule``'s loosened pattern is searched in the line's ``bytes.lower()`` (it has a caseless
+    part: ``re`` is several times faster on a fixed character than on a class of both cases)."""
+    return rule.ignore_case or "(?i" in (rule.start or rule.pattern or "")
+
+
+def line_pattern(
+    pattern: str, ignore_case: bool = False, folded: bool = False, within_line: bool = False
+) -> Optional[bytes]:
     """A bytes pattern (valid for Hyperscan and ``re``) matching every raw line whose text matches
     ``pattern``; None when the pattern uses a construct not handled here or the result matches the
-    empty line (it would reject nothing)."""
+    empty line (it would reject nothing). ``within_line``: no class of it takes a ``\n``, so searched over
+    many lines at once it still finds just the matches within one line, and no attempt runs past its
+    line (a loosened ``[^']*`` would otherwise read on to the next quote, lines away)."""
     try:
         parsed = _parse(pattern, re.IGNORECASE if ignore_case else 0)
         flags = parsed.state.flags
         items = _without_optional_head(list(parsed))
-        loosener = _Loosener(folded)
+        loosener = _Loosener(folded, within_line)
         loose = loosener.sequence(items, bool(flags & re.IGNORECASE), bool(flags & re.DOTALL), tail=True)
         compiled = re.compile(loose)
     except (_Unsupported, re.error, RecursionError, OverflowError, ValueError):
@@ -111,10 +121,12 @@ def _without_optional_head(items: list) -> list:
 
 class _Loosener:
     """Serialise a parse tree as its loosened bytes pattern. ``folded``: for lines lowercased with
-    ``bytes.lower`` (every letter is emitted in lower case, whatever the pattern's case flags)."""
+    ``bytes.lower`` (every letter is emitted in lower case, whatever the pattern's case flags);
+    ``within_line``: no class takes a ``\n`` (see ``line_pattern``)."""
 
-    def __init__(self, folded: bool) -> None:
+    def __init__(self, folded: bool, within_line: bool = False) -> None:
         self.folded = folded
+        self.within_line = within_line
 
     def sequence(self, items: list, caseless: bool, dotall: bool, tail: bool) -> bytes:
         """A concatenation; ``tail``: nothing follows it, so its last repeat needs only its minimum."""
@@ -206,6 +218,8 @@ class _Loosener:
         class takes the lower case of each character it takes (sets are built unfolded until here)."""
         if self.folded:
             members = frozenset(code + 32 if 0x41 <= code <= 0x5A else code for code in members)
+        if self.within_line:
+            members = members - {0x0A}
         return _class(members)
 
 
@@ -266,7 +280,7 @@ class LoosePatterns:
         for index in indices:
             entry = compiled[index]
             if entry is _UNSET:
-                entry = self.compiled_pattern(index)
+                entry = compiled[index] = self._compile(self.rules[index])
             if entry is None:
                 kept.append(index)
                 continue
@@ -285,16 +299,8 @@ class LoosePatterns:
                 self.noisy = self.noisy | {index}
         return kept
 
-    def compiled_pattern(self, index: int) -> Optional[Tuple[Any, bool]]:
-        """Rule ``index``'s loosened pattern compiled with ``re``, and whether it is searched folded (in the
-        text's ``bytes.lower()``); None when the rule has none."""
-        entry = self.compiled[index]
-        if entry is _UNSET:
-            entry = self.compiled[index] = self._compile(self.rules[index])
-        return entry
-
     @staticmethod
     def _compile(rule: Rule) -> Optional[Tuple[Any, bool]]:
-        folded = rule.ignore_case or "(?i" in (rule.start or rule.pattern or "")
+        folded = searched_folded(rule)
         pattern = rule_line_pattern(rule, folded)
         return (re.compile(pattern), folded) if pattern is not None else None

@@ -14,7 +14,7 @@ from typing import (
 )
 
 from ..rules.model import Rule
-from ._engine_approx import LoosePatterns, rule_line_pattern
+from ._engine_approx import LoosePatterns, rule_line_pattern, searched_folded
 from ._engine_literals import _C, Literal, Plan, _sre_parse
 
 Candidates = Dict[int, Set[int]]  # line start offset -> literal indices found in that line
@@ -539,14 +539,16 @@ def _hyperscan_loose_matcher(
 def _python_loose_matcher(
     rules: Dict[int, Rule], loose: LoosePatterns,
 ) -> Optional[Tuple[LineHits, List[int]]]:
-    """The noisy rules whose loosened pattern (as the engine's own check compiles it) starts with a
-    literal: sre finds that prefix in C, so a search over the window costs about a memchr pass. A
-    pattern that starts with a class would be tried at every byte: such rules keep their literals."""
+    """The noisy rules whose loosened pattern, made to stay within a line (``within_line``), starts with
+    a literal: sre finds that prefix in C, so a search over the window costs about a memchr pass, and no
+    attempt runs past its line. A pattern that starts with a class would be tried at every byte: such
+    rules keep their literals."""
     searched = []
-    for index in rules:
-        compiled = loose.compiled_pattern(index)
-        if compiled is not None and _starts_with_literal(compiled[0].pattern):
-            searched.append((index, compiled[0], compiled[1]))
+    for index, rule in rules.items():
+        folded = searched_folded(rule)
+        pattern = rule_line_pattern(rule, folded, within_line=True)
+        if pattern is not None and _starts_with_literal(pattern):
+            searched.append((index, re.compile(pattern), folded))
     if not searched:
         return None
 
@@ -567,23 +569,18 @@ def _starts_with_literal(pattern: bytes) -> bool:
 
 
 def _lines_matching(pattern: Any, text: bytes) -> Iterator[int]:
-    """The start of every line of ``text`` that holds a match of ``pattern`` within it, as the engine's
-    check of one line finds it. The leftmost match at or after a line start is in that line or a later
-    one (a loosened pattern has no anchors or lookarounds); one that runs past the line's end is checked
-    again within the line."""
+    """The start of every line of ``text`` holding a match of ``pattern``, which cannot match a ``\n``
+    (``within_line``): each match found lies within one line, so the search goes on at the next."""
     search = pattern.search
-    pos, size = 0, len(text)
-    while pos < size:
+    pos = 0
+    while True:
         match = search(text, pos)
         if match is None:
             return
-        at = match.start()
-        start = text.rfind(b"\n", 0, at) + 1
-        stop = text.find(b"\n", at)
-        stop = size if stop == -1 else stop
-        if match.end() <= stop or search(text, start, stop) is not None:
-            yield start
-        pos = stop + 1
+        yield text.rfind(b"\n", 0, match.start()) + 1
+        pos = text.find(b"\n", match.end()) + 1
+        if pos == 0:
+            return
 
 
 def _loose_database(patterns: Dict[int, bytes]) -> Optional[Tuple[Any, List[int]]]:

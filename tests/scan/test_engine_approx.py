@@ -224,18 +224,35 @@ def test_the_python_engine_takes_over_a_noisy_rule_and_finds_the_same(monkeypatc
 
 
 @pytest.mark.parametrize("text", [
-    b"ab\ncd\nab cd\n",  # the leftmost match runs over a line end; the line of its start has none
-    b"ab\ncd ab cd\n",  # ...and the next line holds one after the end of that match
+    b"ab\ncd\nab cd\n",  # the loosened \s takes a newline: searched over the lines at once, it must not
+    b"ab\ncd ab cd\n",  # ...nor hide the match the next line holds after such a span
     b"ab cd ab cd\nxx\nab cd",  # two in a line, none, one in a last line without a newline
     b"",
     b"\n\nab cd\n\n",
 ])
 def test_lines_matching_finds_the_lines_a_check_of_each_line_finds(text):
-    pattern = re.compile(rb"ab\s+cd")  # \s takes a newline, as a loosened class may
+    each_line = re.compile(approx.line_pattern(r"ab\s+cd"))
     expected, start = [], 0
     for line in text.split(b"\n"):
-        if pattern.search(line):
+        if each_line.search(line):
             expected.append(start)
         start += len(line) + 1
-    assert list(prefilter._lines_matching(pattern, text)) == expected
+    within = re.compile(approx.line_pattern(r"ab\s+cd", within_line=True))
+    assert list(prefilter._lines_matching(within, text)) == expected
 
+
+@pytest.mark.parametrize("rule", [r for r in load_catalogue().rules if r.examples_match and not r.guard],
+                         ids=lambda r: r.id)
+def test_a_within_line_pattern_never_matches_across_a_line_end(rule):
+    # Searched over a whole window, a class that takes "\n" would let one attempt read on for lines
+    # (a loosened [^']* to the next quote) and find matches no single line holds.
+    pattern = approx.rule_line_pattern(rule, approx.searched_folded(rule), within_line=True)
+    if pattern is None:
+        return
+    compiled = re.compile(pattern)
+    for example in rule.examples_match:
+        raw = example.encode("utf-8", "surrogateescape")
+        raw = raw.lower() if approx.searched_folded(rule) else raw
+        for cut in range(1, len(raw)):
+            text = raw[:cut] + b"\n" + raw[cut:]
+            assert all(b"\n" not in m.group() for m in compiled.finditer(text)), (rule.id, text)
