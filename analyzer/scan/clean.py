@@ -112,6 +112,11 @@ _PROGRESS_GLUED = re.compile(
     r"(?![.EFsxu]*(?:\s|$))"
 )
 _PROGRESS_CHARS = ".EFsxu"
+_PROGRESS_RUN = re.compile(r"[.EFsxu]*")
+# A child's first word may begin with progress letters ("subprocess", "Exception"): the cut is looked
+# for this far back from the end of the run only, so a line of a million "E"s costs one pass, not the
+# square of its length.
+_GLUED_BACKOFF = 16
 # pytest's failure report marks each line of the exception it shows with "E" and the indentation of the
 # failing source line ("E   subprocess.TimeoutExpired: ...", "E       RuntimeError: ..."; _pytest/_code/
 # code.py, FormattedExcinfo.get_exconly with markall): the line after it is what the exception printed.
@@ -193,7 +198,10 @@ def clean_speaking(raw: bytes, keep_progress: bool = False) -> Tuple[str, Option
     for _ in range(4):  # e.g. journald, then [rankN]:, then progress dots, then torch's [E... file.cpp:N]
         if not glued and text[:1] in _PROGRESS_CHARS:
             glued = True
-            m = _PROGRESS_GLUED.match(text) or (_PYTEST_FAIL_MARK.match(text) if text[:4] == "E   " else None)
+            run = _PROGRESS_RUN.match(text).end()
+            m = _PROGRESS_GLUED.match(text, max(0, run - _GLUED_BACKOFF)) or (
+                _PYTEST_FAIL_MARK.match(text) if text[:4] == "E   " else None
+            )
             if m is not None:
                 text = text[m.end():]
                 continue

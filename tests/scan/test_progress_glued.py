@@ -69,6 +69,20 @@ def test_real_text_that_starts_with_a_progress_letter_keeps_it(raw):
     assert clean_line(raw.encode())[0] == raw
 
 
+def test_a_long_run_of_progress_is_cut_where_it_ends():
+    # unittest prints its dots on one line to the end of the run: a child's line may follow thousands.
+    assert clean_line(("." * 5000 + "Process worker-3:").encode())[0] == "Process worker-3:"
+    thread = "Exception in thread worker-1:"
+    assert clean_line(("." * 5000 + "E" + thread).encode())[0] == thread
+
+
+@pytest.mark.parametrize("raw", ["E" * 300_000 + " Segmentation fault", "E" + "s" * 300_000 + ": Killed"])
+def test_a_line_of_progress_letters_costs_one_pass(raw):
+    # The cut is looked for only near the end of the run: looked for everywhere, each place tried read the
+    # rest of the run again (300,000 letters: hours), and any line a command prints reaches here.
+    assert clean_line(raw.encode())[0] == raw
+
+
 PLAIN_SUITE = """
     import multiprocessing
     import unittest
