@@ -50,6 +50,18 @@ EXCERPT_LINE_CHARS = 4096
 # whole scan, under ``match_budget_s`` (``rules.budget.MatchBudget``, shared through ``Prepared``); a
 # pattern that spends it is switched off with a scan-incomplete finding and the scan goes on.
 BUDGET_SPENT = "rule {rule} used up its match_budget ({budget}) and was switched off from here on"
+# Built-in patterns on long lines: a pattern linear on real lines can be quadratic on a line a command
+# made up ("CUDA error: x", 300,000 blanks, "y": ``.+?\s*$`` tries every split), and one such line would
+# hold the scan for hours, and hide what follows it. Past LONG_LINE_CHARS a search runs under
+# LONG_SEARCH_S, all of a rule's such searches under LONG_BUDGET_S; a rule that spends it is no longer
+# tried on long lines, and a scan-incomplete finding says so.
+LONG_LINE_CHARS = 4096
+LONG_SEARCH_S = 0.2
+LONG_BUDGET_S = 2.0
+LONG_LINES_SPENT = (
+    "rule {rule} used up its time on lines over {chars:,} characters ({budget}) and is no longer tried on"
+    " such lines"
+)
 _UNKNOWN = object()  # the progress line of a line not yet looked up
 # What a corrupt .gz or zip member raises mid-stream (gzip.BadGzipFile is an OSError).
 _READ_ERRORS = (OSError, EOFError, ValueError, RuntimeError, zipfile.BadZipFile, zlib.error)
@@ -66,6 +78,7 @@ class Prepared:
     budget: Optional[MatchBudget] = None  # mutable: the user patterns' time over the whole scan
     incomplete: Optional[Rule] = None  # the scan-incomplete rule in force
     loose: Optional[LoosePatterns] = None  # mutable: compiled as lines need them, shared by sources
+    long_lines: Optional[MatchBudget] = None  # mutable: the built-in patterns' time on long lines
 
 
 def prepare(catalogue: Catalogue, engine: str = "auto") -> Prepared:
@@ -78,7 +91,8 @@ def prepare(catalogue: Catalogue, engine: str = "auto") -> Prepared:
     incomplete = catalogue.guard_rule(SCAN_INCOMPLETE_RULE)
     loose = LoosePatterns(rules)
     return Prepared(
-        rules, plan, make_finder(plan, engine, loose), catalogue.match_timeout_s, budget, incomplete, loose
+        rules, plan, make_finder(plan, engine, loose), catalogue.match_timeout_s, budget, incomplete, loose,
+        MatchBudget(LONG_SEARCH_S, LONG_BUDGET_S),
     )
 
 
@@ -87,7 +101,7 @@ def source_scanner(source: Source, prepared: Prepared, seq: int = 0) -> "_Source
     up from ``seq``); ``.tracker`` holds its test attribution state (``analyzer.scan.attribution``)."""
     return _SourceScan(
         source.display_path, prepared.rules, prepared.plan, prepared.finder, prepared.timeout_s, seq,
-        prepared.budget, prepared.incomplete, prepared.loose,
+        prepared.budget, prepared.incomplete, prepared.loose, prepared.long_lines,
     )
 
 
@@ -222,7 +236,7 @@ class _SourceScan:
     def __init__(
         self, path: str, rules: Sequence[Rule], plan: Plan, finder: Finder, timeout_s: float, seq: int,
         budget: Optional[MatchBudget] = None, incomplete: Optional[Rule] = None,
-        loose: Optional[LoosePatterns] = None,
+        loose: Optional[LoosePatterns] = None, long_lines: Optional[MatchBudget] = None,
     ) -> None:
         self.path = path
         self.rules = rules
@@ -241,6 +255,7 @@ class _SourceScan:
         # (line, rule index, end_line, text, excerpt, groups, rank, progress) until earlier blocks close
         self.pending: List[tuple] = []
         self.budget = budget if budget is not None else MatchBudget(timeout_s, DEFAULT_MATCH_BUDGET_S)
+        self.long_lines = long_lines if long_lines is not None else MatchBudget(LONG_SEARCH_S, LONG_BUDGET_S)
         self.incomplete = incomplete or Catalogue(()).guard_rule(SCAN_INCOMPLETE_RULE)
         self.notices: List[Match] = []  # scan-incomplete matches not yet yielded
         self.line_now = 0  # the line being matched, for a notice
@@ -345,7 +360,11 @@ class _SourceScan:
             else:
                 found = None
                 for seg in segments:
-                    m = compiled.search(seg)
+                    # inline, not _search_builtin: this runs for every candidate rule of every candidate line
+                    if len(seg) <= LONG_LINE_CHARS:
+                        m = compiled.search(seg)
+                    else:
+                        m = self._search_long(index, compiled, seg)
                     if m is not None:
                         found = seg, m
                         break
@@ -414,8 +433,8 @@ class _SourceScan:
             if self.joined_to.get(index, 0) >= line:
                 continue  # a join from a row above already matched this rule into this row
             is_block, compiled, _user = self.first[index]
-            m = compiled.search(cleaned)
-            if m is None or any(compiled.search(piece) for piece in pieces):
+            m = self._search_builtin(index, compiled, cleaned)
+            if m is None or any(self._search_builtin(index, compiled, piece) for piece in pieces):
                 continue
             self.joined_to[index] = last_row
             if progress is _UNKNOWN:
@@ -519,10 +538,31 @@ class _SourceScan:
         if user:
             return self._search_user(index, compiled, segments)
         for seg in segments:
-            m = compiled.search(seg)
+            m = self._search_builtin(index, compiled, seg)
             if m is not None:
                 return seg, m
         return None
+
+    def _search_builtin(self, index: int, compiled, text: str):
+        """``compiled.search(text)`` for a built-in pattern; on a long line under ``_search_long``."""
+        if len(text) <= LONG_LINE_CHARS:
+            return compiled.search(text)
+        return self._search_long(index, compiled, text)
+
+    def _search_long(self, index: int, compiled, text: str):
+        """A built-in pattern's search of a line over ``LONG_LINE_CHARS``, charged to the rule's time on such
+        lines; None when it found nothing in time, or the rule spent that time (said once, as a notice)."""
+        long_lines = self.long_lines
+        key = self.rules[index].id
+        if long_lines.is_off(key):
+            return None
+        m = long_lines.search(key, compiled, text)
+        if m is None and long_lines.is_off(key):
+            reason = LONG_LINES_SPENT.format(
+                rule=key, chars=LONG_LINE_CHARS, budget=format_duration(long_lines.total_s)
+            )
+            self._notice(reason, self.line_now, {"rule": key})
+        return m
 
     def _search_user(self, index: int, compiled, segments: Sequence[str]):
         """``_search`` for a user's pattern, charged to its budget; switched off once it is spent."""
