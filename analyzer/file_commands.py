@@ -322,8 +322,7 @@ class ReportPath:
                 return cls(path, link=os.readlink(path))
         except OSError:
             return cls(path)
-        plain = stat.S_ISREG(here.st_mode) and here.st_nlink == 1
-        if not (plain or stat.S_ISDIR(here.st_mode)):
+        if not (_plain(here) or stat.S_ISDIR(here.st_mode)):
             return cls(path, special=(here.st_dev, here.st_ino))
         return cls(path)
 
@@ -383,10 +382,8 @@ def _open_plain(path: str, flags: int) -> int:
         raise
     try:
         here = os.fstat(fd)
-        if not stat.S_ISREG(here.st_mode):
-            raise _NotPlain(_what_is(here.st_mode))
-        if here.st_nlink > 1:
-            raise _NotPlain("replaced with a hard link")
+        if not _plain(here):
+            raise _NotPlain(_what_is(here))
         if truncate:
             os.ftruncate(fd, 0)
         os.set_blocking(fd, True)
@@ -396,7 +393,16 @@ def _open_plain(path: str, flags: int) -> int:
     return fd
 
 
-def _what_is(mode: int) -> str:
+def _plain(here: os.stat_result) -> bool:
+    """A regular file of one name: a second name (a hard link) may be a file of the user's."""
+    return stat.S_ISREG(here.st_mode) and here.st_nlink == 1
+
+
+def _what_is(here: os.stat_result) -> str:
+    """What the command put where a plain file was (``_plain`` is false), in the guard's words."""
+    mode = here.st_mode
+    if stat.S_ISREG(mode):
+        return "replaced with a hard link"
     if stat.S_ISLNK(mode):
         return "replaced with a symlink"
     if stat.S_ISDIR(mode):
@@ -414,9 +420,9 @@ def _make_plain(path: str) -> str:
         return ""
     except OSError as err:
         return f"unreadable ({err.strerror or err})"
-    if stat.S_ISREG(here.st_mode) and here.st_nlink == 1:
+    if _plain(here):
         return ""
-    problem = "replaced with a hard link" if stat.S_ISREG(here.st_mode) else _what_is(here.st_mode)
+    problem = _what_is(here)
     try:
         if stat.S_ISDIR(here.st_mode):
             shutil.rmtree(path)  # never follows the symlinks inside
