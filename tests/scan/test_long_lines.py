@@ -13,16 +13,11 @@ import pytest
 
 from analyzer.scan import engine
 from analyzer.rules.loader import load_catalogue
+from tests.scan.test_engine import ATEXIT
 from tests.scan.test_engine_helpers import ENGINES, scan_bytes
 
 BUILTIN = load_catalogue()
 POISON = b"2024:05:29-19:16:18:(202165) |CCL_ERROR| x" + b" " * 300_000 + b"y\n"
-ATEXIT = (
-    b"Exception ignored in atexit callback: <function shutdown at 0x7f>\n"
-    b"Traceback (most recent call last):\n"
-    b'  File "/x/train.py", line 9, in shutdown\n'
-    b"RuntimeError: NCCL communicator was aborted\n"
-)
 
 
 @pytest.mark.parametrize("engine_name", ENGINES)
