@@ -35,15 +35,18 @@ MAX_HELD = 1 << 20  # a run of W-rows longer than this is matched as it is
 _WORD = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
 # A row ending in a rule of punctuation ("=== short test summary info ===", "____ test_x ____") or in
 # a right-aligned progress count ("... PASSED     [ 45%]") was drawn to the terminal's width by the
-# program (pytest does): it is a whole line, not a cut one.
-_SEPARATOR = re.compile(rb"(?:([^\sA-Za-z0-9])\1\1|\[ *\d+%\])$")
+# program (pytest does): it is a whole line, not a cut one. Not a run of dots: CTest's dot leader
+# ("1/3 Test #1: name ........") runs on past the cut, and so does unittest's row of progress dots.
+_SEPARATOR = re.compile(rb"(?:([^\s.A-Za-z0-9])\1\1|\[ *\d+%\])$")
 
 _OPEN = frozenset(b"([{,=-_/\\")  # a line seldom ends so: a cut does
 # A line seldom starts so: a cut does ("...: block" / ": [31,0,0], thread", "gloo/.../pair" / ".cc:563]").
 _CLOSE = frozenset(b")]},;:.=-_")
-_PLAIN_START = frozenset(b"abcdefghijklmnopqrstuvwxyz \t")  # no prefix starts so: skip the cleaning
 # An elapsed-time stamp no cleaning strips: CPython regrtest's "0:00:01 load avg: 0.50 [1/2] test_x".
 _ELAPSED = re.compile(rb"\d+:\d\d:\d\d ")
+# A row ending inside a timestamp ("... AT 2020-07-11T", "2020-07-11T2", "17:09:") whose next row goes
+# on with digits: no program ends a line there.
+_INSIDE_A_STAMP = re.compile(rb"(?:\d\d-\d\dT\d{0,2}|\d:\d\d:|\d{4}-(?:\d\d-)?)$")
 Piece = Tuple[int, int]  # a row of the window: its start and end offsets (no line ending)
 
 
@@ -60,10 +63,11 @@ def _padded(row: bytes) -> bool:
     return row.endswith(b"  ")
 
 
-def _starts_a_record(row: bytes) -> bool:
-    """A row that starts with a timestamp or another logger's prefix is a line of its own."""
-    if row[:1] in _PLAIN_START:
-        return False
+def _starts_a_record(row: bytes, before: bytes = b"") -> bool:
+    """A row that starts with a timestamp or another logger's prefix is a line of its own, unless the
+    row ``before`` it was cut inside a timestamp: then its digits are that stamp's rest."""
+    if row.startswith(b".") or row[:1].isdigit() and _INSIDE_A_STAMP.search(before):
+        return False  # no prefix starts with a dot: a dot leader's rest, or unittest's progress dots
     if _ELAPSED.match(row) is not None:
         return True
     return clean_stripped(row)[0] != row.decode("utf-8", "backslashreplace")
@@ -74,7 +78,11 @@ def _cut_in_a_word(row: bytes, after: bytes) -> bool:
     "the maximum time " / "of 60 minutes", "failed (" / "exitcode: -9)"): a terminal's cut, seldom
     where a program ends a line (programs end lines with a word, ")", "." or ":", and start the next
     one at its margin or indented by two or more)."""
-    if not row or not after or row[-1] == 32 and after[0] == 32 or _starts_a_record(after):
+    if not row or not after:
+        return False
+    if after[:1].isdigit() and _INSIDE_A_STAMP.search(row):
+        return True  # "... AT 2020-07-11T" / "22:48:26 DUE ...": one stamp
+    if row[-1] == 32 and after[0] == 32 or _starts_a_record(after):
         return False
     if row[-1] == 32:
         row, after = row[:-1], b" " + after
@@ -82,6 +90,8 @@ def _cut_in_a_word(row: bytes, after: bytes) -> bool:
         return False
     if after[0] == 32:
         return after[1:2] not in (b"", b" ", b"\t")
+    if row[-1] == 96 and row.count(b"`") % 2:
+        return True  # a backtick that opens a span: "Assertion `" / "x < n` failed."
     return row[-1] in _WORD and after[0] in _WORD or row[-1] in _OPEN or after[0] in _CLOSE
 
 
@@ -209,7 +219,7 @@ def logical_lines(buf: bytes, width: int) -> List[Tuple[int, List[Piece], bytes]
         row_end = end - 1 if end > pos and buf[end - 1] == 13 else end
         row = buf[pos:row_end]
         cut = continues(row, width)
-        if run and not (not row.strip() or b"\r" in row or _starts_a_record(row)):
+        if run and not (not row.strip() or b"\r" in row or _starts_a_record(row, parts[-2])):
             run.append((pos, row_end))
             parts.append(row)
             if cut is None or len(run) == MAX_PIECES:

@@ -194,3 +194,36 @@ def test_a_healthy_run_cut_by_a_terminal_keeps_its_tests():
                 alarming.append((os.path.basename(path), width, sorted(found)))
     assert copies >= 60
     assert len(alarming) <= copies // 50, alarming
+
+
+# Cuts a terminal makes that no program's line ending looks like, each in a real window's shape: CTest's
+# dot leader running on past the cut (quoted/ctest-subprocess-aborted-exception-terminate), a time
+# stamp cut inside its digits (quoted/slurm-time-limit-*), an opened backtick (quoted/cuda-device-assert-*).
+CTEST = (
+    b"  135/203 Test #135: cudax.cpp20.test.stf.utility.timing_with_fences ....................."
+    b"............................Subprocess aborted***Exception:  21.67 sec"
+)
+SLURM = (
+    b"slurmstepd: error: *** JOB 13055114 ON compute-h-17-51 CANCELLED AT 2020-07-11T22:48:26 DUE TO TIME"
+    b" LIMIT ***"
+)
+CUDA = (
+    b"/pytorch/aten/src/ATen/native/cuda/Indexing.cu:658: indexSelectLargeIndex: block: [63,0,0], th"
+    b"read: [56,0,0] Assertion `srcIndex < srcSelectDimSize` failed."
+)
+CUT_MESSAGES = [
+    (CTEST, 80, "ctest-test-failed"),  # "... ..........." / "......Subprocess aborted***Exception:"
+    (SLURM, 80, "slurm-time-limit"),  # "AT 2020-07-11T2" / "2:48:26 DUE TO"
+    (SLURM[3:], 80, "slurm-time-limit"),  # "AT 2020-07-11T22:4" / "8:26 DUE TO"
+    (b"    " + SLURM, 80, "slurm-time-limit"),  # "AT 2020-07-" / "11T22:48:26 DUE TO"
+    (CUDA, 120, "cuda-device-assert"),  # "Assertion `" / "srcIndex < srcSelectDimSize` failed."
+]
+
+
+@pytest.mark.parametrize("line, width, rule", CUT_MESSAGES)
+def test_a_message_cut_where_no_line_ends_is_joined(line, width, rule):
+    data = b"the job failed:\n\n" + line + b"\n\nwhen run with the large profile.\n"
+    assert rule in failing(data)
+    cut = fold(data, width)
+    assert wrap_width(cut) == width
+    assert rule in failing(cut)
