@@ -37,3 +37,36 @@ def test_a_collection_error_and_the_interrupted_session_are_one_finding(tmp_path
     (finding,) = scan_paths([str(log)], BUILTIN, engine=engine)
     assert (finding.rule, finding.line) == ("pytest-collection-interrupted", 8)
     assert "; pytest could not collect tests/test_food.py: none of its tests ran (line 2)" in finding.message
+
+
+CONTINUED = """\
+tests/test_config.py::test_config_loads PASSED                           [100%]
+
+==================================== ERRORS ====================================
+_____________________ ERROR collecting tests/test_food.py ______________________
+tests/test_food.py:1: in <module>
+    import add_path
+E   ModuleNotFoundError: No module named 'add_path'
+____________________ ERROR collecting tests/test_loader.py _____________________
+E     File "/work/tests/test_loader.py", line 1
+E       def test_loader(:
+E                       ^
+E   SyntaxError: invalid syntax
+=========================== short test summary info ============================
+ERROR tests/test_food.py
+ERROR tests/test_loader.py
+========================= 1 passed, 2 errors in 0.61s ==========================
+"""
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_module_reported_right_after_another_is_a_failure_of_its_own(tmp_path, engine):
+    # pytest -v --continue-on-collection-errors (fixtures/crash/pytest-collection-errors-continued): the
+    # second "ERROR collecting" report is no inner run printed in the first module's report.
+    log = tmp_path / "pytest.log"
+    log.write_text(CONTINUED)
+    findings = scan_paths([str(log)], BUILTIN, engine=engine)
+    assert [(f.rule, f.line, f.test) for f in findings] == [
+        ("pytest-collection-error", 4, "tests/test_food.py"),
+        ("pytest-collection-error", 8, "tests/test_loader.py"),
+    ]
