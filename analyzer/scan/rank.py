@@ -51,7 +51,7 @@ from ..rules.loader import EXIT_FIELD_SUFFIX
 from ..rules.model import Catalogue, Rule
 from .match import Match
 from .clean import clean_line
-from .state import LogEvent, LogFindings, LogState, identity_of
+from .state import FRAME, LogEvent, LogFindings, LogState, identity_of
 
 
 EXCEPTION_GROUPS = ("exception", "exc")
@@ -128,7 +128,7 @@ def rank(
         for event in log.events:
             if event.match.rule.id in catalogue.ignore_rules:
                 continue
-            test = log.test_of(event.test)
+            test = log.test_of_event(event)
             events.append((index, log, event, _handled(event, log, test), test))
     told_again = _told_again(events)
     events = [item for item in events if id(item[2]) not in told_again.absorbed]
@@ -145,14 +145,15 @@ def rank(
 
     ranked: List[Tuple[tuple, Finding, Optional[Match]]] = []
     for index, _log, event, handled, test in events:
+        again = told_again.told.get(id(event), ())
         finding = _finding(
             event,
             test,
             handled,
             demote=has_root,
             crash=crashes.crash_of.get(id(event)),
-            again=told_again.told.get(id(event), ()),
-            stack=crashes.stack_of.get(id(event)),
+            again=again,
+            stack=crashes.stack_of.get(id(event)) or _told_with_a_stack(event, again),
         )
         rule = event.match.rule
         if finding.kind is Kind.TEST_FAILURE:
@@ -566,7 +567,6 @@ _SIGNAL_WORDS = {
 # Frames of the interpreter and of installed packages are where a crash surfaces, not where it was
 # caused; the crash site is the innermost frame outside them.
 _LIBRARY_PATHS = ("/lib/python", "site-packages", "dist-packages", "<frozen")
-_FRAME = regex.compile(r'^\s*File "(?P<path>[^"]+)", line (?P<line>\d+)')
 _Item = Tuple[int, LogFindings, LogEvent, bool, Optional[str]]
 _REPORT_LINES = 40  # a ChildFailedError report's header is at most this far above its Root Cause
 _CHILD_FAILED = "ChildFailedError"
@@ -610,6 +610,14 @@ def _told_again(items: Sequence[_Item]) -> _ToldAgain:
     return _ToldAgain(absorbed, told)
 
 
+def _told_with_a_stack(event: LogEvent, again: Sequence[LogEvent]) -> Optional[LogEvent]:
+    """A crash line this finding tells again whose stack says where the crash happened (a crashed
+    pytest-xdist worker's report tells the worker's own "Fatal Python error"), when it has none."""
+    if event.stack is not None:
+        return None
+    return next((told for told in again if told.stack is not None), None)
+
+
 def _ended_by(items: Sequence[_Item]) -> Dict[int, List[Tuple[_Item, int]]]:
     """id() of a match on the last line of a worker's traceback report that names the exception it ends
     in ("Exception in thread worker-1:" ... "_queue.Empty", torch.multiprocessing's "-- Process 0
@@ -647,12 +655,13 @@ def _exception_text(block: Match) -> Optional[str]:
 
 
 def _same_event(item: _Item, other: _Item, lines: int) -> bool:
-    """Whether ``other`` is at most ``lines`` lines from ``item``, in its test, of its rank or pid. A
-    test's failure (``test-failure``) is in that test by definition: an event on no test's lines (the
-    session's "Interrupted: 1 error during collection") may tell it."""
+    """Whether ``other`` is at most ``lines`` lines from ``item``, in its test, of its rank or pid. An
+    event on no test's lines may tell one in a test or be told by it: the session's "Interrupted: 1
+    error during collection" tells the modules' failures, and a crashed pytest-xdist worker's report
+    tells its "[gw2] node down", which xdist prints among other workers' results. Two events that name
+    the same process are that process's whatever test the log seemed to be running: with several
+    workers at once, the last test started may be another worker's."""
     if item[3] != other[3]:
-        return False
-    if item[4] != other[4] and not (item[4] is None and other[2].match.rule.kind is Kind.TEST_FAILURE):
         return False
     first, second = item[2].match, other[2].match
     gap = max(second.line - first.end_line, first.line - second.end_line) - 1
@@ -660,6 +669,9 @@ def _same_event(item: _Item, other: _Item, lines: int) -> bool:
         return False
     who, whom = identity_of(first, use_rank_prefix=True), identity_of(second, use_rank_prefix=True)
     if who is not None and whom is not None and who != whom:
+        return False
+    same_process = who is not None and who == whom and who[0] == "process"
+    if item[4] != other[4] and item[4] is not None and other[4] is not None and not same_process:
         return False
     pid, other_pid = _pid_of(first), _pid_of(second)
     return pid is None or other_pid is None or pid == other_pid
@@ -782,7 +794,7 @@ def _with_stack(excerpt: str, event: LogEvent) -> str:
     if event.stack is None:
         return excerpt
     lines = event.stack.excerpt.split("\n")
-    if len(lines) > 1 and not _FRAME.match(clean_line(lines[-1].encode("utf-8", "surrogatepass"))[0]):
+    if len(lines) > 1 and not FRAME.match(clean_line(lines[-1].encode("utf-8", "surrogatepass"))[0]):
         lines.pop()  # the line that ended the stack is the log's next line, not part of the crash
     stack = "\n".join(lines)
     return f"{excerpt}\n{stack}" if excerpt else stack
@@ -802,7 +814,7 @@ def raise_site(traceback: Match) -> Optional[str]:
 def _own_frame(lines: Iterable[str]) -> Optional[str]:
     for line in lines:
         text, _ = clean_line(line.encode("utf-8", "surrogatepass"))
-        frame = _FRAME.match(text)
+        frame = FRAME.match(text)
         if frame is not None and not any(part in frame.group("path") for part in _LIBRARY_PATHS):
             return f"{frame.group('path').rsplit('/', 1)[-1]}:{frame.group('line')}"
     return None

@@ -43,6 +43,8 @@ CRASH_STACK_MARKER = "crash-stack"
 # A crash stack starts this few lines after the crash line it belongs to ("Fatal Python error: X",
 # a blank line, "Current thread 0x... (most recent call first):").
 CRASH_STACK_GAP = 3
+# faulthandler dumps every thread, one block each; this one's is the thread that crashed.
+CURRENT_THREAD = "Current thread 0x"
 VERDICT_MARKER = "verdict-printed"
 HEADER_MARKER = "test-header"
 SECTION_MARKER = "test-section"
@@ -62,7 +64,7 @@ ATTEMPT_RESTARTED = "attempt-restarted"
 RUN_SUCCEEDED = "run-succeeded"
 MAX_TENTATIVE = 1000
 RANK_GROUPS = ("rank", "proc")  # torch.multiprocessing.spawn's process index is the rank
-PROCESS_GROUPS = ("process", "name")
+PROCESS_GROUPS = ("process", "name", "worker")  # "worker": pytest-xdist's gw2
 EXCEPTION_GROUPS = ("exception", "exc")
 MAX_PER_RULE = 100
 MAX_FAILED_TESTS = 10_000
@@ -74,6 +76,9 @@ _ADDRESS = regex.compile(r"0x[0-9a-fA-F]+")
 # torchrun's ChildFailedError report names the failed rank on a line of its own inside the block:
 # "  rank      : 1 (local_rank: 1)".
 _REPORT_RANK = regex.compile(r"\brank\s*:\s*(\d+) \(local_rank:")
+# A frame of a Python stack: faulthandler's '  File "/work/tests/test_x.py", line 7 in test_segv', a
+# traceback's '  File "/work/x.py", line 7, in main'.
+FRAME = regex.compile(r'^\s*File "(?P<path>[^"]+)", line (?P<line>\d+)(?:,? in (?P<function>\w+))?')
 _FAILING_VERDICT = regex.compile(r"\b(?:failed|errors?)\b")
 
 Identity = Tuple[str, str]
@@ -138,6 +143,31 @@ class LogFindings:
         head, bracket, rest = raw.partition("[")
         tail = "::" + head.replace(".", "::") + bracket + rest
         return next((t for t in self.failed if t.endswith(tail)), raw)
+
+    def test_of_event(self, event: "LogEvent") -> Optional[str]:
+        """The test ``event`` happened in. A crash whose stack's innermost test function is not the
+        running test's happened in the failed test of that name: pytest-xdist runs a test on each
+        worker at once, and its -v log shows only when each one started."""
+        test = self.test_of(event.test)
+        function = _stack_test_function(event.stack) if event.stack is not None else None
+        if function is None or test is not None and _function_of(test) == function:
+            return test
+        named = [t for t in self.failed if _function_of(t) == function]
+        return named[0] if len(named) == 1 else test
+
+
+def _stack_test_function(stack: Match) -> Optional[str]:
+    """The innermost ``test*`` function of a faulthandler stack (innermost frame first)."""
+    for line in stack.excerpt.split("\n"):
+        frame = FRAME.match(clean_line(line.encode("utf-8", "surrogatepass"))[0])
+        if frame is not None and (frame.group("function") or "").startswith("test"):
+            return frame.group("function")
+    return None
+
+
+def _function_of(test: str) -> str:
+    """A node id's function name: ``x.py::TestC::test_y[p]`` -> ``test_y``."""
+    return test.rpartition("::")[2].partition("[")[0]
 
 
 class _Open:
@@ -325,10 +355,12 @@ class LogState:
             self._traceback(match)
         elif marker == CRASH_STACK_MARKER:
             last = self.last_crash
-            if last is not None and 0 < match.line - last[1] <= CRASH_STACK_GAP:
-                if last[0].event.stack is None:
-                    last[0].event = dataclasses.replace(last[0].event, stack=match)
             self.last_crash = None
+            if last is not None and 0 < match.line - last[1] <= CRASH_STACK_GAP:
+                if last[0].event.stack is None or match.text.startswith(CURRENT_THREAD):
+                    last[0].event = dataclasses.replace(last[0].event, stack=match)
+                # The next thread's block of the same dump starts right after this one's end.
+                self.last_crash = (last[0], match.end_line)
         if marker in self.collateral_names:
             self.shutdowns[marker] = match
             pid = _pid(match)

@@ -84,7 +84,11 @@ def test_a_worker_crash_whose_rerun_passed_is_a_notice_of_that_test(engine):
 @pytest.mark.parametrize("engine", ENGINES)
 def test_a_worker_crash_whose_rerun_crashed_again_is_not_handled(engine):
     findings = scan({"job.log": body("pytest/xdist-reruns-crash-exhausted")}, engine=engine)
-    downs = [f.severity.value for f in findings if f.rule == "xdist-node-down"]
-    assert downs == ["warning", "warning"]
+    # gw0 went down on the first attempt and gw1 on the rerun; the report that gw1 crashed tells its loss.
+    downs = [(f.severity.value, f.line) for f in findings if f.rule == "xdist-node-down"]
+    assert downs == [("warning", 19)]
+    (crashed,) = [f for f in findings if f.rule == "xdist-worker-crashed"]
+    assert crashed.severity.value == "error"
+    assert "pytest-xdist worker gw1 went down: Not properly terminated (line 25)" in crashed.message
     assert ("pytest-test-outcome", "error", CRASHED_TEST) in {
         (f.rule, f.severity.value, f.test) for f in findings}
