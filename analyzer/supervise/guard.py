@@ -226,6 +226,11 @@ class _Run:
     def start(self, env: Dict[str, str]) -> None:
         """Start the command inside the strongest containment available (``UsageError`` if it can't)."""
         self.containment = open_containment(self.token, self.options.containment)
+        # The guard's children from before the command are never the command's, even one that started
+        # in the command's clock tick (the tree walk's "started before it" cannot tell them apart): in
+        # a process that runs the guard again, already a subreaper, the live scanner is one of them.
+        guard_pid = os.getpid()
+        self.helper_pids.extend(pid for pid, stat in tree.all_stats().items() if stat.ppid == guard_pid)
         self.started = time.monotonic()
         try:
             self.proc = spawn.start(self.options.argv, env, before_exec=self.containment.before_exec())
