@@ -21,7 +21,7 @@
    cancel as actions/runner sends it (src/Runner.Sdk/ProcessInvoker.cs: SIGINT, SIGTERM 7.5 s later,
    then SIGKILL 2.5 s after that), once in the strongest containment the host allows and once in the
    process scan an unprivileged runner user gets (the CLI's main() with that containment forced).
-   Prints the time to return (a deadline's counted from the CLI's start, so it includes start-up),
+   Prints the time to return (a deadline's counted from the command's own start, which it prints),
    the stack dumps, whether report.json was written, and the tree's survivors. Goal: kill grace (for
    a cancel, capped at 3 s) + under 1 s, so a cancel returns before the runner's SIGTERM.
 
@@ -40,6 +40,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -397,12 +398,11 @@ PROCESS_SCAN_CLI = (
 
 def runner_cancel_run(workdir: str, processes: int, kill_grace: float, how: str, scan: bool):
     """One CLI run on the mixed tree, ended by ``how`` ("timeout" or "cancel"); returns what it did."""
-    import threading
-
     log_dir = tempfile.mkdtemp(prefix=f"{how}-", dir=workdir)
     timeout = 3.0 + processes * 0.15
-    argv = [sys.executable] + (["-c", PROCESS_SCAN_CLI] if scan else ["-m", "analyzer"]) + ["run", "--kill-grace", f"{kill_grace:g}", "--log-dir",
-            log_dir, "--json", os.path.join(log_dir, "report.json"), "--format", "json"]
+    entry = ["-c", PROCESS_SCAN_CLI] if scan else ["-m", "analyzer"]
+    argv = [sys.executable, *entry, "run", "--kill-grace", f"{kill_grace:g}", "--log-dir", log_dir,
+            "--json", os.path.join(log_dir, "report.json"), "--format", "json"]
     if how == "timeout":
         argv += ["--timeout", f"{timeout:g}"]
     argv += ["--", sys.executable, str(MIXED_TREE), str(processes)]
@@ -411,9 +411,12 @@ def runner_cancel_run(workdir: str, processes: int, kill_grace: float, how: str,
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=log_dir,
                             env=env, start_new_session=True)
     up = threading.Event()
+    command_started = []
 
     def read() -> None:
         for line in proc.stdout:
+            if line.startswith(b"started "):
+                command_started.append(float(line.split()[1]))
             if line.strip() == f"{processes} up".encode():
                 up.set()
         up.set()
@@ -425,13 +428,15 @@ def runner_cancel_run(workdir: str, processes: int, kill_grace: float, how: str,
         raise RuntimeError("the tree never came up")
     up_at = time.monotonic()
     if how == "timeout":
-        origin = started + timeout  # the deadline, from the guard's start (its clock starts a bit later)
+        # The deadline: the guard starts its clock just before the command, which says when it began.
+        origin = (command_started[0] if command_started else started) + timeout
         proc.wait(timeout=120)
     else:
         origin = up_at
         proc.send_signal(signal.SIGINT)
         sent.append("SIGINT")
-        for signum, at in ((signal.SIGTERM, RUNNER_SIGTERM_AFTER_S), (signal.SIGKILL, RUNNER_SIGKILL_AFTER_S)):
+        ladder = ((signal.SIGTERM, RUNNER_SIGTERM_AFTER_S), (signal.SIGKILL, RUNNER_SIGKILL_AFTER_S))
+        for signum, at in ladder:
             try:
                 proc.wait(timeout=max(0.0, origin + at - time.monotonic()))
                 break
@@ -464,7 +469,8 @@ def runner_cancel(args, workdir: str) -> None:
             what = "deadline" if how == "timeout" else "SIGINT (runner cancel)"
             print(f"{what} -> return, CLI, {args.processes} mixed processes, kill grace "
                   f"{grace:g} s: {got['took']:.2f} s = grace + {beyond:.2f} s, exit {got['status']}, "
-                  f"signals sent {','.join(got['sent']) or '-'}, report.json {'yes' if got['report'] else 'NO'}, "
+                  f"signals sent {','.join(got['sent']) or '-'}, "
+                  f"report.json {'yes' if got['report'] else 'NO'}, "
                   f"{got['containment']}, {got['stacks']}, survivors {got['survivors']}  "
                   f"(goal grace + < 1 s) {'OK' if ok else 'MISSED'}")
 
@@ -484,7 +490,8 @@ def main() -> int:
     parser.add_argument("--deadline-only", action="store_true", help="only the deadline and cancel timings")
     parser.add_argument("--throughput-only", action="store_true", help="only the guard-vs-tee throughput")
     parser.add_argument("--runner-cancel", action="store_true",
-                        help="only the CLI on a mixed stuck tree: --timeout and GitHub's cancel, each containment")
+                        help="only the CLI on a mixed stuck tree: --timeout and GitHub's cancel, "
+                        "each containment")
     args = parser.parse_args()
     workdir = tempfile.mkdtemp(prefix="guard-bench-")
     try:

@@ -1,4 +1,4 @@
-"""Red-team pass 10 of the guard: real hostile programs (tests/bin/), each a test that failed before its fix."""
+"""Red-team pass 10 of the guard: real hostile programs (tests/bin/), each test failing before its fix."""
 
 from __future__ import annotations
 
@@ -83,7 +83,8 @@ def test_a_child_the_guard_had_before_the_command_is_never_taken_for_one_of_the_
             ))
             command_tick = int(Path(result.stdout_path).read_bytes().rsplit(b")", 1)[1].split()[19])
             kid = kids[-1]
-            assert [f.kind.value for f in result.findings] == [], (attempt, [f.message for f in result.findings])
+            messages = [f.message for f in result.findings]
+            assert [f.kind.value for f in result.findings] == [], (attempt, messages)
             tied += _start_tick(kid) == command_tick  # and it is still there to read
             if tied >= 3:
                 break
