@@ -366,9 +366,9 @@ def deadline_and_cancel(args, workdir: str) -> None:
           f"{'OK' if beyond < 1 and took < RUNNER_SIGTERM_AFTER_S else 'MISSED'}")
 
 
-def _survivors(marker: str) -> int:
-    """Processes whose command line names ``marker`` (the tree's script), zombies left out."""
-    count = 0
+def _survivors(marker: str) -> list:
+    """Pids of the processes whose command line names ``marker`` (the tree's script), zombies left out."""
+    pids = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -380,8 +380,8 @@ def _survivors(marker: str) -> int:
         except OSError:
             continue
         if marker.encode() in cmdline and state != b"Z":
-            count += 1
-    return count
+            pids.append(int(entry))
+    return pids
 
 
 # The CLI with the containment an unprivileged runner user gets (no cgroup may be made): the same
@@ -447,15 +447,18 @@ def runner_cancel_run(workdir: str, processes: int, kill_grace: float, how: str,
     took = time.monotonic() - origin
     time.sleep(0.3)
     left = _survivors(str(MIXED_TREE))
-    if left:  # never leave the bench's tree behind for the next run
-        subprocess.run(["pkill", "-KILL", "-f", str(MIXED_TREE)], check=False)
+    for pid in left:  # never leave the bench's tree behind for the next run
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
     report = os.path.join(log_dir, "report.json")
     containment = "-"
     if os.path.exists(report):
         with open(report) as handle:
             containment = json.load(handle).get("command", {}).get("containment", "-")
     stacks = _dumps(log_dir) if os.path.exists(os.path.join(log_dir, "stacks.txt")) else "no stacks.txt"
-    return {"took": took, "status": proc.returncode, "sent": sent, "survivors": left,
+    return {"took": took, "status": proc.returncode, "sent": sent, "survivors": len(left),
             "report": os.path.exists(report), "containment": containment, "stacks": stacks}
 
 

@@ -1,12 +1,12 @@
 """A stuck job of N Python processes that end in every way a real one does: prints ``N up`` once all run.
 
 Usage: mixed_stuck_tree.py N. First prints ``started T`` (T its ``time.monotonic()``, the clock every
-process shares, so a bench can time from it). The root (which ignores SIGINT, as a job busy in C
-code does) starts N - 1 children, in turn: one that ignores SIGTERM and SIGINT; one that moved to a new session
-(``setsid``) and ignores them; one that double-forked into a new session (an orphan: its parent
-exited) and ignores them; and one with the default handlers, that SIGTERM ends. Each waits forever
-in ``wait_for_the_collective``. Every process has this file's path in its command line, so a test
-can count the survivors.
+process shares, so a bench can time from it). The root (which ignores SIGINT, as a job busy in C code
+does) starts N - 1 children, in turn: one that ignores SIGTERM and SIGINT; one that moved to a new
+session (``setsid``) and ignores them; one that double-forked into a new session (an orphan: its parent
+exited) and ignores them; and one with the default handlers, that SIGTERM ends. Each waits forever in
+``wait_for_the_collective``. Every process has this file's path in its command line, so a test can count
+the survivors.
 """
 
 import os
