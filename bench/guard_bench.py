@@ -15,10 +15,19 @@
    command's end the report was written; beside it, the same log scanned alone, in the same round: the
    live scan has one core beside the pump, so the guard cannot end before a scan of its log could.
    Goal: within 1.2x of tee. ``--total-only`` runs just this.
+5. ``--runner-cancel``: the CLI as the action runs it (``python -m analyzer run``), on a tree of
+   ``--processes`` Python processes of every kind (``tests/bin/mixed_stuck_tree.py``: ignoring SIGTERM,
+   in new sessions, double-forked orphans, default handlers), ended by ``--timeout`` and by GitHub's
+   cancel as actions/runner sends it (src/Runner.Sdk/ProcessInvoker.cs: SIGINT, SIGTERM 7.5 s later,
+   then SIGKILL 2.5 s after that), once in the strongest containment the host allows and once in the
+   process scan an unprivileged runner user gets (the CLI's main() with that containment forced).
+   Prints the time to return (a deadline's counted from the command's own start, which it prints),
+   the stack dumps, whether report.json was written, and the tree's survivors. Goal: kill grace (for
+   a cancel, capped at 3 s) + under 1 s, so a cancel returns before the runner's SIGTERM.
 
 Usage: python bench/guard_bench.py [--mib 512] [--quiet-s 10] [--kill-grace 1] [--processes 16]
        [--deadline-only] [--throughput-only] [--total-mib 512] [--total-rounds 3]
-       [--total-engines auto,python] [--total-only]
+       [--total-engines auto,python] [--total-only] [--runner-cancel]
 """
 
 from __future__ import annotations
@@ -31,15 +40,18 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
-from analyzer.supervise.guard import GuardOptions, supervise
+from analyzer.supervise.guard import CANCEL_KILL_GRACE_S, GuardOptions, supervise
 
 ROOT = Path(__file__).resolve().parents[1]
 IGNORE_SIGTERM = ROOT / "tests" / "bin" / "ignore_sigterm.py"
 DRIVER = ROOT / "tests" / "supervise" / "guard_driver.py"
+MIXED_TREE = ROOT / "tests" / "bin" / "mixed_stuck_tree.py"
 RUNNER_SIGTERM_AFTER_S = 7.5  # after SIGINT (actions/runner ProcessInvoker.CancelAndKillProcessTree)
+RUNNER_SIGKILL_AFTER_S = 10.0  # SIGTERM's own 2.5 s (ProcessInvoker.cs _sigtermTimeout), then Kill()
 
 
 def flood_command(mib: int) -> str:
@@ -354,6 +366,118 @@ def deadline_and_cancel(args, workdir: str) -> None:
           f"{'OK' if beyond < 1 and took < RUNNER_SIGTERM_AFTER_S else 'MISSED'}")
 
 
+def _survivors(marker: str) -> list:
+    """Pids of the processes whose command line names ``marker`` (the tree's script), zombies left out."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as handle:
+                cmdline = handle.read()
+            with open(f"/proc/{entry}/stat", "rb") as handle:
+                state = handle.read().rsplit(b")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if marker.encode() in cmdline and state != b"Z":
+            pids.append(int(entry))
+    return pids
+
+
+# The CLI with the containment an unprivileged runner user gets (no cgroup may be made): the same
+# main(), only open_containment told to take the process scan.
+PROCESS_SCAN_CLI = (
+    "import sys\n"
+    "from analyzer.supervise import containment, guard\n"
+    "opened = containment.open_containment\n"
+    "guard.open_containment = lambda token, preference='auto': opened(token, containment.PROCESS_SCAN)\n"
+    "from analyzer.cli import main\n"
+    "sys.exit(main())\n"
+)
+
+
+def runner_cancel_run(workdir: str, processes: int, kill_grace: float, how: str, scan: bool):
+    """One CLI run on the mixed tree, ended by ``how`` ("timeout" or "cancel"); returns what it did."""
+    log_dir = tempfile.mkdtemp(prefix=f"{how}-", dir=workdir)
+    timeout = 3.0 + processes * 0.15
+    entry = ["-c", PROCESS_SCAN_CLI] if scan else ["-m", "analyzer"]
+    argv = [sys.executable, *entry, "run", "--kill-grace", f"{kill_grace:g}", "--log-dir", log_dir,
+            "--json", os.path.join(log_dir, "report.json"), "--format", "json"]
+    if how == "timeout":
+        argv += ["--timeout", f"{timeout:g}"]
+    argv += ["--", sys.executable, str(MIXED_TREE), str(processes)]
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env.pop("GITHUB_ACTIONS", None)
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=log_dir,
+                            env=env, start_new_session=True)
+    up = threading.Event()
+    command_started = []
+
+    def read() -> None:
+        for line in proc.stdout:
+            if line.startswith(b"started "):
+                command_started.append(float(line.split()[1]))
+            if line.strip() == f"{processes} up".encode():
+                up.set()
+        up.set()
+
+    threading.Thread(target=read, daemon=True).start()
+    started = time.monotonic()
+    sent = []
+    if not up.wait(60):
+        raise RuntimeError("the tree never came up")
+    up_at = time.monotonic()
+    if how == "timeout":
+        # The deadline: the guard starts its clock just before the command, which says when it began.
+        origin = (command_started[0] if command_started else started) + timeout
+        proc.wait(timeout=120)
+    else:
+        origin = up_at
+        proc.send_signal(signal.SIGINT)
+        sent.append("SIGINT")
+        ladder = ((signal.SIGTERM, RUNNER_SIGTERM_AFTER_S), (signal.SIGKILL, RUNNER_SIGKILL_AFTER_S))
+        for signum, at in ladder:
+            try:
+                proc.wait(timeout=max(0.0, origin + at - time.monotonic()))
+                break
+            except subprocess.TimeoutExpired:
+                proc.send_signal(signum)
+                sent.append(signal.Signals(signum).name)
+        proc.wait()
+    took = time.monotonic() - origin
+    time.sleep(0.3)
+    left = _survivors(str(MIXED_TREE))
+    for pid in left:  # never leave the bench's tree behind for the next run
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    report = os.path.join(log_dir, "report.json")
+    containment = "-"
+    if os.path.exists(report):
+        with open(report) as handle:
+            containment = json.load(handle).get("command", {}).get("containment", "-")
+    stacks = _dumps(log_dir) if os.path.exists(os.path.join(log_dir, "stacks.txt")) else "no stacks.txt"
+    return {"took": took, "status": proc.returncode, "sent": sent, "survivors": len(left),
+            "report": os.path.exists(report), "containment": containment, "stacks": stacks}
+
+
+def runner_cancel(args, workdir: str) -> None:
+    for scan in (False, True):
+        for how in ("timeout", "cancel"):
+            got = runner_cancel_run(workdir, args.processes, args.kill_grace, how, scan)
+            grace = args.kill_grace if how == "timeout" else min(args.kill_grace, CANCEL_KILL_GRACE_S)
+            beyond = got["took"] - grace
+            ok = beyond < 1 and not got["survivors"] and got["report"] and got["sent"][1:] == []
+            what = "deadline" if how == "timeout" else "SIGINT (runner cancel)"
+            print(f"{what} -> return, CLI, {args.processes} mixed processes, kill grace "
+                  f"{grace:g} s: {got['took']:.2f} s = grace + {beyond:.2f} s, exit {got['status']}, "
+                  f"signals sent {','.join(got['sent']) or '-'}, "
+                  f"report.json {'yes' if got['report'] else 'NO'}, "
+                  f"{got['containment']}, {got['stacks']}, survivors {got['survivors']}  "
+                  f"(goal grace + < 1 s) {'OK' if ok else 'MISSED'}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mib", type=int, default=512, help="MiB per stream (default 512: 1 GiB in all)")
@@ -368,12 +492,18 @@ def main() -> int:
     parser.add_argument("--total-only", action="store_true", help="run only the total-time comparison")
     parser.add_argument("--deadline-only", action="store_true", help="only the deadline and cancel timings")
     parser.add_argument("--throughput-only", action="store_true", help="only the guard-vs-tee throughput")
+    parser.add_argument("--runner-cancel", action="store_true",
+                        help="only the CLI on a mixed stuck tree: --timeout and GitHub's cancel, "
+                        "each containment")
     args = parser.parse_args()
     workdir = tempfile.mkdtemp(prefix="guard-bench-")
     try:
         if args.total_only:
             engines = args.total_engines.split(",")
             total_time(args.total_mib, args.total_rounds, workdir, engines, args.total_shape)
+            return 0
+        if args.runner_cancel:
+            runner_cancel(args, workdir)
             return 0
         if args.deadline_only:
             deadline_and_cancel(args, workdir)

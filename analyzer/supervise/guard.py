@@ -76,7 +76,9 @@ CANCEL_SIGNALS = tuple(
         "SIGIO", "SIGXCPU", "SIGPWR", "SIGTRAP",
     ) if hasattr(signal, name)
 )
-SGR_RESET = b"\x1b[0m"
+# SGR 0, G0 back to ASCII, shift in (SI): a terminal's look after the command's echo, without moving
+# the cursor or leaving an alternate screen (the command's output stays where it is).
+SGR_RESET = b"\x1b[0m\x1b(B\x0f"
 NO_PRIVATE_COPY_TITLE = "The logs could not be kept privately: a log rewritten in place goes unnoticed"
 NO_PRIVATE_COPY = (
     "The file system of {log_dir} does not support O_TMPFILE (overlayfs before Linux 6.6, NFS, some FUSE "
@@ -224,6 +226,11 @@ class _Run:
     def start(self, env: Dict[str, str]) -> None:
         """Start the command inside the strongest containment available (``UsageError`` if it can't)."""
         self.containment = open_containment(self.token, self.options.containment)
+        # The guard's children from before the command are never the command's, even one that started
+        # in the command's clock tick (the tree walk's "started before it" cannot tell them apart): in
+        # a process that runs the guard again, already a subreaper, the live scanner is one of them.
+        guard_pid = os.getpid()
+        self.helper_pids.extend(pid for pid, stat in tree.all_stats().items() if stat.ppid == guard_pid)
         self.started = time.monotonic()
         try:
             self.proc = spawn.start(self.options.argv, env, before_exec=self.containment.before_exec())
@@ -748,8 +755,8 @@ def _end_partial_lines(consoles: Sequence[Console]) -> None:
     ended_stderr = False
     for console in consoles:
         if console.escaped:
-            # The command's last SGR (conceal, black on black) would still style the guard's report in
-            # a terminal: a forged "Passed" above an invisible "Failed". Reset it.
+            # The command's last SGR (conceal, black on black) or character set (SO) would still style
+            # the guard's report in a terminal: a forged "Passed" above an invisible "Failed". Reset it.
             console.write_own(SGR_RESET)
         if console.wrote and console.last_byte != b"\n":
             console.write_own(b"\n")

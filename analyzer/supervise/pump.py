@@ -39,6 +39,12 @@ CONSOLE_STALL_S = 2.0
 OnOutput = Callable[[str, int, float], None]
 
 
+# Bytes that start a terminal mode change: ESC; the 8-bit CSI, OSC and DCS (0x9B, 0x9D, 0x90, also the
+# second byte of their UTF-8 form U+009B..., which VTE and xterm obey); SO, which shifts to the G1 set
+# (line graphics on the Linux console). Each is one memchr per chunk until the first is seen.
+_MODE_BYTES = (b"\x1b", b"\x9b", b"\x9d", b"\x90", b"\x0e")
+
+
 class Activity:
     """When either stream last produced a byte (``time.monotonic()``); the idle clock reads it.
 
@@ -60,7 +66,7 @@ class Console:
         self.fd = fd
         self.last_byte = b""
         self.wrote = False
-        self.escaped = False  # the command's echo held an ESC: its terminal modes may still be set
+        self.escaped = False  # the command's echo held a control that sets terminal modes (_MODE_BYTES)
         self.lock = threading.Lock()
         self._cut = False
         self._broken = False
@@ -97,7 +103,8 @@ class Console:
 
         Returns how many bytes reached the console.
         """
-        self.escaped = self.escaped or b"\x1b" in data
+        if not self.escaped:
+            self.escaped = any(byte in data for byte in _MODE_BYTES)
         view = memoryview(data)
         while view and not self.is_cut:
             if self._blocking_pieces:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -144,25 +145,51 @@ class _Helper:
             self.proc = None
             self.error = f"could not start {argv[0]}: {err.strerror or err}"
 
-    def finish(self, deadline: float) -> Tuple[int, str]:
-        """(exit status or -1, output) once it ended or ``deadline`` (monotonic) passed."""
-        status = -1
-        if self.proc is not None:
+    def ended(self, deadline: float) -> bool:
+        """True once it has exited; waits for that until ``deadline`` (monotonic) at most."""
+        if self.proc is None:
+            return True
+        try:
+            self.proc.wait(max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            return False
+        return True
+
+    def send(self, signum: int) -> None:
+        if self.proc is not None and self.proc.returncode is None:
             try:
-                status = self.proc.wait(max(0.0, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                # SIGTERM first: sudo passes it on to py-spy, while a SIGKILL would orphan py-spy.
-                self.proc.terminate()
-                try:
-                    self.proc.wait(_HELPER_TERM_WAIT_S)
-                except subprocess.TimeoutExpired:
-                    self.proc.kill()
-                    self.proc.wait()
-                self.error = "timed out"
+                self.proc.send_signal(signum)
+            except OSError:
+                pass
+
+    def result(self) -> Tuple[int, str]:
+        """(exit status or -1, output); call after ``end_together``."""
+        status = -1
+        if self.proc is not None and self.proc.returncode is not None and not self.error:
+            status = self.proc.returncode
         self.out.seek(0)
         text = self.out.read().decode("utf-8", "backslashreplace")
         self.out.close()
         return status, text
+
+
+def end_together(helpers: Sequence[_Helper], deadline: float) -> None:
+    """Every helper ended by ``deadline``, or else ended together: one SIGTERM to each still running
+    (sudo passes it on to py-spy, while a SIGKILL would orphan py-spy), one short wait for them all,
+    then SIGKILL to the rest and one more short wait. Ending them one after another cost each late
+    helper its own waits: 16 py-spy starved by the hung tree's own threads took the guard 20 s past
+    its 3 s bound. A helper the kernel holds even after SIGKILL (state D) is left, marked timed out.
+    """
+    late = [helper for helper in helpers if not helper.ended(deadline)]
+    for helper in late:
+        helper.error = "timed out"
+        helper.send(signal.SIGTERM)
+    for signum in (signal.SIGKILL, None):
+        bound = time.monotonic() + _HELPER_TERM_WAIT_S
+        late = [helper for helper in late if not helper.ended(bound)]
+        for helper in late:
+            if signum is not None:
+                helper.send(signum)
 
 
 def dump_stacks(
@@ -207,10 +234,11 @@ def dump_all(
         helpers.append((pid, is_native, helper))
         if helper_pids is not None and helper.proc is not None:
             helper_pids.append(helper.proc.pid)
+    end_together([helper for _, _, helper in helpers], deadline)
     plain: List[StackDump] = []
     natives: List[StackDump] = []
     for pid, is_native, helper in helpers:
-        status, text = helper.finish(deadline)
+        status, text = helper.result()
         if helper.error:
             dump = StackDump(pid, text, helper.error)
         elif status != 0:
@@ -318,8 +346,9 @@ def gpu_snapshot(timeout_s: float, helper_pids: Optional[List[int]] = None) -> O
     for helper in (gpu_helper, apps_helper):
         if helper_pids is not None and helper.proc is not None:
             helper_pids.append(helper.proc.pid)
-    gpu_status, gpu_text = gpu_helper.finish(deadline)
-    apps_status, apps_text = apps_helper.finish(deadline)
+    end_together((gpu_helper, apps_helper), deadline)
+    gpu_status, gpu_text = gpu_helper.result()
+    apps_status, apps_text = apps_helper.result()
     if gpu_helper.error or gpu_status != 0:
         return GpuSnapshot(error=gpu_helper.error or gpu_text.strip() or f"exit {gpu_status}")
     return parse_nvidia_smi(gpu_text, apps_text if apps_status == 0 else "")

@@ -141,6 +141,25 @@ def test_snapshot_helpers_are_bounded_by_their_timeout(tmp_path, monkeypatch):
     assert dump.error == "timed out"
 
 
+def test_many_late_helpers_are_ended_together_not_one_after_another(tmp_path, monkeypatch):
+    # 16 py-spy that outlive the deadline and are slow to go on SIGTERM, as real ones starved of the CPU
+    # by a hung tree of 16 processes of 300 spinning threads each were (measured: the guard 20 s past
+    # its 3 s bound, in _Helper.finish). A stand-in script, as the machine cannot starve py-spy on cue.
+    # Each late helper had its own 0.3 s SIGTERM wait and an unbounded one after SIGKILL: 16 x 0.3 s.
+    slow = tmp_path / "py-spy"
+    slow.write_text("#!/bin/sh\ntrap '' TERM\nexec sleep 30\n")  # an ignored SIGTERM stays so over exec
+    slow.chmod(0o755)
+    monkeypatch.setattr(snapshot, "find_tool", lambda name: str(slow))
+    helpers = []
+    start = time.monotonic()
+    dumps = snapshot.dump_stacks([os.getpid()] * 16, 0.5, helpers)
+    took = time.monotonic() - start
+    assert [dump.error for dump in dumps] == ["timed out"] * 16
+    assert took < 0.5 + 2 * snapshot._HELPER_TERM_WAIT_S + 0.8, took
+    for pid in helpers:  # every stand-in is gone (SIGKILL), none left running
+        assert not os.path.exists(f"/proc/{pid}") or open(f"/proc/{pid}/stat").read().split()[2] == "Z"
+
+
 @pytest.mark.parametrize(
     "euid, scope, sudo, prefix",
     [

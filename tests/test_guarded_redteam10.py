@@ -1,0 +1,98 @@
+"""Red-team pass 10 of the guard: real hostile programs (tests/bin/), each test failing before its fix."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+BIN = Path(__file__).resolve().parent / "bin"
+
+
+def _on_a_pty(argv):
+    """Run ``argv`` with a real pty as its console; (exit status, every byte it wrote there)."""
+    import pty
+
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: the guard, its console the pty
+        os.execv(argv[0], argv)
+    out = b""
+    while True:
+        try:
+            chunk = os.read(fd, 1 << 16)
+        except OSError:  # EIO: the guard closed the pty
+            break
+        if not chunk:
+            break
+        out += chunk
+    os.close(fd)
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status), out
+
+
+def test_a_terminal_left_concealed_without_an_esc_byte_is_reset_before_the_report(tmp_path):
+    # The command conceals the terminal and shifts it out with C1 and SO controls only (no ESC): the
+    # guard reset the terminal only after an echo that held an ESC, so its "Failed" printed invisibly
+    # (or as line graphics) under the forged "Passed".
+    status, out = _on_a_pty([sys.executable, "-m", "analyzer", "run", "--log-dir", str(tmp_path / "logs"),
+                             "--", sys.executable, str(BIN / "forge_a_pass_c1.py")])
+    assert status == 1
+    concealed, _, report = out.rpartition("\u009b30;40m\x0e".encode())
+    assert concealed, out
+    assert b"Failed" in report, report
+    before = report[: report.index(b"Failed")]
+    assert b"\x1b[0m" in before and b"\x0f" in before, report
+
+
+def _start_tick(pid: int) -> int:
+    with open(f"/proc/{pid}/stat", "rb") as handle:
+        return int(handle.read().rsplit(b")", 1)[1].split()[19])
+
+
+def test_a_child_the_guard_had_before_the_command_is_never_taken_for_one_of_the_commands(tmp_path):
+    # A process that runs the guard more than once (the tests, the bench, a user of supervise()) is a
+    # subreaper after the first run, so the next run's live scanner, forked twice just before the
+    # command to be nobody's child, is adopted by the guard itself. Started in the same clock tick as
+    # the command (10 ms), it passed the tree walk's "started before the command" check and was ended
+    # as a leaked process of the command: test_golden's rare "pid N `python -m pytest ...` was still
+    # running" finding. Here a child forked where the scanner is (on_log_ready) stands for it.
+    import signal
+    import time
+
+    from analyzer.supervise import spawn
+    from analyzer.supervise.guard import GuardOptions, supervise
+
+    spawn.become_subreaper()
+    kids = []
+
+    def on_log_ready(stream, fd):
+        os.close(fd)
+        if stream == "stderr":
+            pid = os.fork()
+            if pid == 0:
+                time.sleep(30)
+                os._exit(0)
+            kids.append(pid)
+
+    tied = 0
+    try:
+        for attempt in range(12):
+            result = supervise(GuardOptions(
+                argv=("sh", "-c", "cat /proc/$$/stat"), log_dir=str(tmp_path / f"run{attempt}"), echo=False,
+                on_log_ready=on_log_ready, leak_grace_s=0.2,
+            ))
+            command_tick = int(Path(result.stdout_path).read_bytes().rsplit(b")", 1)[1].split()[19])
+            kid = kids[-1]
+            messages = [f.message for f in result.findings]
+            assert [f.kind.value for f in result.findings] == [], (attempt, messages)
+            tied += _start_tick(kid) == command_tick  # and it is still there to read
+            if tied >= 3:
+                break
+    finally:
+        for kid in kids:
+            try:
+                os.kill(kid, signal.SIGKILL)
+                os.waitpid(kid, 0)
+            except OSError:
+                pass
+    assert tied, "no run started its command in the child's clock tick: nothing was tested"
