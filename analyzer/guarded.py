@@ -61,6 +61,11 @@ DEFAULT_ABORT_GRACE_S = 60.0
 # (guard.CANCEL_WINDOW_S); a scan still behind gets this long, then is cut, and the scanner process has
 # CUT_SCAN_WAIT_S + _CHILD_ANSWER_S to hand in what it read: at most 2 s in all before the report.
 CANCEL_SCAN_WAIT_S = 0.5
+# After the guard's own --timeout, --idle-timeout or --abort-on ended the tree, the job's timeout-minutes
+# backstop leaves about a minute for the diagnosis and the report (README, "In GitHub Actions"): a scan
+# still behind (a command that spammed errors, read at a few MB/s, then hung) gets this long, then is cut
+# and says how far it read, instead of holding the report past the backstop and losing it.
+TIMED_OUT_SCAN_WAIT_S = 30.0
 # After a cut (a signal while waiting for the scan), how long a scanner may take to notice it.
 CUT_SCAN_WAIT_S = 0.3
 # The follower hands the scanner at least this much, or what came within _BATCH_WAIT_S: fewer, bigger
@@ -860,12 +865,16 @@ class GuardedRun:
         )
 
     def report(self, supervision: Supervision, **report_fields: Any) -> Report:
-        """Let the scan read the rest of the logs (bounded after a cancel), then the ranked report.
+        """Let the scan read the rest of the logs (bounded after a cancel or a timeout), then the ranked
+        report.
 
         ``report_fields`` are further ``Report`` fields (the job's facts).
         """
         reason = supervision.command.timeout_reason
-        bound = CANCEL_SCAN_WAIT_S if reason is not None and reason == "cancelled" else None
+        if reason is None:
+            bound = None  # the command ended by itself: no clock is running out
+        else:
+            bound = CANCEL_SCAN_WAIT_S if reason == "cancelled" else TIMED_OUT_SCAN_WAIT_S
         outcomes = self._outcomes(bound)
         results, incomplete, clocks = [], [], {}
         for stream, _ in STREAMS:

@@ -511,3 +511,32 @@ def test_a_signal_while_the_scan_catches_up_cuts_it_short_and_says_so(tmp_path: 
     # Cut short with what it had read, or (on a machine too busy to let the scanner answer in time)
     # reported as unscanned: either way the report says so, with the log's size.
     assert len(cut) == 1 and f"{len(_MATCHING_LINE) * 2000 * 1200:,} bytes" in cut[0]["message"], findings
+
+
+def test_a_scan_still_behind_after_the_guards_own_timeout_is_cut_and_says_so(tmp_path: Path, monkeypatch):
+    # A command that spams matching lines faster than the pure-Python scan confirms them, then hangs:
+    # after --timeout ends it, the report must not wait past the job's backstop for the scan to catch
+    # up. The bound is made small here; its size is README's minute for diagnosis.
+    from analyzer import guarded
+    from analyzer.supervise.guard import GuardOptions
+
+    monkeypatch.setattr(guarded, "TIMED_OUT_SCAN_WAIT_S", 0.2)
+    flood = (
+        "import sys, time\n"
+        f"block = {_MATCHING_LINE!r} * 2000\n"
+        "for _ in range(1200):\n"
+        "    sys.stdout.buffer.write(block)\n"
+        "sys.stdout.flush()\n"
+        "time.sleep(120)\n"
+    )
+    options = GuardOptions(argv=(sys.executable, "-c", flood), log_dir=str(tmp_path / "logs"), echo=False,
+                           timeout_s=3.0, kill_grace_s=0.5)
+    run = guarded.GuardedRun(options, load_catalogue(), engine="python", environ={})
+    try:
+        supervision = run.supervise()
+        report = run.report(supervision)
+    finally:
+        run.close()
+    assert supervision.command.timeout_reason == "wall"
+    cut = [f for f in report.findings if f.kind is Kind.SCAN_INCOMPLETE and f.path.endswith("stdout.log")]
+    assert len(cut) == 1 and f"{len(_MATCHING_LINE) * 2000 * 1200:,} bytes" in cut[0].message, report.findings
