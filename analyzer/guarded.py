@@ -833,16 +833,16 @@ class GuardedRun:
         """
         self._cut_requested = True
 
-    def _outcomes(self, bound_s: Optional[float]) -> Dict[str, _Outcome]:
+    def _outcomes(self, bound_s: Optional[float], cancelled: bool) -> Dict[str, _Outcome]:
         is_cut = lambda: self._cut_requested  # noqa: E731
         severity = _rule_severity(self.catalogue, SCAN_INCOMPLETE_RULE, Severity.WARNING)
         if self._child is not None:
             outcomes = self._child.collect(bound_s, is_cut)
             if outcomes is not None:
                 return outcomes
-            if bound_s is not None or is_cut():
+            if cancelled or is_cut():
                 return {stream: _Outcome(None, self._unscanned(stream, severity)) for stream in self._fds}
-            # The child failed without a deadline pressing: scan the logs here, as a scan after the run.
+            # The child failed without the runner's window pressing: scan the logs here, as after the run.
             for name, own in self._fds.items():
                 self._logs[name] = _LiveLog(
                     self._path(name), os.dup(own), self.catalogue, self._prepared[name], lambda f: None
@@ -871,11 +871,12 @@ class GuardedRun:
         ``report_fields`` are further ``Report`` fields (the job's facts).
         """
         reason = supervision.command.timeout_reason
+        cancelled = reason is not None and reason == "cancelled"
         if reason is None:
             bound = None  # the command ended by itself: no clock is running out
         else:
-            bound = CANCEL_SCAN_WAIT_S if reason == "cancelled" else TIMED_OUT_SCAN_WAIT_S
-        outcomes = self._outcomes(bound)
+            bound = CANCEL_SCAN_WAIT_S if cancelled else TIMED_OUT_SCAN_WAIT_S
+        outcomes = self._outcomes(bound, cancelled)
         results, incomplete, clocks = [], [], {}
         for stream, _ in STREAMS:
             outcome = outcomes.get(stream)

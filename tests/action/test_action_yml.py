@@ -68,7 +68,8 @@ def test_run_scripts_use_action_path_variable_and_quote_every_input_variable():
 def test_inputs_reach_scripts_only_through_env():
     for step in RUN_STEPS:
         for value in (step.get("env") or {}).values():
-            assert re.fullmatch(r"\$\{\{ (inputs|steps)\.[\w.-]+ \}\}", value), value
+            # An input or a step's output, or a variable cleared (a step that runs after the command).
+            assert value == "" or re.fullmatch(r"\$\{\{ (inputs|steps)\.[\w.-]+ \}\}", value), value
 
 
 def test_the_guard_is_execed_with_the_github_contract_options():
@@ -107,3 +108,15 @@ def test_upload_step_is_pinned_and_runs_after_failure():
     assert re.fullmatch(r"actions/upload-artifact@[0-9a-f]{40}", upload["uses"])
     assert "always()" in upload["if"] or "!cancelled()" in upload["if"]
     assert upload["with"]["name"] == "${{ inputs.upload-logs }}"
+
+
+def test_steps_after_the_command_run_no_code_the_command_put_in_the_jobs_environment():
+    # The command's GITHUB_ENV and GITHUB_PATH entries reach every later step; the stop step writes the
+    # verdict after a cancel, so bash's start-up file and the loader's preload are cleared in its env:
+    # (which overrides the job's), and PATH (which the runner prepends to) is reset before any command.
+    after = STEPS[[step.get("id") for step in STEPS].index("guard") + 1:]
+    scripts = [step for step in after if "run" in step]
+    assert [step["id"] for step in scripts] == ["stop"]
+    for step in scripts:
+        assert {"BASH_ENV": "", "LD_PRELOAD": "", "LD_AUDIT": ""}.items() <= step["env"].items()
+        assert step["run"].splitlines()[0].startswith("PATH=/usr/local/sbin:")
