@@ -19,7 +19,7 @@ context and are dropped:
   any test in an attempt the supervisor then restarted, followed by that run's success, was handled
   by the restart;
 - any marker a rule's ``collateral_after`` names: the last one per name;
-- ``command-echo`` (GitHub's runner echoing a run step's script, up to its ``shell:`` line): the lines
+- ``command-echo`` (GitHub's runner echoing a run step's script, its shell: and env: lines): the lines
   show a command, not its output, so every match on them is dropped (such a marker comes first in its
   line's order, being first in the catalogue).
 Other matches fold by (rule, cleaned text, groups, test), or by the rule's ``fold_groups``, the rank

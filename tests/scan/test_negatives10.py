@@ -16,7 +16,7 @@ import pytest
 
 from analyzer.scan.clean import clean_line
 from analyzer.verdict import decide
-from tests.scan.test_attribution import scan
+from tests.scan.test_attribution import BUILTIN, scan
 from tests.scan.test_engine_helpers import ENGINES
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
@@ -126,6 +126,13 @@ def test_a_run_steps_script_echoed_by_the_runner_is_not_its_output(engine):
 
 
 @pytest.mark.parametrize("engine", ENGINES)
+def test_a_run_steps_env_echoed_by_the_runner_is_not_its_output(engine):
+    env = "%senv:\n%s  RETRY_ON: CUDA error: an illegal memory access\n" % (TS, TS)
+    log = step(CHECK, "training done").replace("shell: /usr/bin/bash -e {0}\n", "shell: /usr/bin/bash -e {0}\n" + env)
+    assert scan({"job.log": log}, engine=engine) == []
+
+
+@pytest.mark.parametrize("engine", ENGINES)
 def test_what_the_step_printed_after_its_echo_is_still_read(engine):
     log = step(CHECK, "RuntimeError: CUDA error: an illegal memory access was encountered")
     (finding,) = scan({"job.log": log}, engine=engine)
@@ -159,3 +166,11 @@ def test_the_error_a_set_x_grep_finds_is_read(engine):
            "ring: ring.c:9: ring_push: Assertion `r->count < RING_CAP' failed.\n+ exit 1\n")
     (finding,) = scan({"job.log": log}, engine=engine)
     assert (finding.rule, finding.line) == ("c-assertion-failed", 2)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_the_run_line_itself_is_part_of_the_echo(engine):
+    # the marker is first in the catalogue, so on its own line it comes before any other rule's match
+    assert BUILTIN.rules[0].id == "github-run-script"
+    log = step('grep -E "CUDA error: |Killed" train.log || echo "no crash markers"', "no crash markers")
+    assert scan({"job.log": log}, engine=engine) == []
