@@ -128,7 +128,8 @@ def test_a_run_steps_script_echoed_by_the_runner_is_not_its_output(engine):
 @pytest.mark.parametrize("engine", ENGINES)
 def test_a_run_steps_env_echoed_by_the_runner_is_not_its_output(engine):
     env = "%senv:\n%s  RETRY_ON: CUDA error: an illegal memory access\n" % (TS, TS)
-    log = step(CHECK, "training done").replace("shell: /usr/bin/bash -e {0}\n", "shell: /usr/bin/bash -e {0}\n" + env)
+    shell = "shell: /usr/bin/bash -e {0}\n"
+    log = step(CHECK, "training done").replace(shell, shell + env)
     assert scan({"job.log": log}, engine=engine) == []
 
 
