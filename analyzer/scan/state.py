@@ -19,9 +19,10 @@ context and are dropped:
   any test in an attempt the supervisor then restarted, followed by that run's success, was handled
   by the restart;
 - any marker a rule's ``collateral_after`` names: the last one per name;
-- ``command-echo`` (GitHub's runner echoing a run step's script, its shell: and env: lines): the lines
-  show a command, not its output, so every match on them is dropped (such a marker comes first in its
-  line's order, being first in the catalogue).
+- ``echo`` with its ``echo`` group set (GitHub's runner echoing a run step's script, its shell: and env:
+  lines; git naming a commit by its subject): the lines quote a command or a commit, not what ran, so
+  every match on them is dropped (such a marker comes first in its line's order, being first in the
+  catalogue).
 Other matches fold by (rule, cleaned text, groups, test), or by the rule's ``fold_groups``, the rank
 prefix and the test, into at most ``MAX_PER_RULE`` distinct events per rule; past that they are
 counted, not kept. Test failures fold by test id. Memory is bounded by
@@ -61,7 +62,7 @@ FAILING_SECTIONS = ("failures", "errors")
 INNER_IN_PASSING = ("errors", "failures", "xfailures")
 SHORT_SUMMARY = "short test summary info"
 RUN_STARTED = "run-started"
-COMMAND_ECHO = "command-echo"
+ECHO_MARKER = "echo"
 ATTEMPT_RESTARTED = "attempt-restarted"
 RUN_SUCCEEDED = "run-succeeded"
 MAX_TENTATIVE = 1000
@@ -223,7 +224,7 @@ class LogState:
         # Failures under a short test summary printed inside a passing test's report: the log's own only
         # if no report header follows (``None``: no such summary open).
         self.tentative: Optional[List[Match]] = None
-        self.echo_lines = (0, -1)  # the first and last line of the latest command echo (dropped)
+        self.echo_lines = (0, -1)  # the first and last line of the latest echo (its matches are dropped)
 
     # -- context ----------------------------------------------------------------------------------
 
@@ -256,8 +257,8 @@ class LogState:
         marker = rule.marker
         if self.echo_lines[0] <= match.line <= self.echo_lines[1]:
             return
-        if marker == COMMAND_ECHO:
-            if match.groups.get("shell"):
+        if marker == ECHO_MARKER:
+            if match.groups.get("echo"):
                 self.echo_lines = (match.line, match.end_line)
         elif marker:
             self._marker(match, marker)

@@ -1,11 +1,12 @@
-"""Healthy runs whose passing tests print the failure they expect, and lines that only echo a command.
+"""Healthy runs whose passing tests print the failure they expect, and lines that only quote a command.
 
 The logs are negatives10's real captures (fixtures/regenerate.py): death tests of a C ring buffer under
 CTest -V and pytest -rA, a doctest run whose expected outputs are tracebacks and CUDA errors, HTTP and
 upload retries that recover, a batch-size finder that catches the CPU allocator's out-of-memory error, a
-CPU-only smoke run's CUDA warnings, a failure classifier's tests that print what they classify, and a job
-whose step greps its log for crash wordings (GitHub's echo of the script, then set -x). Each healthy run
-must give no error and no warning; each failing twin must still fail, on the failure it has.
+CPU-only smoke run's CUDA warnings, a failure classifier's tests that print what they classify, a job
+whose step greps its log for crash wordings (GitHub's echo of the script, then set -x), and one that
+checks out a pinned commit whose subject names the error it fixed (git's "HEAD is now at SHA SUBJECT").
+Each healthy run must give no error and no warning; each failing twin must still fail, on its failure.
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ from tests.scan.test_engine_helpers import ENGINES
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 HEALTHY = ("ctest-death-tests-verbose", "pytest-death-tests-ring", "doctest-expected-tracebacks",
            "urllib3-retries-recover", "tenacity-retries-recover", "cpu-oom-batch-finder",
-           "cpu-only-smoke-warnings", "pytest-classifier-quotes-failures", "gha-crash-marker-check")
+           "cpu-only-smoke-warnings", "pytest-classifier-quotes-failures", "gha-crash-marker-check",
+           "git-pinned-commit-subjects")
 # each twin and the error it must give (the failure it really has)
 TWINS = {
     "crash/ctest-death-test-fill-broken": "c-assertion-failed",
@@ -34,6 +36,7 @@ TWINS = {
     "crash/cpu-only-smoke-cuda-call": "ci-step-failed",
     "pytest/classifier-ubsan-case-fails": "pytest-test-outcome",
     "crash/gha-crash-marker-check-found": "c-assertion-failed",
+    "crash/git-pinned-commit-assert": "c-assertion-failed",
 }
 TS = "2024-01-09T18:41:23.1234567Z "
 
@@ -175,3 +178,13 @@ def test_the_run_line_itself_is_part_of_the_echo(engine):
     assert BUILTIN.rules[0].id == "github-run-script"
     log = step('grep -E "CUDA error: |Killed" train.log || echo "no crash markers"', "no crash markers")
     assert scan({"job.log": log}, engine=engine) == []
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_commit_subject_git_prints_is_not_an_error_of_the_run(engine):
+    subject = "Fix 'CUDA error: an illegal memory access was encountered' in fused_adam"
+    log = "HEAD is now at 5987274 %s\nPrevious HEAD position was 5987274 %s\n" % (subject, subject)
+    assert scan({"job.log": log}, engine=engine) == []
+    log += "RuntimeError: CUDA error: an illegal memory access was encountered\n"
+    (finding,) = scan({"job.log": log}, engine=engine)
+    assert (finding.rule, finding.line) == ("cuda-error", 3)
