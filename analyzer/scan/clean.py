@@ -30,6 +30,9 @@ quoted as code (```` `Killed` ````, a fence glued to its first line) the backtic
 emphasis (``_Killed_``, ``**Killed**``, or only its start in bold: ``**RuntimeError: ...** Tried``) its
 markers.
 
+A line of the shell's xtrace (``set -x``: ``+ grep -E 'CUDA error: |Killed' train.log``, ``++ `` in a
+command substitution) is a command about to run, not anything it printed: it cleans to nothing.
+
 Carriage returns: a progress bar redraws one terminal line with ``\\r`` many times before its ``\\n``.
 Line numbers count ``\\n`` only, so the whole redraw stays one line, and the cleaned text keeps the
 inner ``\\r`` as a separator between what were separate visible states of that line. The engine
@@ -57,6 +60,10 @@ _PROGRESS_BAR = re.compile(
     r"(?:[^\r|]{0,80}: )?\s*(?:\d{1,3}%\|[^|\r]*\| *\S+/\S+|\d[\d.]*[kMGTP]?[A-Za-z]*) "
     r"\[(?:\d+:)?\d+:\d\d[^\]\r]*\]"
 )
+# The shell's xtrace (set -x): PS4's "+ ", once per level of nesting ("++ " in a command substitution),
+# before the command it is about to run. The command's words are not what it printed. A banner drawn
+# with "+" (pytest-timeout's "+++++ Timeout +++++") ends with its "+" and is no command.
+_XTRACE = re.compile(r"\+{1,8} (?=\S)")
 # Markdown's quote marks, one level or several ("> > "); never ">>> " (a REPL prompt) or ">" alone.
 _QUOTE = re.compile(r"(?:> )+")
 _TIMESTAMP = re.compile(rb"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d+Z ")
@@ -183,6 +190,8 @@ def clean_speaking(raw: bytes, keep_progress: bool = False) -> Tuple[str, Option
             if raw.startswith(_BOM):
                 raw = raw[3:]
     text = raw.decode("utf-8", "backslashreplace")
+    if text[:1] == "+" and _XTRACE.match(text) and not text.rstrip().endswith("+"):
+        return "", None, None  # set -x echoing a command (grep -E 'CUDA error: |Killed' train.log)
     if text.startswith("> "):
         text = text[_QUOTE.match(text).end():]  # type: ignore[union-attr]
     if text.startswith("`"):

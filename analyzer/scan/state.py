@@ -18,7 +18,11 @@ context and are dropped:
   entrypoint", "will restart worker group", "worker group successfully finished"): an event outside
   any test in an attempt the supervisor then restarted, followed by that run's success, was handled
   by the restart;
-- any marker a rule's ``collateral_after`` names: the last one per name.
+- any marker a rule's ``collateral_after`` names: the last one per name;
+- ``echo`` with its ``echo`` group set (GitHub's runner echoing a run step's script, its shell: and env:
+  lines; git naming a commit by its subject): the lines quote a command or a commit, not what ran, so
+  every match on them is dropped (such a marker comes first in its line's order, being first in the
+  catalogue).
 Other matches fold by (rule, cleaned text, groups, test), or by the rule's ``fold_groups``, the rank
 prefix and the test, into at most ``MAX_PER_RULE`` distinct events per rule; past that they are
 counted, not kept. Test failures fold by test id. Memory is bounded by
@@ -60,6 +64,7 @@ FAILING_SECTIONS = ("failures", "errors")
 INNER_IN_PASSING = ("errors", "failures", "xfailures")
 SHORT_SUMMARY = "short test summary info"
 RUN_STARTED = "run-started"
+ECHO_MARKER = "echo"
 ATTEMPT_RESTARTED = "attempt-restarted"
 RUN_SUCCEEDED = "run-succeeded"
 MAX_TENTATIVE = 1000
@@ -249,6 +254,7 @@ class LogState:
         # Failures under a short test summary printed inside a passing test's report: the log's own only
         # if no report header follows (``None``: no such summary open).
         self.tentative: Optional[List[Match]] = None
+        self.echo_lines = (0, -1)  # the first and last line of the latest echo (its matches are dropped)
 
     # -- context ----------------------------------------------------------------------------------
 
@@ -279,7 +285,12 @@ class LogState:
         """Take the next match of this log (line order)."""
         rule = match.rule
         marker = rule.marker
-        if marker:
+        if self.echo_lines[0] <= match.line <= self.echo_lines[1]:
+            return
+        if marker == ECHO_MARKER:
+            if match.groups.get("echo"):
+                self.echo_lines = (match.line, match.end_line)
+        elif marker:
             self._marker(match, marker)
         elif rule.kind is Kind.TEST_FAILURE:
             self._test_failure(match)
