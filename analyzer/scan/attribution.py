@@ -309,6 +309,9 @@ class TestTracker:
             # The watched test's time ended where another test's progress line starts; a progress line
             # of the same test again (``result`` itself may be one) continues it.
             outcome = _outcome_after(buf, self._watch_from, start, watch.test)
+            if outcome is None and result is not None and result.xdist and result.finished \
+                    and result.test == watch.test:
+                outcome = True  # its own worker's report, as _outcome_after reads one inside the window
             if outcome is not None or result is None or result.test != watch.test or result.xdist:
                 self._settle(watch, bool(outcome))
                 watch = None

@@ -43,8 +43,6 @@ import signal
 import string
 from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
-import regex
-
 from ..exits import describe_exit, windows_status_name
 from ..model import SCAN_INCOMPLETE_RULE, Finding, Kind, Severity
 from ..rules.loader import EXIT_FIELD_SUFFIX

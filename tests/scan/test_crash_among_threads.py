@@ -1,4 +1,4 @@
-"""A crash dumped by faulthandler among other threads, and a pytest-xdist worker's crash: where and in which test.
+"""A crash dumped by faulthandler among other threads, and a crashed pytest-xdist worker: where, which test.
 
 faulthandler dumps every thread of the process, newest first, a blank line between the blocks; the thread
 that crashed is "Current thread" (Python/traceback.c, _Py_DumpTracebackThreads), often the last one. A
