@@ -9,7 +9,7 @@ from pathlib import Path
 BIN = Path(__file__).resolve().parent / "bin"
 
 
-def _on_a_pty(argv):
+def on_a_pty(argv):
     """Run ``argv`` with a real pty as its console; (exit status, every byte it wrote there)."""
     import pty
 
@@ -34,7 +34,7 @@ def test_a_terminal_left_concealed_without_an_esc_byte_is_reset_before_the_repor
     # The command conceals the terminal and shifts it out with C1 and SO controls only (no ESC): the
     # guard reset the terminal only after an echo that held an ESC, so its "Failed" printed invisibly
     # (or as line graphics) under the forged "Passed".
-    status, out = _on_a_pty([sys.executable, "-m", "analyzer", "run", "--log-dir", str(tmp_path / "logs"),
+    status, out = on_a_pty([sys.executable, "-m", "analyzer", "run", "--log-dir", str(tmp_path / "logs"),
                              "--", sys.executable, str(BIN / "forge_a_pass_c1.py")])
     assert status == 1
     concealed, _, report = out.rpartition("\u009b30;40m\x0e".encode())

@@ -232,24 +232,11 @@ def test_a_log_dir_without_o_tmpfile_is_said_in_the_report(tmp_path, tmpfile):
 def test_a_command_that_conceals_the_terminal_cannot_hide_the_guards_report(tmp_path):
     # SGR 8 (conceal) and black on black left set by the command's last output: in a terminal the
     # guard's "Failed" would print invisibly under a forged "Passed". A real pty, the guard on it.
-    import pty
+    from tests.test_guarded_redteam10 import on_a_pty
 
-    pid, fd = pty.fork()
-    if pid == 0:  # the child: the guard, its console the pty
-        os.execv(sys.executable, [sys.executable, "-m", "analyzer", "run", "--log-dir",
-                                  str(tmp_path / "logs"), "--", sys.executable, str(BIN / "forge_a_pass.py")])
-    out = b""
-    while True:
-        try:
-            chunk = os.read(fd, 1 << 16)
-        except OSError:  # EIO: the guard closed the pty
-            break
-        if not chunk:
-            break
-        out += chunk
-    os.close(fd)
-    _, status = os.waitpid(pid, 0)
-    assert os.waitstatus_to_exitcode(status) == 1
+    code, out = on_a_pty([sys.executable, "-m", "analyzer", "run", "--log-dir", str(tmp_path / "logs"), "--",
+                          sys.executable, str(BIN / "forge_a_pass.py")])
+    assert code == 1
     concealed, _, report = out.rpartition(b"\x1b[8m\x1b[30;40m")
     assert concealed, out
     assert b"\x1b[0m" in report and report.index(b"\x1b[0m") < report.index(b"Failed"), report
