@@ -871,7 +871,7 @@ class GuardedRun:
         ``report_fields`` are further ``Report`` fields (the job's facts).
         """
         reason = supervision.command.timeout_reason
-        cancelled = reason is not None and reason == "cancelled"
+        cancelled = reason == "cancelled"
         if reason is None:
             bound = None  # the command ended by itself: no clock is running out
         else:

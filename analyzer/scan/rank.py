@@ -48,8 +48,7 @@ from ..model import SCAN_INCOMPLETE_RULE, Finding, Kind, Severity
 from ..rules.loader import EXIT_FIELD_SUFFIX
 from ..rules.model import Catalogue, Rule
 from .match import Match
-from .clean import clean_line
-from .state import FRAME, LogEvent, LogFindings, LogState, identity_of
+from .state import LogEvent, LogFindings, LogState, identity_of, stack_frames
 
 
 EXCEPTION_GROUPS = ("exception", "exc")
@@ -792,7 +791,7 @@ def _with_stack(excerpt: str, event: LogEvent) -> str:
     if event.stack is None:
         return excerpt
     lines = event.stack.excerpt.split("\n")
-    if len(lines) > 1 and not FRAME.match(clean_line(lines[-1].encode("utf-8", "surrogatepass"))[0]):
+    if len(lines) > 1 and next(stack_frames(lines[-1:]), None) is None:
         lines.pop()  # the line that ended the stack is the log's next line, not part of the crash
     stack = "\n".join(lines)
     return f"{excerpt}\n{stack}" if excerpt else stack
@@ -810,10 +809,8 @@ def raise_site(traceback: Match) -> Optional[str]:
 
 
 def _own_frame(lines: Iterable[str]) -> Optional[str]:
-    for line in lines:
-        text, _ = clean_line(line.encode("utf-8", "surrogatepass"))
-        frame = FRAME.match(text)
-        if frame is not None and not any(part in frame.group("path") for part in _LIBRARY_PATHS):
+    for frame in stack_frames(lines):
+        if not any(part in frame.group("path") for part in _LIBRARY_PATHS):
             return f"{frame.group('path').rsplit('/', 1)[-1]}:{frame.group('line')}"
     return None
 

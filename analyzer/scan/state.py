@@ -32,7 +32,7 @@ those caps, whatever the size of the log.
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable, Dict, List, Optional, Set, Tuple
+from typing import Callable, Dict, Iterable, Iterator, List, Optional, Set, Tuple
 
 import regex
 
@@ -161,13 +161,18 @@ class LogFindings:
         return named[0] if len(named) == 1 else test
 
 
+def stack_frames(lines: Iterable[str]) -> Iterator["regex.Match[str]"]:
+    """The frames (``FRAME`` matches) among excerpt lines, each read as cleaned."""
+    for line in lines:
+        frame = FRAME.match(clean_line(line.encode("utf-8", "surrogatepass"))[0])
+        if frame is not None:
+            yield frame
+
+
 def _stack_test_function(stack: Match) -> Optional[str]:
     """The innermost ``test*`` function of a faulthandler stack (innermost frame first)."""
-    for line in stack.excerpt.split("\n"):
-        frame = FRAME.match(clean_line(line.encode("utf-8", "surrogatepass"))[0])
-        if frame is not None and (frame.group("function") or "").startswith("test"):
-            return frame.group("function")
-    return None
+    functions = (frame.group("function") or "" for frame in stack_frames(stack.excerpt.split("\n")))
+    return next((name for name in functions if name.startswith("test")), None)
 
 
 def _function_of(test: str) -> str:
