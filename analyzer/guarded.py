@@ -528,7 +528,8 @@ class _ScanChild:
         os.set_blocking(res_read, False)
         self._res = res_read
         self._buffer = bytearray()  # appended in place: a big result arrives in many reads
-        self._eof = False
+        self._eof = False  # the pipe from the child has ended
+        self._over = False  # nothing more will be taken from it: the result came, a frame failed, or EOF
         self._closed = False
         self._result: Optional[Dict[str, _Outcome]] = None
         self.events: List[Finding] = []
@@ -561,8 +562,10 @@ class _ScanChild:
                 self._eof = True
                 break
             self._buffer += data
+        # Frames are read after the pipe's end too: the child writes its result and exits, so the result
+        # and the end of the pipe often come in one poll.
         head = _FRAME_HEAD.size + _MAC_BYTES
-        while len(self._buffer) >= head and not self._eof:
+        while len(self._buffer) >= head and not self._over:
             (size,) = _FRAME_HEAD.unpack_from(self._buffer)
             if len(self._buffer) < head + size:
                 break
@@ -570,18 +573,20 @@ class _ScanChild:
             body = bytes(self._buffer[head: head + size])
             del self._buffer[: head + size]
             if not hmac.compare_digest(mac, hmac.new(self._key, body, hashlib.sha256).digest()):
-                self._eof = True  # not from our scanner: stop listening, the end scans here instead
+                self._over = True  # not from our scanner: stop listening, the end scans here instead
                 break
             try:
                 kind, payload = _RuleUnpickler(io.BytesIO(body), self.rules).load()
             except Exception:
-                self._eof = True
+                self._over = True
                 break
             if kind == "event":
                 self.events.append(payload)
             elif kind == "result":
                 self._result = payload
-                self._eof = True
+                self._over = True
+        if self._eof:
+            self._over = True  # what is left in the buffer is a frame cut short: it will never be whole
 
     def collect(self, bound_s: Optional[float], is_cut: Callable[[], bool]) -> Optional[Dict[str, _Outcome]]:
         """Tell the child the run is over and wait for its results; None if it could not hand them in."""
@@ -590,7 +595,7 @@ class _ScanChild:
         cut = False
         while True:
             self.poll()
-            if self._eof:
+            if self._over:
                 break
             if self._field(_DONE_AT):  # it sent all it will send: whatever did not arrive never will
                 self.poll()

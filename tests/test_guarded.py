@@ -411,6 +411,27 @@ def test_both_scanners_find_the_same_events_and_leave_nothing_running(tmp_path: 
         _wait(lambda: _gone(pid))
 
 
+def test_a_result_that_arrives_with_the_end_of_the_scanners_pipe_is_used(tmp_path: Path):
+    # The scanner writes its result and exits, so the guard often reads the result and the pipe's end in
+    # one poll; that result was dropped and the guard scanned both logs again (and, after a cancel,
+    # reported them unscanned). Here the scanner is let finish and exit before the guard reads anything.
+    from analyzer import guarded
+
+    prog = write_program(tmp_path, f"print({CRASH_LINE!r}, flush=True)")
+    run = _guarded(tmp_path, [sys.executable, str(prog)])
+    try:
+        supervision = run.supervise()
+        child = run._child
+        pid = child._field(guarded._PID_AT)
+        guarded._FIELD.pack_into(child._shm, guarded._STATE_AT, guarded._FINISH)
+        _wait(lambda: _gone(pid))
+        report = run.report(supervision)
+        assert run._logs == {}, "the guard scanned the logs itself: the scanner's result was lost"
+    finally:
+        run.close()
+    assert [(Path(f.path).name, f.line) for f in report.findings if f.kind is Kind.CRASH] == [("stdout.log", 1)]
+
+
 ATTACK_THE_SCANNER = textwrap.dedent(
     """
     import os, sys, time
