@@ -429,7 +429,8 @@ def test_a_result_that_arrives_with_the_end_of_the_scanners_pipe_is_used(tmp_pat
         assert run._logs == {}, "the guard scanned the logs itself: the scanner's result was lost"
     finally:
         run.close()
-    assert [(Path(f.path).name, f.line) for f in report.findings if f.kind is Kind.CRASH] == [("stdout.log", 1)]
+    crashes = [(Path(f.path).name, f.line) for f in report.findings if f.kind is Kind.CRASH]
+    assert crashes == [("stdout.log", 1)]
 
 
 ATTACK_THE_SCANNER = textwrap.dedent(
