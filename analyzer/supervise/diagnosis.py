@@ -66,6 +66,10 @@ _WAITING_ON_PEERS = frozenset(
      "broadcast", "barrier", "monitored_barrier", "all_to_all", "all_to_all_single", "gather", "scatter",
      "reduce", "recv", "send", "irecv", "isend"}
 )
+# The interpreter's own helper servers, started by multiprocessing and idle in their loop for as long as
+# the program runs: the resource tracker (every spawn or forkserver start) and the fork server. Never
+# where a hang is, however early in the tree they sit.
+_RUNTIME_HELPER_FILES = ("multiprocessing/resource_tracker.py", "multiprocessing/forkserver.py")
 
 
 @dataclass(frozen=True)
@@ -150,7 +154,7 @@ def hang_finding(hang: Hang, evidence: Evidence, log_dir: str) -> Finding:
     others = [
         f"pid {dump.pid} in {Frame.where(dump.main_thread_frames())}"
         for dump in evidence.dumps
-        if dump is not chosen and dump.main_thread_frames()
+        if dump is not chosen and dump.main_thread_frames() and not _runtime_helper(dump)
     ]
     if others:
         message += "; also " + ", ".join(others[:_MAX_OTHERS_NAMED])
@@ -237,6 +241,15 @@ def _only_waits(dump: StackDump) -> bool:
     return any(_bare_name(frame.function) in _POLLING_CHILDREN for frame in dump.main_thread_frames())
 
 
+def _runtime_helper(dump: StackDump) -> bool:
+    """Whether ``dump`` is one of multiprocessing's helper servers in its loop (a child the fork server
+    forked runs the user's code, so it is not)."""
+    frames = dump.main_thread_frames()
+    return all(frame.in_library for frame in frames) and any(
+        frame.file.replace("\\", "/").endswith(_RUNTIME_HELPER_FILES) for frame in frames
+    )
+
+
 def _bare_name(function: str) -> str:
     # py-spy names methods with their class on 3.11+ ("Popen.poll"), so compare the last part.
     return function.rsplit(".", 1)[-1]
@@ -249,7 +262,7 @@ def where_it_hung(
 
     Then the first descendant that is neither waiting for children nor for its peers in a collective.
     """
-    with_frames = [dump for dump in dumps if dump.main_thread_frames()]
+    with_frames = [dump for dump in dumps if dump.main_thread_frames() and not _runtime_helper(dump)]
     root = next((dump for dump in with_frames if dump.pid == root_pid), None)
     chosen = root
     if root is None or _only_waits(root):

@@ -202,6 +202,18 @@ def test_parent_waiting_on_a_hung_worker_names_the_worker(guard):
     assert took < 1.0 + SLACK_S
 
 
+def test_multiprocessings_resource_tracker_is_never_named_as_the_hang(guard):
+    # The tracker sits in its read loop from the first spawn on, before the worker in the tree: the
+    # guard once said "hung in `main` (resource_tracker.py:227)" and named the worker as an "also".
+    result, took = guard(program("spawn_hung_worker.py"), timeout_s=2.0, kill_grace_s=2.0)
+    worker = int(re.search(rb"worker pid=(\d+)", Path(result.stdout_path).read_bytes()).group(1))
+    message = result.findings[0].message
+    assert message.startswith(
+        f"hung in `stuck_in_the_workers_own_code` (spawn_hung_worker.py:13) (pid {worker}) for 2s"), message
+    assert "resource_tracker" not in message, message
+    assert not alive(worker)
+
+
 def test_non_python_command_is_described_by_the_kernel(guard):
     result, _ = guard(("sleep", "30"), timeout_s=0.5, kill_grace_s=1.0)
     message = result.findings[0].message
