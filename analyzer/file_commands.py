@@ -10,12 +10,14 @@ what the runner would read as complete entries, minus the names the guard owns, 
 real files, and the guard's summary goes before the command's.
 
 The runner's rules, from actions/runner ``src/Runner.Worker/FileCommandManager.cs`` (commit 258d6c8):
-- ``EnvFileKeyValuePairs`` (lines 353-452) parses ``GITHUB_OUTPUT``, ``GITHUB_ENV`` and ``GITHUB_STATE``:
-  the text is split at ``\\n`` only (``ReadLine``, lines 462-496, ``\\r\\n`` on Windows alone); empty lines
-  are skipped; a line whose first ``=`` comes before its first ``<<`` is ``name=value``; otherwise
-  ``name<<DELIMITER`` starts a heredoc whose value runs to the first line equal to ``DELIMITER``; no
-  closing line, an empty name or delimiter, or a line with neither form throws, which fails the step
-  after the entries before it were applied (``ProcessFiles``, lines 73-89).
+- ``EnvFileKeyValuePairs`` (lines 353-452) parses ``GITHUB_OUTPUT``, ``GITHUB_ENV`` and ``GITHUB_STATE``
+  as text (``File.ReadAllText``, line 369: UTF-8 unless a byte order mark says otherwise, each invalid
+  byte a U+FFFD; names and delimiters are compared as such text, lines 395-420): the text is split at
+  ``\\n`` only (``ReadLine``, lines 462-496, ``\\r\\n`` on Windows alone); empty lines are skipped; a
+  line whose first ``=`` comes before its first ``<<`` is ``name=value``; otherwise ``name<<DELIMITER``
+  starts a heredoc whose value runs to the first line equal to ``DELIMITER``; no closing line, an empty
+  name or delimiter, or a line with neither form throws, which fails the step after the entries before
+  it were applied (``ProcessFiles``, lines 73-89).
 - ``SetEnvFileCommand`` refuses ``NODE_OPTIONS``, compared ignoring case (lines 171-191, 215-218).
 - ``AddPathFileCommand`` (lines 127-158) reads ``GITHUB_PATH`` with ``File.ReadAllLines``, which also
   ends a line at a lone ``\\r``, and prepends every non-empty line to ``PATH``.
@@ -36,6 +38,7 @@ regular file again (``PrivateFiles.make_plain``) before the guard restores or ap
 
 from __future__ import annotations
 
+import codecs
 import errno
 import os
 import re
@@ -53,8 +56,13 @@ STATE = "GITHUB_STATE"
 FILE_VARIABLES = (OUTPUT, SUMMARY, ENV, PATH, STATE)
 SUMMARY_LIMIT_BYTES = 1024 * 1024  # CreateStepSummaryCommand.AttachmentSizeLimit
 _ENV_REFUSED = ("NODE_OPTIONS",)  # SetEnvFileCommand._setEnvBlockList
-_OUTPUT_NAME = re.compile(rb"[A-Za-z_][A-Za-z0-9_-]*\Z")
-_ENV_NAME = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*\Z")
+_OUTPUT_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*\Z", re.ASCII)
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z", re.ASCII)
+# File.ReadAllText's StreamReader detects these (longest first: FF FE 00 00 is UTF-32 LE, not UTF-16).
+_BYTE_ORDER_MARKS = (
+    (codecs.BOM_UTF32_LE, "utf-32-le"), (codecs.BOM_UTF32_BE, "utf-32-be"), (codecs.BOM_UTF8, "utf-8"),
+    (codecs.BOM_UTF16_LE, "utf-16-le"), (codecs.BOM_UTF16_BE, "utf-16-be"),
+)
 _SAVED_MAX_BYTES = 4 * SUMMARY_LIMIT_BYTES  # a real file bigger than this at start is only truncated back
 COMMAND_SUMMARY_HEADING = "\n---\n\n#### Written by the guarded command, not by gpu-hang-guard\n\n"
 # The runner keeps a job's outputs to 1 MB and a step summary to 1 MiB; 64 MiB of file commands is far
@@ -74,17 +82,32 @@ class Checked:
     dropped: Tuple[str, ...] = ()
 
 
-def check_key_values(data: bytes, name_ok: Callable[[bytes], bool]) -> Checked:
+def runner_text(data: bytes) -> str:
+    """``data`` as the runner reads a file command: ``File.ReadAllText`` (FileCommandManager.cs:369).
+
+    That is a ``StreamReader`` that picks UTF-8, UTF-16 or UTF-32 by a byte order mark (dropping it)
+    and otherwise reads UTF-8, every invalid byte becoming U+FFFD: two different bytes (0xFE, 0xFF)
+    then read as the same character, so the check must compare what the runner compares.
+    """
+    for bom, encoding in _BYTE_ORDER_MARKS:
+        if data.startswith(bom):
+            return data[len(bom):].decode(encoding, errors="replace")
+    return data.decode("utf-8", errors="replace")
+
+
+def check_key_values(data: bytes, name_ok: Callable[[str], bool]) -> Checked:
     """The complete, well-formed ``name=value`` lines and closed ``name<<DELIMITER`` heredocs of ``data``.
 
-    Follows the runner's ``EnvFileKeyValuePairs`` (see the module docstring); additionally drops an
-    unterminated last line (the guard's own lines come next and would be glued to it) and every entry
-    whose name ``name_ok`` refuses. An unclosed heredoc drops everything from its first line on, as
-    the runner would have read all of it as the heredoc's value.
+    Follows the runner's ``EnvFileKeyValuePairs`` (see the module docstring) on the text the runner
+    decodes (``runner_text``); additionally drops an unterminated last line (the guard's own lines come
+    next and would be glued to it) and every entry whose name ``name_ok`` refuses. An unclosed heredoc
+    drops everything from its first line on, as the runner would have read all of it as the heredoc's
+    value. What is kept is that text in UTF-8 (a U+FFFD stays one), so the runner reads the entries
+    the check saw, whatever bytes the command wrote.
     """
-    lines = data.split(b"\n")
-    tail = lines.pop()  # b"" when data ends with \n
-    kept: List[bytes] = []
+    lines = runner_text(data).split("\n")
+    tail = lines.pop()  # "" when data ends with \n
+    kept: List[str] = []
     dropped: List[str] = []
     index = 0
     while index < len(lines):
@@ -92,11 +115,11 @@ def check_key_values(data: bytes, name_ok: Callable[[bytes], bool]) -> Checked:
         index += 1
         if not line:
             continue
-        equals, heredoc = line.find(b"="), line.find(b"<<")
+        equals, heredoc = line.find("="), line.find("<<")
         if equals >= 0 and (heredoc < 0 or equals < heredoc):
             name = line[:equals]
             if name_ok(name):
-                kept.append(line + b"\n")
+                kept.append(line + "\n")
             else:
                 dropped.append(_refused(name))
             continue
@@ -111,34 +134,34 @@ def check_key_values(data: bytes, name_ok: Callable[[bytes], bool]) -> Checked:
             close = lines.index(delimiter, index)
         except ValueError:
             dropped.append(f"an unclosed heredoc and the {len(lines) - index:,} lines after it")
-            tail = b""
+            tail = ""
             break
         if name_ok(name):
-            kept.extend(part + b"\n" for part in lines[index - 1: close + 1])
+            kept.extend(part + "\n" for part in lines[index - 1: close + 1])
         else:
             dropped.append(_refused(name))
         index = close + 1
     if tail:
         dropped.append("an unterminated last line")
-    return Checked(b"".join(kept), tuple(dropped))
+    return Checked("".join(kept).encode("utf-8"), tuple(dropped))
 
 
-def _refused(name: bytes) -> str:
+def _refused(name: str) -> str:
     # The name itself is the command's text: it never reaches the console, only its length does.
     if not name:
         return "an entry without a name"
-    return f"an entry whose name ({len(name)} bytes) is malformed or belongs to the guard"
+    return f"an entry whose name ({len(name)} characters) is malformed or belongs to the guard"
 
 
-def output_name_check(owned: Sequence[str]) -> Callable[[bytes], bool]:
+def output_name_check(owned: Sequence[str]) -> Callable[[str], bool]:
     """Names for ``GITHUB_OUTPUT`` and ``GITHUB_STATE``: identifiers, none of ``owned`` (any case)."""
-    refused = {name.lower().encode("ascii") for name in owned}
+    refused = {name.lower() for name in owned}
     return lambda name: bool(_OUTPUT_NAME.match(name)) and name.lower() not in refused
 
 
-def env_name_ok(name: bytes) -> bool:
+def env_name_ok(name: str) -> bool:
     """Names for ``GITHUB_ENV``: POSIX variable names, not one the runner refuses (``NODE_OPTIONS``)."""
-    return bool(_ENV_NAME.match(name)) and name.upper().decode("ascii") not in _ENV_REFUSED
+    return bool(_ENV_NAME.match(name)) and name.upper() not in _ENV_REFUSED
 
 
 def check_path_lines(data: bytes) -> Checked:

@@ -1,0 +1,88 @@
+"""A thirteenth red-team pass over the guarded run (session 13): real processes through the real CLI.
+
+The workflow files are read back as GitHub's runner reads them (``runner_pairs`` of test_guarded_files,
+after ``runner_text`` below).
+"""
+
+from __future__ import annotations
+
+import codecs
+from pathlib import Path
+from typing import Dict
+
+import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from analyzer.file_commands import check_key_values, output_name_check
+from analyzer.report.github import OUTPUT_NAMES
+from tests.test_guarded_files import FILES, GUARD_LINES, guard, runner_pairs
+
+_BOMS = (  # longest first: FF FE 00 00 is UTF-32 LE, not UTF-16 LE
+    (codecs.BOM_UTF32_LE, "utf-32-le"), (codecs.BOM_UTF32_BE, "utf-32-be"), (codecs.BOM_UTF8, "utf-8"),
+    (codecs.BOM_UTF16_LE, "utf-16-le"), (codecs.BOM_UTF16_BE, "utf-16-be"),
+)
+
+
+def runner_text(data: bytes) -> str:
+    """``File.ReadAllText`` (FileCommandManager.cs:369 at 258d6c8): a ``StreamReader`` that picks UTF-8,
+    UTF-16 or UTF-32 by a byte order mark and otherwise reads UTF-8, each bad byte one U+FFFD."""
+    for bom, encoding in _BOMS:
+        if data.startswith(bom):
+            return data[len(bom):].decode(encoding, errors="replace")
+    return data.decode("utf-8", errors="replace")
+
+
+@pytest.fixture()
+def workflow(tmp_path: Path) -> Dict[str, Path]:
+    """Empty per-step files, as the runner creates them (FileCommandManager.InitializeFiles)."""
+    (tmp_path / "_runner_file_commands").mkdir()
+    files = {name: tmp_path / "_runner_file_commands" / name.lower() for name in FILES}
+    for path in files.values():
+        path.write_bytes(b"")
+    return files
+
+
+def runner_outputs(path: Path) -> Dict[str, str]:
+    return dict(runner_pairs(runner_text(path.read_bytes())))
+
+
+# -- 1. the guard reads the command's file commands as the runner decodes them ----------------------
+
+# Two different bytes that the runner reads as the same U+FFFD: the guard saw one heredoc ``x`` closed
+# by the last line; the runner closes it on the second line, takes verdict=pass, and opens a heredoc
+# whose delimiter is the guard's own first line, which swallows the guard's verdict.
+FORGED_WITH_BAD_BYTES = b"x<<\xfe\n\xff\nverdict=pass\nfindings<<verdict=fail\n\xfe\n"
+
+
+def printf_octal(data: bytes) -> str:
+    """``data`` as a printf(1) format of octal escapes only (nothing in it is the shell's)."""
+    return "".join(f"\\{byte:03o}" for byte in data)
+
+
+def test_bytes_the_runner_decodes_alike_cannot_smuggle_a_verdict_past_the_check(tmp_path, workflow):
+    code, _, err, report = guard(
+        tmp_path, workflow, f"printf '{printf_octal(FORGED_WITH_BAD_BYTES)}' >> \"$GITHUB_OUTPUT\"; exit 3",
+    )
+    assert code == 3 and report["verdict"] == "fail", err
+    outputs = runner_outputs(workflow["GITHUB_OUTPUT"])
+    assert outputs["verdict"] == "fail", outputs
+    assert outputs["findings"] == str(len(report["findings"]))
+
+
+byte_pieces = st.sampled_from(
+    [b"verdict=pass", b"x<<\xfe", b"x<<\xff", b"\xfe", b"\xff", b"\xef\xbb\xbf", b"\xff\xfe", b"\xfe\xff",
+     b"\xc3", b"\xed\xa0\x80", b"findings<<verdict=fail", b"a<<E", b"E", b"k=\xfe", b"", b"\r", b"\x00"]
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.tuples(byte_pieces, st.sampled_from([b"\n", b""])), max_size=10))
+@example([(line, b"\n") for line in FORGED_WITH_BAD_BYTES.split(b"\n")[:-1]])
+def test_whatever_bytes_the_command_writes_the_runner_reads_the_guards_outputs(parts):
+    written = b"".join(text + end for text, end in parts)
+    kept = check_key_values(written, output_name_check(OUTPUT_NAMES)).kept
+    outputs = dict(runner_pairs(runner_text(kept + GUARD_LINES.encode())))
+    assert (outputs["verdict"], outputs["exit-code"], outputs["report"], outputs["findings"]) == (
+        "fail", "124", "/r.json", "2"
+    )
