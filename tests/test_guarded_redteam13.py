@@ -7,6 +7,10 @@ after ``runner_text`` below).
 from __future__ import annotations
 
 import codecs
+import os
+import shlex
+import subprocess
+import sys
 from pathlib import Path
 from typing import Dict
 
@@ -16,6 +20,7 @@ from hypothesis import strategies as st
 
 from analyzer.file_commands import check_key_values, output_name_check
 from analyzer.report.github import OUTPUT_NAMES
+from tests.report.runner_view import runner_commands
 from tests.test_guarded_files import FILES, GUARD_LINES, guard, runner_pairs
 
 _BOMS = (  # longest first: FF FE 00 00 is UTF-32 LE, not UTF-16 LE
@@ -86,3 +91,33 @@ def test_whatever_bytes_the_command_writes_the_runner_reads_the_guards_outputs(p
     assert (outputs["verdict"], outputs["exit-code"], outputs["report"], outputs["findings"]) == (
         "fail", "124", "/r.json", "2"
     )
+
+
+# -- 3. the fence lines start a line of their own, whatever else printed on the step's stdout ---------
+
+def _step(tmp_path: Path, shell: str, *guarded: str) -> subprocess.CompletedProcess:
+    """A step's shell running ``shell`` around ``GUARD`` (the guard with an annotation per finding)."""
+    guard_argv = " ".join(shlex.quote(part) for part in (
+        sys.executable, "-m", "analyzer", "run", "--format", "github", "--log-dir", str(tmp_path / "logs"),
+        "--", *guarded))
+    env = dict(os.environ, GITHUB_ACTIONS="true", GUARD=guard_argv)
+    return subprocess.run(["sh", "-c", shell], capture_output=True, env=env, timeout=60)
+
+
+def test_a_partial_line_the_step_printed_before_the_guard_cannot_swallow_the_stop_line(tmp_path):
+    # ActionCommand.TryParseV2 takes a command only at the start of a line (src/Runner.Common/
+    # ActionCommand.cs:61-66 at 258d6c8): "Running: ::stop-commands::TOKEN" stops nothing.
+    proc = _step(tmp_path, 'printf "Running: "; eval "$GUARD"',
+                 "sh", "-c", "echo '::add-mask::hunter2'; echo '::error::forged by the command'")
+    names = [(command.name, command.data) for command in runner_commands(proc.stdout)]
+    assert ("add-mask", "hunter2") not in names and ("error", "forged by the command") not in names, names
+
+
+def test_a_partial_line_a_sibling_printed_meanwhile_cannot_swallow_the_resume_line(tmp_path):
+    # Another process of the step writes the same stdout pipe while the guard runs: the guard's own
+    # last byte was a line end, so the resume token would be glued to "partial" and every annotation
+    # of the guard after it would be read as text inside the fence.
+    proc = _step(tmp_path, '(sleep 0.5; printf partial) & eval "$GUARD"; wait', "sh", "-c", "sleep 1.5; exit 3")
+    assert proc.stdout.count(b"partial") == 1, proc.stdout
+    names = [command.name for command in runner_commands(proc.stdout)]
+    assert "error" in names, (names, proc.stdout)
