@@ -117,7 +117,8 @@ def test_a_partial_line_a_sibling_printed_meanwhile_cannot_swallow_the_resume_li
     # Another process of the step writes the same stdout pipe while the guard runs: the guard's own
     # last byte was a line end, so the resume token would be glued to "partial" and every annotation
     # of the guard after it would be read as text inside the fence.
-    proc = _step(tmp_path, '(sleep 0.5; printf partial) & eval "$GUARD"; wait', "sh", "-c", "sleep 1.5; exit 3")
+    proc = _step(tmp_path, '(sleep 0.5; printf partial) & eval "$GUARD"; wait',
+                 "sh", "-c", "sleep 1.5; exit 3")
     assert proc.stdout.count(b"partial") == 1, proc.stdout
     names = [command.name for command in runner_commands(proc.stdout)]
     assert "error" in names, (names, proc.stdout)
