@@ -146,11 +146,19 @@ def check_key_values(data: bytes, name_ok: Callable[[str], bool]) -> Checked:
     return Checked("".join(kept).encode("utf-8"), tuple(dropped))
 
 
+def entry_names(data: bytes) -> Tuple[str, ...]:
+    """The names of the entries the runner reads in ``data`` (``check_key_values``'s parse)."""
+    names: List[str] = []
+    check_key_values(data, lambda name: names.append(name) is None)
+    return tuple(names)
+
+
 def _refused(name: str) -> str:
     # The name itself is the command's text: it never reaches the console, only its length does.
     if not name:
         return "an entry without a name"
-    return f"an entry whose name ({len(name)} characters) is malformed or belongs to the guard"
+    return (f"an entry whose name ({len(name)} characters) is malformed, belongs to the guard or was set "
+            "before it")
 
 
 def output_name_check(owned: Sequence[str]) -> Callable[[str], bool]:
@@ -219,6 +227,7 @@ class PrivateFiles:
         self.private: Dict[str, str] = {}
         self._saved: Dict[str, Optional[_Saved]] = {}
         self._dir: Optional[str] = None
+        self._set_before: Dict[str, Tuple[str, ...]] = {}
         if not self.real:
             return
         self._dir = tempfile.mkdtemp(prefix="gpu-hang-guard-files-", dir=temp_root)
@@ -228,6 +237,12 @@ class PrivateFiles:
                 pass
             self.private[name] = private
             self._saved[name] = _save(real)
+        # What the step set before the guard is the step's (action.yml's guard step sets pid,
+        # summary-file and output-file, which its stop step trusts): the command may not override it.
+        for name in (OUTPUT, STATE):
+            saved = self._saved.get(name)
+            if saved is not None and saved.content:
+                self._set_before[name] = entry_names(saved.content)
 
     @property
     def extra_env(self) -> Tuple[Tuple[str, str], ...]:
@@ -262,11 +277,14 @@ class PrivateFiles:
         """Append the valid part of the command's outputs, env, path and state files; warnings.
 
         Call after ``restore`` and before the guard writes its own outputs (a name the guard owns is
-        dropped anyway; the guard's lines coming last makes sure).
+        dropped anyway; the guard's lines coming last makes sure). Names of ``owned_outputs`` and those
+        the real file already held when the guard started are refused to the command: the runner keeps
+        the last value of a name (``SetOutputFileCommand``, FileCommandManager.cs:335-347).
         """
+        owned = tuple(owned_outputs) + self._set_before.get(OUTPUT, ())
         checks = {
-            OUTPUT: lambda data: check_key_values(data, output_name_check(owned_outputs)),
-            STATE: lambda data: check_key_values(data, output_name_check(())),
+            OUTPUT: lambda data: check_key_values(data, output_name_check(owned)),
+            STATE: lambda data: check_key_values(data, output_name_check(self._set_before.get(STATE, ()))),
             ENV: lambda data: check_key_values(data, env_name_ok),
             PATH: check_path_lines,
         }

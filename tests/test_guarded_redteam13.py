@@ -122,3 +122,30 @@ def test_a_partial_line_a_sibling_printed_meanwhile_cannot_swallow_the_resume_li
     assert proc.stdout.count(b"partial") == 1, proc.stdout
     names = [command.name for command in runner_commands(proc.stdout)]
     assert "error" in names, (names, proc.stdout)
+
+
+# -- 2. outputs the step set before the guard started stay the step's ---------------------------------
+
+ACTION_LIB = Path(__file__).resolve().parents[1] / "scripts" / "action-lib.sh"
+
+
+@pytest.mark.parametrize("where", ["its own GITHUB_OUTPUT", "the real GITHUB_OUTPUT"])
+def test_the_outputs_the_action_set_before_the_guard_cannot_be_forged_by_the_command(
+        tmp_path, workflow, where):
+    # action.yml's guard step sets pid, summary-file and output-file (put_output) before it execs the
+    # guard; the stop step after a cancel then kills that pid and appends that output-file to its own
+    # outputs. The runner keeps the last value of a name (FileCommandManager.cs:335-347 SetOutput), so a
+    # command's output-file=/tmp/forged (holding verdict=pass) would win.
+    subprocess.run(["bash", "-c", f"source {shlex.quote(str(ACTION_LIB))}; put_output pid 4242; "
+                    f"put_output summary-file /s; put_output output-file /o"],
+                   env=dict(os.environ, GITHUB_OUTPUT=str(workflow["GITHUB_OUTPUT"])), check=True)
+    target = '"$GITHUB_OUTPUT"' if where.startswith("its own") else (
+        '"$RUNNER_TEMP"/_runner_file_commands/github_output')
+    forged = r"pid=1\noutput-file=/tmp/forged\nSummary-File=/tmp/forged.md\ncoverage=87\n"
+    code, _, err, report = guard(tmp_path, workflow, f"printf '{forged}' >> {target}; exit 3")
+    assert code == 3 and report["verdict"] == "fail", err
+    outputs = runner_outputs(workflow["GITHUB_OUTPUT"])
+    assert (outputs["pid"], outputs["summary-file"], outputs["output-file"]) == ("4242", "/s", "/o"), outputs
+    assert "Summary-File" not in outputs
+    assert outputs.get("coverage") == ("87" if where.startswith("its own") else None)
+    assert "$GITHUB_OUTPUT" in err, err
