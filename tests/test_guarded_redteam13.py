@@ -7,8 +7,10 @@ after ``runner_text`` below).
 from __future__ import annotations
 
 import codecs
+import json
 import os
 import shlex
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -149,3 +151,39 @@ def test_the_outputs_the_action_set_before_the_guard_cannot_be_forged_by_the_com
     assert "Summary-File" not in outputs
     assert outputs.get("coverage") == ("87" if where.startswith("its own") else None)
     assert "$GITHUB_OUTPUT" in err, err
+
+
+# -- 6. every signal that would kill the guard silently is a cancel with a report ---------------------
+
+_RTMIN, _RTMAX = int(signal.SIGRTMIN), int(signal.SIGRTMAX)
+SILENT_KILLERS = {  # default action: terminate (SIGABRT, SIGSYS: and dump core), signal(7)
+    "SIGABRT": int(signal.SIGABRT), "SIGSYS": int(signal.SIGSYS), "SIGSTKFLT": 16,  # Linux's number
+    "SIGRTMIN": _RTMIN, "SIGRTMIN+3": _RTMIN + 3, "SIGRTMAX": _RTMAX,
+}
+
+
+@pytest.mark.parametrize("name", sorted(SILENT_KILLERS))
+def test_a_signal_that_kills_by_default_is_a_cancel_with_a_report(tmp_path, name):
+    logs = tmp_path / "logs"
+    proc = subprocess.run(
+        [sys.executable, "-m", "analyzer", "run", "--log-dir", str(logs), "--json", str(tmp_path / "r.json"),
+         "--", "sh", "-c", f"echo $$; kill -{SILENT_KILLERS[name]} $PPID; exec sleep 30"],
+        capture_output=True, timeout=60,
+    )
+    assert proc.returncode == 124, proc
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["verdict"] == "fail" and report["command"]["timeout_reason"] == "cancelled"
+    assert f"cancelled ({name})" in json.dumps(report), report["findings"]
+    pid = int((logs / "stdout.log").read_text().split()[0])
+    assert not os.path.exists(f"/proc/{pid}") or open(f"/proc/{pid}/stat").read().split()[2] == "Z"
+
+
+def test_the_guards_own_faults_are_never_caught_and_real_time_signals_have_names():
+    from analyzer.exits import signal_name, signal_number
+    from analyzer.supervise.guard import CANCEL_SIGNALS
+
+    assert not {signal.SIGSEGV, signal.SIGBUS, signal.SIGFPE, signal.SIGILL} & set(CANCEL_SIGNALS)
+    assert (signal_name(_RTMIN), signal_name(_RTMIN + 1), signal_name(_RTMAX)) == (
+        "SIGRTMIN", "SIGRTMIN+1", "SIGRTMAX")
+    assert signal_name(_RTMAX + 1) is None
+    assert signal_number("SIGRTMIN+5") == _RTMIN + 5 and signal_number("RTMIN+5") == _RTMIN + 5

@@ -69,13 +69,17 @@ CHUNK_COPY_BYTES = 1 << 20
 # copy replaces the log unread (it is the truth either way) and only a changed size is reported.
 COMPARE_BYTES = 256 << 20
 # Signals whose default action would kill the guard without a report and leave the tree running; the
-# command (same user) can send any of them to its parent. Each ends the run as the runner's cancel does.
+# command (same user) can send any of them to its parent (signal(7): "Term" or "Core", the real-time
+# signals included). Each ends the run as the runner's cancel does. SIGSEGV, SIGBUS, SIGFPE and SIGILL
+# are left alone: raised by the guard's own fault, a Python handler would return to the faulting
+# instruction forever. The guard's own abort() still ends it: abort(3) raises SIGABRT again with the
+# default action once a handler returns.
 CANCEL_SIGNALS = tuple(
     getattr(signal, name) for name in (
         "SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2", "SIGALRM", "SIGVTALRM", "SIGPROF",
-        "SIGIO", "SIGXCPU", "SIGPWR", "SIGTRAP",
+        "SIGIO", "SIGXCPU", "SIGPWR", "SIGTRAP", "SIGABRT", "SIGSYS", "SIGSTKFLT",
     ) if hasattr(signal, name)
-)
+) + tuple(range(int(getattr(signal, "SIGRTMIN", 0)), int(getattr(signal, "SIGRTMAX", -1)) + 1))
 # SGR 0, G0 back to ASCII, shift in (SI): a terminal's look after the command's echo, without moving
 # the cursor or leaving an alternate screen (the command's output stays where it is).
 SGR_RESET = b"\x1b[0m\x1b(B\x0f"
