@@ -42,6 +42,7 @@ import codecs
 import errno
 import os
 import re
+import secrets
 import shutil
 import stat
 import tempfile
@@ -368,9 +369,11 @@ class ReportPath:
         return cls(path)
 
     def open(self, append: bool) -> Tuple[int, str]:
-        """A descriptor to write the report, and what the command had planted there ('' if nothing).
+        """A descriptor to write the report, and what the guard did with what the command had planted
+        there ('' if nothing), in the guard's words.
 
-        Never blocks on a FIFO nobody reads (that is an ``OSError``, as is a directory).
+        Never blocks on a FIFO nobody reads (that is an ``OSError``). A directory is moved aside, never
+        removed: it may hold what the command wrote, and removing a tree is unbounded.
         """
         flags = os.O_WRONLY | os.O_CREAT | (os.O_APPEND if append else os.O_TRUNC)
         try:
@@ -384,11 +387,15 @@ class ReportPath:
         try:
             return _open_plain(self.path, flags), ""
         except _NotPlain as what:
-            if here is not None and stat.S_ISDIR(here.st_mode):
-                raise IsADirectoryError(errno.EISDIR, "is a directory") from None
             planted = str(what)
-        os.unlink(self.path)
-        return _open_plain(self.path, flags | os.O_EXCL), planted
+        if here is not None and stat.S_ISDIR(here.st_mode):
+            aside = _move_aside(self.path)
+            done = f"was {planted} during the run; the guard moved it aside as {aside} and wrote a new file"
+        else:
+            os.unlink(self.path)
+            what = "the link" if planted.endswith("link") else "it"
+            done = f"was {planted} during the run; the guard removed {what} and wrote a new file"
+        return _open_plain(self.path, flags | os.O_EXCL), done
 
     def _the_users(self, here: os.stat_result) -> bool:
         if self.link is not None:
@@ -397,6 +404,17 @@ class ReportPath:
             except OSError:
                 return False
         return self.special == (here.st_dev, here.st_ino)
+
+
+def _move_aside(path: str) -> str:
+    """Rename ``path`` to ``PATH.put-there-by-the-command-XXXX`` (a fresh name), as the guard does with a
+    log the command replaced (``supervise.guard._restore_log``); the new name."""
+    for _ in range(8):
+        aside = f"{path}.put-there-by-the-command-{secrets.token_hex(4)}"
+        if not os.path.lexists(aside):  # rename(2) would replace an empty directory of that name
+            os.rename(path, aside)
+            return aside
+    raise FileExistsError(errno.EEXIST, "no free name to move it aside", path)
 
 
 class _NotPlain(OSError):

@@ -187,3 +187,24 @@ def test_the_guards_own_faults_are_never_caught_and_real_time_signals_have_names
         "SIGRTMIN", "SIGRTMIN+1", "SIGRTMAX")
     assert signal_name(_RTMAX + 1) is None
     assert signal_number("SIGRTMIN+5") == _RTMIN + 5 and signal_number("RTMIN+5") == _RTMIN + 5
+
+
+# -- 4. a directory the command planted at a report path is moved aside, and the report written -----
+
+@pytest.mark.parametrize("option", ["--json", "--summary"])
+def test_a_directory_planted_at_a_report_path_is_moved_aside_and_the_report_written(tmp_path, option):
+    target = tmp_path / ("report.json" if option == "--json" else "summary.md")
+    proc = subprocess.run(
+        [sys.executable, "-m", "analyzer", "run", "--log-dir", str(tmp_path / "logs"), option, str(target),
+         "--", "sh", "-c", f"mkdir {shlex.quote(str(target))} && echo kept > {shlex.quote(str(target))}/x; "
+                           "exit 3"],
+        capture_output=True, timeout=60,
+    )
+    assert proc.returncode == 3, proc
+    assert target.is_file() and not target.is_symlink(), proc.stderr
+    text = target.read_text()
+    assert ('"verdict": "fail"' in text) if option == "--json" else ("exit 3" in text), text
+    aside = [p for p in tmp_path.iterdir() if p.name.startswith(target.name + ".put-there-by-the-command-")]
+    assert len(aside) == 1 and (aside[0] / "x").read_text() == "kept\n"  # the command's files, untouched
+    assert f"{option} {target}: was replaced with a directory during the run; the guard moved it aside as " \
+           f"{aside[0]}" in proc.stderr.decode(), proc.stderr
