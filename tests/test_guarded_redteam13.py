@@ -208,3 +208,31 @@ def test_a_directory_planted_at_a_report_path_is_moved_aside_and_the_report_writ
     assert len(aside) == 1 and (aside[0] / "x").read_text() == "kept\n"  # the command's files, untouched
     assert f"{option} {target}: was replaced with a directory during the run; the guard moved it aside as " \
            f"{aside[0]}" in proc.stderr.decode(), proc.stderr
+
+
+# -- 5. the log dir the command moved away comes back; its decoy is moved aside ----------------------
+
+@pytest.mark.parametrize("hide", ["beside", "inside-the-decoy"])
+def test_a_log_dir_moved_away_for_a_decoy_is_moved_back(tmp_path, hide):
+    # The action uploads and reports the log dir by its path (action.yml: steps.setup.outputs.log-dir,
+    # the report at $GHG_LOG_DIR/report.json), so following the real one elsewhere still showed the decoy.
+    logs = tmp_path / "logs"
+    logs.mkdir()  # as the action's setup step makes it
+    hidden = tmp_path / "hidden" if hide == "beside" else tmp_path / "stash"
+    move = (f"mv {logs} {hidden}; mkdir {logs}" if hide == "beside"
+            else f"mv {logs} {hidden}; mkdir {logs}; mv {hidden} {logs}/.real")
+    script = (f"echo 'Fatal Python error: Segmentation fault'; {move}; "
+              f"echo 'all tests passed' > {logs}/stdout.log; exit 0")
+    proc = subprocess.run(
+        [sys.executable, "-m", "analyzer", "run", "--log-dir", str(logs), "--json", str(logs / "report.json"),
+         "--", "sh", "-c", script],
+        capture_output=True, timeout=60,
+    )
+    assert proc.returncode == 1, proc
+    assert (logs / "stdout.log").read_bytes() == b"Fatal Python error: Segmentation fault\n"
+    report = json.loads((logs / "report.json").read_text())
+    assert report["verdict"] == "fail"
+    assert not hidden.exists() and not (logs / ".real").exists()
+    decoys = [p for p in tmp_path.iterdir() if p.name.startswith("logs.put-there-by-the-command-")]
+    assert len(decoys) == 1 and (decoys[0] / "stdout.log").read_text() == "all tests passed\n"
+    assert "moved it back" in json.dumps(report), report["diagnostics"]
