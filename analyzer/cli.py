@@ -196,11 +196,9 @@ def _write_file(
 
     warnings = []
     try:
-        fd, planted = (start or ReportPath.at_start(path)).open(append)
-        if planted:
-            what = "the link" if planted.endswith("link") else "it"
-            warnings.append(f"{option} {path}: was {planted} during the run; the guard removed {what} and "
-                            "wrote a new file")
+        fd, done = (start or ReportPath.at_start(path)).open(append)
+        if done:
+            warnings.append(f"{option} {path}: {done}")
         with open(fd, "a" if append else "w", encoding="utf-8", errors=errors) as handle:
             handle.write(text)
     except OSError as err:

@@ -32,19 +32,30 @@ def windows_status_name(status: int) -> Optional[str]:
     return WINDOWS_CRASH_STATUS.get(status & 0xFFFFFFFF)
 
 
+_RTMIN = int(getattr(signal, "SIGRTMIN", 0))
+_RTMAX = int(getattr(signal, "SIGRTMAX", -1))
+
+
 def signal_name(signum: int) -> Optional[str]:
-    """``15 -> "SIGTERM"``; ``None`` for a number that is no signal on this platform."""
+    """``15 -> "SIGTERM"``, ``35 -> "SIGRTMIN+1"`` (as bash's ``kill -l``); ``None`` for a number that is
+    no signal on this platform."""
     try:
         return signal.Signals(signum).name
     except ValueError:
-        return None
+        pass
+    if _RTMIN < signum < _RTMAX:
+        return f"SIGRTMIN+{signum - _RTMIN}"
+    return None
 
 
 def signal_number(name: str) -> Optional[int]:
-    """``"SIGTERM"`` or ``"TERM"`` -> 15; ``None`` when unknown."""
+    """``"SIGTERM"`` or ``"TERM"`` -> 15, ``"SIGRTMIN+1"`` -> 35; ``None`` when unknown."""
     key = name.upper()
     if not key.startswith("SIG"):
         key = "SIG" + key
+    base, plus, offset = key.partition("+")
+    if plus and base == "SIGRTMIN" and offset.isdigit() and _RTMIN + int(offset) <= _RTMAX:
+        return _RTMIN + int(offset)
     try:
         return int(signal.Signals[key])
     except KeyError:

@@ -10,12 +10,14 @@ what the runner would read as complete entries, minus the names the guard owns, 
 real files, and the guard's summary goes before the command's.
 
 The runner's rules, from actions/runner ``src/Runner.Worker/FileCommandManager.cs`` (commit 258d6c8):
-- ``EnvFileKeyValuePairs`` (lines 353-452) parses ``GITHUB_OUTPUT``, ``GITHUB_ENV`` and ``GITHUB_STATE``:
-  the text is split at ``\\n`` only (``ReadLine``, lines 462-496, ``\\r\\n`` on Windows alone); empty lines
-  are skipped; a line whose first ``=`` comes before its first ``<<`` is ``name=value``; otherwise
-  ``name<<DELIMITER`` starts a heredoc whose value runs to the first line equal to ``DELIMITER``; no
-  closing line, an empty name or delimiter, or a line with neither form throws, which fails the step
-  after the entries before it were applied (``ProcessFiles``, lines 73-89).
+- ``EnvFileKeyValuePairs`` (lines 353-452) parses ``GITHUB_OUTPUT``, ``GITHUB_ENV`` and ``GITHUB_STATE``
+  as text (``File.ReadAllText``, line 369: UTF-8 unless a byte order mark says otherwise, each invalid
+  byte a U+FFFD; names and delimiters are compared as such text, lines 395-420): the text is split at
+  ``\\n`` only (``ReadLine``, lines 462-496, ``\\r\\n`` on Windows alone); empty lines are skipped; a
+  line whose first ``=`` comes before its first ``<<`` is ``name=value``; otherwise ``name<<DELIMITER``
+  starts a heredoc whose value runs to the first line equal to ``DELIMITER``; no closing line, an empty
+  name or delimiter, or a line with neither form throws, which fails the step after the entries before
+  it were applied (``ProcessFiles``, lines 73-89).
 - ``SetEnvFileCommand`` refuses ``NODE_OPTIONS``, compared ignoring case (lines 171-191, 215-218).
 - ``AddPathFileCommand`` (lines 127-158) reads ``GITHUB_PATH`` with ``File.ReadAllLines``, which also
   ends a line at a lone ``\\r``, and prepends every non-empty line to ``PATH``.
@@ -36,9 +38,11 @@ regular file again (``PrivateFiles.make_plain``) before the guard restores or ap
 
 from __future__ import annotations
 
+import codecs
 import errno
 import os
 import re
+import secrets
 import shutil
 import stat
 import tempfile
@@ -53,8 +57,13 @@ STATE = "GITHUB_STATE"
 FILE_VARIABLES = (OUTPUT, SUMMARY, ENV, PATH, STATE)
 SUMMARY_LIMIT_BYTES = 1024 * 1024  # CreateStepSummaryCommand.AttachmentSizeLimit
 _ENV_REFUSED = ("NODE_OPTIONS",)  # SetEnvFileCommand._setEnvBlockList
-_OUTPUT_NAME = re.compile(rb"[A-Za-z_][A-Za-z0-9_-]*\Z")
-_ENV_NAME = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*\Z")
+_OUTPUT_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*\Z", re.ASCII)
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z", re.ASCII)
+# File.ReadAllText's StreamReader detects these (longest first: FF FE 00 00 is UTF-32 LE, not UTF-16).
+_BYTE_ORDER_MARKS = (
+    (codecs.BOM_UTF32_LE, "utf-32-le"), (codecs.BOM_UTF32_BE, "utf-32-be"), (codecs.BOM_UTF8, "utf-8"),
+    (codecs.BOM_UTF16_LE, "utf-16-le"), (codecs.BOM_UTF16_BE, "utf-16-be"),
+)
 _SAVED_MAX_BYTES = 4 * SUMMARY_LIMIT_BYTES  # a real file bigger than this at start is only truncated back
 COMMAND_SUMMARY_HEADING = "\n---\n\n#### Written by the guarded command, not by gpu-hang-guard\n\n"
 # The runner keeps a job's outputs to 1 MB and a step summary to 1 MiB; 64 MiB of file commands is far
@@ -74,17 +83,32 @@ class Checked:
     dropped: Tuple[str, ...] = ()
 
 
-def check_key_values(data: bytes, name_ok: Callable[[bytes], bool]) -> Checked:
+def runner_text(data: bytes) -> str:
+    """``data`` as the runner reads a file command: ``File.ReadAllText`` (FileCommandManager.cs:369).
+
+    That is a ``StreamReader`` that picks UTF-8, UTF-16 or UTF-32 by a byte order mark (dropping it)
+    and otherwise reads UTF-8, every invalid byte becoming U+FFFD: two different bytes (0xFE, 0xFF)
+    then read as the same character, so the check must compare what the runner compares.
+    """
+    for bom, encoding in _BYTE_ORDER_MARKS:
+        if data.startswith(bom):
+            return data[len(bom):].decode(encoding, errors="replace")
+    return data.decode("utf-8", errors="replace")
+
+
+def check_key_values(data: bytes, name_ok: Callable[[str], bool]) -> Checked:
     """The complete, well-formed ``name=value`` lines and closed ``name<<DELIMITER`` heredocs of ``data``.
 
-    Follows the runner's ``EnvFileKeyValuePairs`` (see the module docstring); additionally drops an
-    unterminated last line (the guard's own lines come next and would be glued to it) and every entry
-    whose name ``name_ok`` refuses. An unclosed heredoc drops everything from its first line on, as
-    the runner would have read all of it as the heredoc's value.
+    Follows the runner's ``EnvFileKeyValuePairs`` (see the module docstring) on the text the runner
+    decodes (``runner_text``); additionally drops an unterminated last line (the guard's own lines come
+    next and would be glued to it) and every entry whose name ``name_ok`` refuses. An unclosed heredoc
+    drops everything from its first line on, as the runner would have read all of it as the heredoc's
+    value. What is kept is that text in UTF-8 (a U+FFFD stays one), so the runner reads the entries
+    the check saw, whatever bytes the command wrote.
     """
-    lines = data.split(b"\n")
-    tail = lines.pop()  # b"" when data ends with \n
-    kept: List[bytes] = []
+    lines = runner_text(data).split("\n")
+    tail = lines.pop()  # "" when data ends with \n
+    kept: List[str] = []
     dropped: List[str] = []
     index = 0
     while index < len(lines):
@@ -92,11 +116,11 @@ def check_key_values(data: bytes, name_ok: Callable[[bytes], bool]) -> Checked:
         index += 1
         if not line:
             continue
-        equals, heredoc = line.find(b"="), line.find(b"<<")
+        equals, heredoc = line.find("="), line.find("<<")
         if equals >= 0 and (heredoc < 0 or equals < heredoc):
             name = line[:equals]
             if name_ok(name):
-                kept.append(line + b"\n")
+                kept.append(line + "\n")
             else:
                 dropped.append(_refused(name))
             continue
@@ -111,34 +135,42 @@ def check_key_values(data: bytes, name_ok: Callable[[bytes], bool]) -> Checked:
             close = lines.index(delimiter, index)
         except ValueError:
             dropped.append(f"an unclosed heredoc and the {len(lines) - index:,} lines after it")
-            tail = b""
+            tail = ""
             break
         if name_ok(name):
-            kept.extend(part + b"\n" for part in lines[index - 1: close + 1])
+            kept.extend(part + "\n" for part in lines[index - 1: close + 1])
         else:
             dropped.append(_refused(name))
         index = close + 1
     if tail:
         dropped.append("an unterminated last line")
-    return Checked(b"".join(kept), tuple(dropped))
+    return Checked("".join(kept).encode("utf-8"), tuple(dropped))
 
 
-def _refused(name: bytes) -> str:
+def entry_names(data: bytes) -> Tuple[str, ...]:
+    """The names of the entries the runner reads in ``data`` (``check_key_values``'s parse)."""
+    names: List[str] = []
+    check_key_values(data, lambda name: names.append(name) is None)
+    return tuple(names)
+
+
+def _refused(name: str) -> str:
     # The name itself is the command's text: it never reaches the console, only its length does.
     if not name:
         return "an entry without a name"
-    return f"an entry whose name ({len(name)} bytes) is malformed or belongs to the guard"
+    return (f"an entry whose name ({len(name)} characters) is malformed, belongs to the guard or was set "
+            "before it")
 
 
-def output_name_check(owned: Sequence[str]) -> Callable[[bytes], bool]:
+def output_name_check(owned: Sequence[str]) -> Callable[[str], bool]:
     """Names for ``GITHUB_OUTPUT`` and ``GITHUB_STATE``: identifiers, none of ``owned`` (any case)."""
-    refused = {name.lower().encode("ascii") for name in owned}
+    refused = {name.lower() for name in owned}
     return lambda name: bool(_OUTPUT_NAME.match(name)) and name.lower() not in refused
 
 
-def env_name_ok(name: bytes) -> bool:
+def env_name_ok(name: str) -> bool:
     """Names for ``GITHUB_ENV``: POSIX variable names, not one the runner refuses (``NODE_OPTIONS``)."""
-    return bool(_ENV_NAME.match(name)) and name.upper().decode("ascii") not in _ENV_REFUSED
+    return bool(_ENV_NAME.match(name)) and name.upper() not in _ENV_REFUSED
 
 
 def check_path_lines(data: bytes) -> Checked:
@@ -196,6 +228,7 @@ class PrivateFiles:
         self.private: Dict[str, str] = {}
         self._saved: Dict[str, Optional[_Saved]] = {}
         self._dir: Optional[str] = None
+        self._set_before: Dict[str, Tuple[str, ...]] = {}
         if not self.real:
             return
         self._dir = tempfile.mkdtemp(prefix="gpu-hang-guard-files-", dir=temp_root)
@@ -205,6 +238,12 @@ class PrivateFiles:
                 pass
             self.private[name] = private
             self._saved[name] = _save(real)
+        # What the step set before the guard is the step's (action.yml's guard step sets pid,
+        # summary-file and output-file, which its stop step trusts): the command may not override it.
+        for name in (OUTPUT, STATE):
+            saved = self._saved.get(name)
+            if saved is not None and saved.content:
+                self._set_before[name] = entry_names(saved.content)
 
     @property
     def extra_env(self) -> Tuple[Tuple[str, str], ...]:
@@ -239,11 +278,14 @@ class PrivateFiles:
         """Append the valid part of the command's outputs, env, path and state files; warnings.
 
         Call after ``restore`` and before the guard writes its own outputs (a name the guard owns is
-        dropped anyway; the guard's lines coming last makes sure).
+        dropped anyway; the guard's lines coming last makes sure). Names of ``owned_outputs`` and those
+        the real file already held when the guard started are refused to the command: the runner keeps
+        the last value of a name (``SetOutputFileCommand``, FileCommandManager.cs:335-347).
         """
+        owned = tuple(owned_outputs) + self._set_before.get(OUTPUT, ())
         checks = {
-            OUTPUT: lambda data: check_key_values(data, output_name_check(owned_outputs)),
-            STATE: lambda data: check_key_values(data, output_name_check(())),
+            OUTPUT: lambda data: check_key_values(data, output_name_check(owned)),
+            STATE: lambda data: check_key_values(data, output_name_check(self._set_before.get(STATE, ()))),
             ENV: lambda data: check_key_values(data, env_name_ok),
             PATH: check_path_lines,
         }
@@ -327,9 +369,11 @@ class ReportPath:
         return cls(path)
 
     def open(self, append: bool) -> Tuple[int, str]:
-        """A descriptor to write the report, and what the command had planted there ('' if nothing).
+        """A descriptor to write the report, and what the guard did with what the command had planted
+        there ('' if nothing), in the guard's words.
 
-        Never blocks on a FIFO nobody reads (that is an ``OSError``, as is a directory).
+        Never blocks on a FIFO nobody reads (that is an ``OSError``). A directory is moved aside, never
+        removed: it may hold what the command wrote, and removing a tree is unbounded.
         """
         flags = os.O_WRONLY | os.O_CREAT | (os.O_APPEND if append else os.O_TRUNC)
         try:
@@ -343,11 +387,15 @@ class ReportPath:
         try:
             return _open_plain(self.path, flags), ""
         except _NotPlain as what:
-            if here is not None and stat.S_ISDIR(here.st_mode):
-                raise IsADirectoryError(errno.EISDIR, "is a directory") from None
             planted = str(what)
-        os.unlink(self.path)
-        return _open_plain(self.path, flags | os.O_EXCL), planted
+        if here is not None and stat.S_ISDIR(here.st_mode):
+            aside = _move_aside(self.path)
+            done = f"was {planted} during the run; the guard moved it aside as {aside} and wrote a new file"
+        else:
+            os.unlink(self.path)
+            what = "the link" if planted.endswith("link") else "it"
+            done = f"was {planted} during the run; the guard removed {what} and wrote a new file"
+        return _open_plain(self.path, flags | os.O_EXCL), done
 
     def _the_users(self, here: os.stat_result) -> bool:
         if self.link is not None:
@@ -356,6 +404,17 @@ class ReportPath:
             except OSError:
                 return False
         return self.special == (here.st_dev, here.st_ino)
+
+
+def _move_aside(path: str) -> str:
+    """Rename ``path`` to ``PATH.put-there-by-the-command-XXXX`` (a fresh name), as the guard does with a
+    log the command replaced (``supervise.guard._restore_log``); the new name."""
+    for _ in range(8):
+        aside = f"{path}.put-there-by-the-command-{secrets.token_hex(4)}"
+        if not os.path.lexists(aside):  # rename(2) would replace an empty directory of that name
+            os.rename(path, aside)
+            return aside
+    raise FileExistsError(errno.EEXIST, "no free name to move it aside", path)
 
 
 class _NotPlain(OSError):

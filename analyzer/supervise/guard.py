@@ -69,13 +69,17 @@ CHUNK_COPY_BYTES = 1 << 20
 # copy replaces the log unread (it is the truth either way) and only a changed size is reported.
 COMPARE_BYTES = 256 << 20
 # Signals whose default action would kill the guard without a report and leave the tree running; the
-# command (same user) can send any of them to its parent. Each ends the run as the runner's cancel does.
+# command (same user) can send any of them to its parent (signal(7): "Term" or "Core", the real-time
+# signals included). Each ends the run as the runner's cancel does. SIGSEGV, SIGBUS, SIGFPE and SIGILL
+# are left alone: raised by the guard's own fault, a Python handler would return to the faulting
+# instruction forever. The guard's own abort() still ends it: abort(3) raises SIGABRT again with the
+# default action once a handler returns.
 CANCEL_SIGNALS = tuple(
     getattr(signal, name) for name in (
         "SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2", "SIGALRM", "SIGVTALRM", "SIGPROF",
-        "SIGIO", "SIGXCPU", "SIGPWR", "SIGTRAP",
+        "SIGIO", "SIGXCPU", "SIGPWR", "SIGTRAP", "SIGABRT", "SIGSYS", "SIGSTKFLT",
     ) if hasattr(signal, name)
-)
+) + tuple(range(int(getattr(signal, "SIGRTMIN", 0)), int(getattr(signal, "SIGRTMAX", -1)) + 1))
 # SGR 0, G0 back to ASCII, shift in (SI): a terminal's look after the command's echo, without moving
 # the cursor or leaving an alternate screen (the command's output stays where it is).
 SGR_RESET = b"\x1b[0m\x1b(B\x0f"
@@ -669,7 +673,7 @@ def supervise(options: GuardOptions) -> Supervision:
         restore()
         os.close(wake_read)
         os.close(wake_write)
-        _follow_a_moved_log_dir(run, run.dir_fd)
+        _bring_back_a_moved_log_dir(run, run.dir_fd)
         run.mend_the_log_dir()
         dir_fd = run.dir_fd  # a new one if the command deleted the log dir
         for stream, path in (("stdout", run.stdout_path), ("stderr", run.stderr_path)):
@@ -765,10 +769,14 @@ def _end_partial_lines(consoles: Sequence[Console]) -> None:
         time.sleep(_STREAM_SETTLE_S)
 
 
-def _follow_a_moved_log_dir(run: _Run, dir_fd: int) -> None:
-    """If the command moved the log dir away (and put another in its place), point the run at the real one.
+def _bring_back_a_moved_log_dir(run: _Run, dir_fd: int) -> None:
+    """If the command moved the log dir away (and put a decoy in its place), move the real one back.
 
-    The guard wrote through ``dir_fd``; what the path names now may be the command's decoy.
+    The guard wrote through ``dir_fd``; what the path names now may be the command's decoy, and the
+    action uploads and reports the log dir by its path (action.yml: ``steps.setup.outputs.log-dir``,
+    the report in it), so following the real one elsewhere would still show the decoy. The decoy is
+    moved aside as ``NAME.put-there-by-the-command-XXXX``, as a replaced log is (``_restore_log``).
+    Where the real one cannot be moved back, the run points at where it is.
     """
     try:
         here = os.stat(run.log_dir)
@@ -779,19 +787,43 @@ def _follow_a_moved_log_dir(run: _Run, dir_fd: int) -> None:
         pass
     except OSError:
         return
+    actual = _where(dir_fd)
+    if actual is None:
+        return
+    aside = ""
+    try:
+        if os.path.lexists(run.log_dir):
+            aside = f"{run.log_dir.rstrip(os.sep)}.put-there-by-the-command-{secrets.token_hex(4)}"
+            os.rename(run.log_dir, aside)
+        actual = _where(dir_fd) or actual  # it moved too if the command hid it inside the decoy
+        os.rename(actual, run.log_dir)
+    except OSError as err:
+        run.diagnostics.append(Diagnostic(
+            "The log dir was moved during the run; the guard's logs and evidence are where it moved to",
+            f"{run.log_dir} no longer names the directory the guard wrote, and the guard could not move it "
+            f"back ({err.strerror or err}); its files are in {_where(dir_fd) or actual}.\n",
+        ))
+        run.log_dir = _where(dir_fd) or actual
+        run.stdout_path = os.path.join(run.log_dir, STDOUT_LOG)
+        run.stderr_path = os.path.join(run.log_dir, STDERR_LOG)
+        return
+    instead = f"; what the command put in its place is now {aside}" if aside else ""
+    run.diagnostics.append(Diagnostic(
+        "The log dir was moved during the run; the guard moved it back",
+        f"The command moved {run.log_dir} to {actual}{instead}. The guard moved its own directory back to "
+        f"{run.log_dir}.\n",
+    ))
+
+
+def _where(dir_fd: int) -> Optional[str]:
+    """The path of the directory ``dir_fd`` is open on, or None when it was removed or is unknown."""
     try:
         actual = os.readlink(f"/proc/self/fd/{dir_fd}")
     except OSError:
-        return
+        return None
     if not os.path.isdir(actual) or actual.endswith(" (deleted)"):
-        return
-    run.diagnostics.append(Diagnostic(
-        "The log dir was moved during the run; the guard's logs and evidence are where it moved to",
-        f"{run.log_dir} no longer names the directory the guard wrote; its files are in {actual}.\n",
-    ))
-    run.log_dir = actual
-    run.stdout_path = os.path.join(actual, STDOUT_LOG)
-    run.stderr_path = os.path.join(actual, STDERR_LOG)
+        return None
+    return actual
 
 
 def _say_what_the_console_missed(pumps: Sequence[StreamPump]) -> None:

@@ -23,10 +23,19 @@ def should_stop_commands(environ: Mapping[str, str], allow_workflow_commands: bo
 
 
 def stop_line(token: str) -> bytes:
-    """The line that stops workflow-command processing until ``resume_line(token)``."""
-    return f"::stop-commands::{token}\n".encode("ascii")
+    """The line that stops workflow-command processing until ``resume_line(token)``.
+
+    It starts with a line break: the runner takes a command only at the start of a line (actions/runner
+    ``src/Runner.Common/ActionCommand.cs``, ``TryParseV2``, lines 61-66 at 258d6c8), and the step may
+    have left a partial line on this stdout before the guard started (``printf "Running: "``).
+    """
+    return f"\n::stop-commands::{token}\n".encode("ascii")
 
 
 def resume_line(token: str) -> bytes:
-    """The line that resumes workflow-command processing."""
-    return f"::{token}::\n".encode("ascii")
+    """The line that resumes workflow-command processing, after a line break as ``stop_line``.
+
+    The guard ends its own echo's partial line, but another process of the step (a background job of
+    its shell) writes the same stdout and may have left one meanwhile.
+    """
+    return f"\n::{token}::\n".encode("ascii")

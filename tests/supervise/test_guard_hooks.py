@@ -110,6 +110,11 @@ def test_a_command_that_moves_the_log_dir_and_plants_a_decoy_does_not_hide_its_o
         f"open(os.path.join({str(logs)!r}, 'stdout.log'), 'w').write('all tests passed\\n')\n"
     )
     result, _ = guard((sys.executable, "-c", script), log_dir=str(logs))
+    # The real directory is moved back to its path (which the action uploads), the decoy aside.
+    assert result.stdout_path == str(logs / "stdout.log") and result.command.log_dir == str(logs)
     assert Path(result.stdout_path).read_bytes() == b"real segfault line\n"
-    assert result.command.log_dir == str(tmp_path / "hidden")
-    assert any(d.title.startswith("The log dir was moved during the run") for d in result.diagnostics)
+    assert not (tmp_path / "hidden").exists()
+    (decoy,) = tmp_path.glob("logs.put-there-by-the-command-*")
+    assert (decoy / "stdout.log").read_text() == "all tests passed\n"
+    assert any(d.title == "The log dir was moved during the run; the guard moved it back"
+               for d in result.diagnostics)

@@ -253,13 +253,14 @@ def test_a_slow_console_never_costs_the_log_a_byte_nor_follows_the_resume_line(t
     else:
         assert len(saved) >= written > 0  # every byte the command got into the pipe is in the log
     assert saved == FLOOD["expected"]("out", len(saved))
-    head, _, rest = bytes(console).partition(b"\n")
+    assert console.startswith(b"\n")
+    head, _, rest = bytes(console[1:]).partition(b"\n")
     token = head[len(b"::stop-commands::"):]
     assert head.startswith(b"::stop-commands::ghg-")
     assert rest.endswith(b"\n::" + token + b"::\n")  # the guard's resume line is the last word
     assert rest.count(b"::" + token + b"::") == 1
     if len(rest) < 2 * len(saved):  # stdout and stderr both come on the console inside the fence
-        notes = [line for line in rest.splitlines()[-3:-1] if line.startswith(b"gpu-hang-guard: the last ")]
+        notes = [line for line in rest.splitlines()[-4:-2] if line.startswith(b"gpu-hang-guard: the last ")]
         assert notes and all(b" were not echoed here (the console fell behind" in note for note in notes)
     print(f"console {rate} B/s: log {len(saved)} bytes, console {len(rest)} bytes")
 
@@ -271,9 +272,10 @@ def test_inside_the_fence_the_commands_stderr_comes_on_stdout(tmp_path):
     out, err = proc.communicate(timeout=60)
     assert err == b""  # the runner reads a batch's stderr first: nothing of the command may be there
     lines = out.split(b"\n")
-    token = lines[0][len(b"::stop-commands::"):]
-    assert lines[-2] == b"::" + token + b"::"
-    assert sorted(lines[1:-2]) == [b"::add-mask::leaked", b"out"]
+    assert lines[0] == b""
+    token = lines[1][len(b"::stop-commands::"):]
+    assert lines[-3:] == [b"", b"::" + token + b"::", b""]
+    assert sorted(lines[2:-3]) == [b"::add-mask::leaked", b"out"]
     saved_err = Path(json.loads(result_path.read_text())["stderr_path"]).read_bytes()
     assert saved_err == b"::add-mask::leaked\n"  # stderr.log is still saved apart
 

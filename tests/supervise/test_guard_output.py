@@ -85,10 +85,11 @@ def test_under_github_actions_output_is_fenced_by_stop_commands(tmp_path):
     saved = Path(result["stdout_path"]).read_bytes()
     assert saved.startswith(b"::error file=x.py,line=1::fake annotation from the test\n::add-mask::hunter2\n")
     lines = proc.stdout.split(b"\n")
-    assert lines[0].startswith(b"::stop-commands::ghg-")
-    token = lines[0][len(b"::stop-commands::"):]
+    # Each fence line after a line break of its own (workflow.stop_line: a partial line before it).
+    assert lines[0] == b"" and lines[1].startswith(b"::stop-commands::ghg-")
+    token = lines[1][len(b"::stop-commands::"):]
     assert len(token) >= 32
-    assert proc.stdout == b"::stop-commands::" + token + b"\n" + saved + b"::" + token + b"::\n"
+    assert proc.stdout == b"\n::stop-commands::" + token + b"\n" + saved + b"\n::" + token + b"::\n"
     assert token not in saved  # the command never sees the token
     assert b"stop-commands" not in saved.replace(b"::stop-commands::silence-the-guard", b"")
 
@@ -98,7 +99,8 @@ def test_resume_line_starts_on_its_own_line_after_a_partial_line(tmp_path):
     proc, result = _drive(tmp_path, options, _env(GITHUB_ACTIONS="true"))
     saved = Path(result["stdout_path"]).read_bytes()
     assert not saved.endswith(b"\n")
-    head, _, rest = proc.stdout.partition(b"\n")
+    assert proc.stdout.startswith(b"\n")
+    head, _, rest = proc.stdout[1:].partition(b"\n")
     token = head[len(b"::stop-commands::"):]
     # Inside the fence the command's stderr comes on stdout too (the runner would read it first).
     saved_err = Path(result["stderr_path"]).read_bytes()
@@ -177,9 +179,10 @@ def test_resume_line_is_printed_even_when_the_command_cannot_start(tmp_path):
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env(GITHUB_ACTIONS="true"), timeout=60,
     )
     assert proc.returncode != 0 and b"cannot start 'no-such-command-ghg'" in proc.stderr
-    head, _, rest = proc.stdout.partition(b"\n")
+    assert proc.stdout.startswith(b"\n")
+    head, _, rest = proc.stdout[1:].partition(b"\n")
     assert head.startswith(b"::stop-commands::ghg-")
-    assert rest == b"::" + head[len(b"::stop-commands::"):] + b"::\n"
+    assert rest == b"\n::" + head[len(b"::stop-commands::"):] + b"::\n"
 
 
 def test_a_failing_guard_still_ends_the_tree(tmp_path, monkeypatch):
@@ -210,7 +213,8 @@ def test_a_partial_last_stderr_line_cannot_swallow_the_resume_token(tmp_path, me
         env=_env(GITHUB_ACTIONS="true"), timeout=60,
     )
     lines = proc.stdout.split(b"\n")
-    token = lines[0][len(b"::stop-commands::"):]
+    assert lines[0] == b""
+    token = lines[1][len(b"::stop-commands::"):]
     assert lines[-2:] == [b"::" + token + b"::", b""]  # the resume line stands on a line of its own
     # Inside the fence the command's stderr is echoed on the guard's stdout, merged or not.
     assert b"::error::injected partial stderr line\n" in proc.stdout

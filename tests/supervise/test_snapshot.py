@@ -122,8 +122,8 @@ def test_no_nvidia_smi_no_gpu_file(guard, monkeypatch, tmp_path):
 def test_stop_commands_lines_and_when_they_apply():
     token = workflow.stop_token()
     assert re.fullmatch(r"ghg-[0-9a-f]{32}", token) and token != workflow.stop_token()
-    assert workflow.stop_line(token) == f"::stop-commands::{token}\n".encode()
-    assert workflow.resume_line(token) == f"::{token}::\n".encode()
+    assert workflow.stop_line(token) == f"\n::stop-commands::{token}\n".encode()
+    assert workflow.resume_line(token) == f"\n::{token}::\n".encode()
     assert workflow.should_stop_commands({"GITHUB_ACTIONS": "true"}, False)
     assert not workflow.should_stop_commands({"GITHUB_ACTIONS": "true"}, True)
     assert not workflow.should_stop_commands({}, False)
