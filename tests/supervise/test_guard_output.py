@@ -106,7 +106,8 @@ def test_resume_line_starts_on_its_own_line_after_a_partial_line(tmp_path):
     saved_err = Path(result["stderr_path"]).read_bytes()
     assert proc.stderr == b""
     assert rest.endswith(b"\n::" + token + b"::\n")
-    body = rest[: -len(b"::" + token + b"::\n")]
+    # The resume line's own leading line break is not the body's.
+    body = rest[: -len(b"\n::" + token + b"::\n")]
     # Every byte once, in chunks of either stream; the guard ends the console's line if it is open.
     both = saved + saved_err
     assert sorted(body.replace(b"\n", b"")) == sorted(both.replace(b"\n", b"")), body
