@@ -33,7 +33,7 @@ TWINS = {
     "crash/urllib3-retries-exhausted": "ci-step-failed",
     "crash/tenacity-retries-exhausted": "ci-step-failed",
     "crash/cpu-oom-uncaught": "ci-step-failed",
-    "crash/cpu-only-smoke-cuda-call": "ci-step-failed",
+    "crash/cpu-only-smoke-cuda-call": "cuda-not-usable",
     "pytest/classifier-ubsan-case-fails": "pytest-test-outcome",
     "crash/gha-crash-marker-check-found": "c-assertion-failed",
     "crash/git-pinned-commit-assert": "c-assertion-failed",
