@@ -110,6 +110,8 @@ def _section(rule: Rule) -> List[str]:
         facts.append(f"severity `{rule.severity.value if rule.severity else ''}`")
     if rule.root_cause:
         facts.append("root cause: outranks every other error")
+    if rule.voids_verdict:
+        facts.append("a passing verdict after it does not handle it")
     if rule.collateral_after:
         facts.append("collateral after " + ", ".join(f"`{name}`" for name in rule.collateral_after))
     if rule.same_event_as:

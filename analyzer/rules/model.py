@@ -18,6 +18,8 @@ Keys that steer ranking (see ``analyzer/scan/rank.py``):
 - ``collateral_after``: marker names; a match that comes after one of them in the same file is
   collateral damage (a warning pointing at the root cause), not a second root cause.
 - ``root_cause``: a match of this rule outranks every other error (torchrun's "Root Cause" block).
+- ``voids_verdict``: the event says the run was cut short (pytest-timeout's session timeout), so the
+  passing verdict printed after it does not mean the run handled it.
 - ``fallback``: the rule tells a failed exit status (a CI step's, the guarded command's) and nothing
   more: its finding is kept only when no other error of its log (the guard's: of any log) explains
   the failure, and it names the last Python traceback printed before it.
@@ -77,6 +79,7 @@ class Rule:
     unframed_run: bool = False  # a verdict of a run whose start its runner never prints
     collateral_after: Tuple[str, ...] = ()
     root_cause: bool = False
+    voids_verdict: bool = False  # the run's passing verdict after this event does not handle it
     same_event_as: Tuple[str, ...] = ()  # ids of rules whose nearby match tells this rule's event again
     same_event_lines: int = 0  # how many lines may lie between the two matches
     fold_groups: Tuple[str, ...] = ()  # groups whose values identify the event (else the whole line)

@@ -10,6 +10,7 @@ Other loggers' prefixes are removed so that a rule anchored at ``^`` (a tracebac
 NAME:", "Segmentation fault") still finds its wording when the log went through them: journald/syslog
 (``Nov 29 17:59:56 host proc[12]: ``, or the stamp alone as CircleCI shows it), a bare date-time
 (``2026-09-17 13:40:05 ``), Jenkins' timestamper (``14:13:08 ``), docker buildkit (``#9 31.55 ``),
+Buildkite's ``[2026-01-31T04:40:19Z] ``,
 Python logging's ``[2024-01-09 18:41:23,123] [ERROR] `` and ``ERROR:pkg.module:``, glog and torch's
 C++ logging at levels I, W and E (``E0325 12:00:00.123 1234 file.cpp:12] ``,
 ``[E1206 18:44:12.7 ProcessGroupNCCL.cpp:607] ``), TensorFlow's and absl's
@@ -79,7 +80,8 @@ _LOGGER_PREFIX = re.compile(
     r"| *\d{4}-\d\d-\d\d[ T]\d\d:\d\d(?::\d\d(?:[.,]\d+)?)?(?:Z|[+-]\d\d:?\d\d)? "  # a bare date-time
     r"|\d\d:\d\d:\d\d(?:\.\d+)?  ?"  # Jenkins' timestamper (one space or two; never more: indentation)
     r"|#\d+ \d+\.\d+ "  # docker buildkit's step and seconds
-    r"|\[\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?\] (?:\[(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\] )?"
+    # Python logging's bracketed stamp and level; Buildkite's stamp ends in Z ([2026-01-31T04:40:19Z])
+    r"|\[\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?Z?\] (?:\[(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\] )?"
     r"|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL):[\w.]+:(?=\S)"  # logging.basicConfig's default format
     r"|\[?[IWE]\d{3,4} \d\d:\d\d:\d+\.\d+ +(?:\d+ +)?[\w./-]+:\d+\]:? ?"  # glog, c10 (E321: no zero)
     r"|\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+: [IWE] [\w./-]+:\d+\] "  # TensorFlow's and absl's C++ logging

@@ -361,7 +361,9 @@ class LogState:
             self.awaiting_verdict.clear()
             if (self.run_framed or match.rule.unframed_run) and not verdict_failed(match):
                 for opened in self.run_events.values():
-                    opened.run_passed = match
+                    # A session cut short still ends in "3 passed": that verdict is the lie, not a handler.
+                    if not opened.event.match.rule.voids_verdict:
+                        opened.run_passed = match
             self.run_events = {}
             self.run_framed = False
         elif marker in (RUN_STARTED, ATTEMPT_RESTARTED, RUN_SUCCEEDED):

@@ -117,6 +117,19 @@ def test_the_prefix_that_names_a_process_is_returned_as_its_speaker():
         assert clean_speaking(raw) == (raw.decode(), None, None)
 
 
+def test_buildkite_stamps_are_stripped():
+    # wordings13. Buildkite's stamp ends in "Z" (pytorch/pytorch#174081, #173546, vLLM's CI), then the
+    # line as it was printed: a pytest section header, a vLLM process and logger prefix.
+    raw = b"[2026-01-31T04:40:19Z] __________________ test_draft_model_correctness[False-args1] ____"
+    assert clean_speaking(raw) == (raw[23:].decode(), None, None)
+    raw = b"[2026-01-27T09:24:41Z] (EngineCore_DP0 pid=6819) ERROR 01-27 01:24:41 [dump_input.py:79] Dumping"
+    assert clean_speaking(raw) == ("Dumping", None, "(EngineCore_DP0 pid=6819")
+    # srun --label's task number and ctest -V's test number look alike ("2: Segmentation fault" is a ctest
+    # test's own output): kept, so test attribution still reads ctest's numbers
+    raw = b"0: slurmstepd: error: *** STEP 25981927.1 ON k65 CANCELLED AT 2023-04-13T18:23:49 ***"
+    assert clean_speaking(raw) == (raw.decode(), None, None)
+
+
 def test_fatal_glog_prefix_and_lookalikes_are_kept():
     for raw in (b"F0000 00:00:1709942790.379654  501354 pjrt.cc:491] Check failed: ok",
                 b"ERROR: test_x (mod.Class)", b"INFO: Found 1 test target...",
