@@ -192,13 +192,15 @@ def _write_file(
     verdict's exit status. What the command planted at the path is replaced, never followed or
     waited on (``file_commands.ReportPath``).
     """
-    from .file_commands import ReportPath
+    from .file_commands import ReportPath, ends_in_a_partial_line
 
     warnings = []
     try:
         fd, done = (start or ReportPath.at_start(path)).open(append)
         if done:
             warnings.append(f"{option} {path}: {done}")
+        if append and ends_in_a_partial_line(fd):
+            text = "\n" + text  # else the verdict would be the rest of an earlier command's last line
         with open(fd, "a" if append else "w", encoding="utf-8", errors=errors) as handle:
             handle.write(text)
     except OSError as err:

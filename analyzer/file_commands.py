@@ -558,12 +558,37 @@ def _read(path: str, max_bytes: int) -> Tuple[bytes, str]:
     return data, ""
 
 
+def ends_in_a_partial_line(fd: int) -> bool:
+    """Whether the file open (write-only) on ``fd`` is not empty and its last byte is no line break.
+
+    An earlier command of the step may have left its last line open there: the runner would read what
+    the guard appends as the rest of that line (an output's value, a summary's paragraph). Read through
+    ``/proc/self/fd``: the very file the guard opened, never the path again.
+    """
+    try:
+        size = os.fstat(fd).st_size
+        if size == 0:
+            return False
+        reader = os.open(f"/proc/self/fd/{fd}", os.O_RDONLY | os.O_NONBLOCK)
+    except OSError:  # no /proc, or not readable: append as before
+        return False
+    try:
+        return os.pread(reader, 1, size - 1) not in (b"\n", b"")
+    except OSError:
+        return False
+    finally:
+        os.close(reader)
+
+
 def _append(path: str, data: bytes) -> str:
-    """Append ``data`` to the regular file ``path`` (made if missing); '' on success, else the reason."""
+    """Append ``data`` to the regular file ``path`` (made if missing), on a line of its own; '' on
+    success, else the reason."""
     if not data:
         return ""
     try:
         fd = _open_plain(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+        if ends_in_a_partial_line(fd):
+            data = b"\n" + data
         with open(fd, "ab") as handle:
             handle.write(data)
     except _NotPlain as what:

@@ -102,6 +102,23 @@ def test_scan_explains_an_atexit_failure_in_every_output(tmp_path: Path, atexit_
     assert "verdict=fail" in outputs.read_text()
 
 
+def test_outputs_and_summary_start_on_a_line_of_their_own_after_an_earlier_partial_line(
+        tmp_path: Path, atexit_log: Path):
+    # An earlier command of the step left its last output line unterminated: appended as is, the
+    # guard's "verdict=fail" would become part of that line's value and the verdict would be lost.
+    from analyzer.file_commands import check_key_values, output_name_check
+
+    outputs, summary = tmp_path / "outputs.txt", tmp_path / "summary.md"
+    outputs.write_bytes(b"earlier=value")
+    summary.write_bytes(b"earlier summary")
+    code, _, err = run_cli(str(atexit_log), "--summary", str(summary), "--github-output", str(outputs))
+    assert (code, err) == (1, "")
+    data = outputs.read_bytes()
+    assert data.startswith(b"earlier=value\n") and b"\nverdict=fail\n" in data
+    assert check_key_values(data, output_name_check(())).dropped == ()
+    assert summary.read_bytes().startswith(b"earlier summary\n")
+
+
 def test_scan_reads_standard_input(atexit_log: Path):
     code, out, err = run_cli("--format", "json", "-", stdin=atexit_log.read_bytes())
     assert (code, err) == (1, "")

@@ -297,3 +297,15 @@ def test_the_summary_part_keeps_the_whole_file_within_the_limit(used):
 def test_a_small_summary_part_is_whole_and_ends_its_last_line():
     assert summary_part(b"## mine", 100) == (COMMAND_SUMMARY_HEADING.encode() + b"## mine\n", False)
     assert summary_part(b"  \n", 100) == (b"", False)
+
+
+def test_a_partial_line_the_step_left_before_the_guard_keeps_the_commands_and_the_guards_outputs_apart(
+        tmp_path, workflow):
+    # An earlier command of the step wrote "earlier=value" without its line break: the command's entry
+    # and then the guard's verdict, appended as they were, became the rest of that value.
+    workflow["GITHUB_OUTPUT"].write_bytes(b"earlier=value")
+    code, _, err, report = guard(tmp_path, workflow, """echo coverage=87 >> "$GITHUB_OUTPUT"; exit 1""")
+    assert code == 1, err
+    outputs = runner_outputs(workflow["GITHUB_OUTPUT"])
+    assert (outputs["earlier"], outputs["coverage"]) == ("value", "87")
+    assert_guard_outputs(outputs, report, tmp_path)
