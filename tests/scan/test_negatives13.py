@@ -4,8 +4,10 @@ The logs are precision13's real captures (fixtures/regenerate.py): a CUDA retry 
 CPU-only runner, whose pytest -v -rA report names passing tests by parametrize ids that are
 cudaGetErrorString texts ("[an illegal memory access was encountered]"), a skipped test by a reason
 quoting "unspecified launch failure" and an expected failure by "RuntimeError: No CUDA GPUs are
-available". The healthy run must give no error and no warning; its twin, with an unrelated test broken,
-must fail on that test alone: the passing tests' report lines are not CUDA failures of the run.
+available". The healthy run must give no error and no warning. Its twins must fail on the broken test
+alone: one breaks an unrelated test (the passing tests' report lines are not CUDA failures of the run),
+one makes the policy forget "unspecified launch failure", so the failure report shows the text as the
+test's source and as pytest's repr of the error the test built, which are the test's data.
 """
 
 from __future__ import annotations
@@ -21,7 +23,8 @@ from tests.scan.test_engine_helpers import ENGINES
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 HEALTHY = ("negative/pytest-cuda-retry-policy-ids",)
 # each twin and the only errors it must give
-TWINS = {"pytest/cuda-retry-policy-backoff-broken": [("pytest-test-outcome", "error")]}
+TWINS = {"pytest/cuda-retry-policy-backoff-broken": [("pytest-test-outcome", "error")],
+         "pytest/cuda-retry-policy-forgets-a-text": [("pytest-test-outcome", "error")]}
 
 
 def body(name: str) -> str:
