@@ -7,7 +7,11 @@ quoting "unspecified launch failure" and an expected failure by "RuntimeError: N
 available". The healthy run must give no error and no warning. Its twins must fail on the broken test
 alone: one breaks an unrelated test (the passing tests' report lines are not CUDA failures of the run),
 one makes the policy forget "unspecified launch failure", so the failure report shows the text as the
-test's source and as pytest's repr of the error the test built, which are the test's data.
+test's source and as pytest's repr of the error the test built, which are the test's data. Two more hold
+as regression negatives: a child DataLoader that runs out of file descriptors ("Too many open files.
+Communication with the workers is no longer possible.") and falls back to the file_system strategy inside
+a passing test (its twin never falls back), and two torchrun agents on one host whose second store cannot
+bind the shared port and joins as a client.
 """
 
 from __future__ import annotations
@@ -21,10 +25,13 @@ from tests.scan.test_attribution import scan
 from tests.scan.test_engine_helpers import ENGINES
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
-HEALTHY = ("negative/pytest-cuda-retry-policy-ids",)
+HEALTHY = ("negative/pytest-cuda-retry-policy-ids", "negative/dataloader-fd-exhaustion-falls-back",
+           "negative/torchrun-two-agents-share-store")
 # each twin and the only errors it must give
 TWINS = {"pytest/cuda-retry-policy-backoff-broken": [("pytest-test-outcome", "error")],
-         "pytest/cuda-retry-policy-forgets-a-text": [("pytest-test-outcome", "error")]}
+         "pytest/cuda-retry-policy-forgets-a-text": [("pytest-test-outcome", "error")],
+         "pytest/dataloader-fd-exhaustion-no-fallback": [("dataloader-shared-memory-failed", "error"),
+                                                         ("pytest-test-outcome", "error")]}
 
 
 def body(name: str) -> str:
