@@ -11,7 +11,10 @@ test's source and as pytest's repr of the error the test built, which are the te
 as regression negatives: a child DataLoader that runs out of file descriptors ("Too many open files.
 Communication with the workers is no longer possible.") and falls back to the file_system strategy inside
 a passing test (its twin never falls back), and two torchrun agents on one host whose second store cannot
-bind the shared port and joins as a client.
+bind the shared port and joins as a client. And a plugin's test under pytest -s -q whose pytester
+subprocess run pytest-timeout stops ("session-timeout: 1.0 sec exceeded", then "1 passed"): with no outer
+"test session starts" only pytester's "running: PYTHON -mpytest" line says that run is inner, so the outer
+verdict judges it; its twin stops the outer run itself, which stays an error.
 """
 
 from __future__ import annotations
@@ -26,12 +29,13 @@ from tests.scan.test_engine_helpers import ENGINES
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 HEALTHY = ("negative/pytest-cuda-retry-policy-ids", "negative/dataloader-fd-exhaustion-falls-back",
-           "negative/torchrun-two-agents-share-store")
+           "negative/torchrun-two-agents-share-store", "negative/pytester-session-timeout-quiet")
 # each twin and the only errors it must give
 TWINS = {"pytest/cuda-retry-policy-backoff-broken": [("pytest-test-outcome", "error")],
          "pytest/cuda-retry-policy-forgets-a-text": [("pytest-test-outcome", "error")],
          "pytest/dataloader-fd-exhaustion-no-fallback": [("dataloader-shared-memory-failed", "error"),
-                                                         ("pytest-test-outcome", "error")]}
+                                                         ("pytest-test-outcome", "error")],
+         "pytest/pytester-session-timeout-outer": [("pytest-session-timeout", "error")]}
 
 
 def body(name: str) -> str:
