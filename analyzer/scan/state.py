@@ -18,6 +18,9 @@ context and are dropped:
   entrypoint", "will restart worker group", "worker group successfully finished"): an event outside
   any test in an attempt the supervisor then restarted, followed by that run's success, was handled
   by the restart;
+- ``inner-run`` (pytester's ``running: PYTHON -mpytest ...``): the next ``test session starts`` is a test's
+  inner run even under ``-q``, where neither the outer run's start nor the test's id was printed; an event
+  in it on no test's lines is judged by the outer run's verdict (``voids_verdict`` voids only its own);
 - any marker a rule's ``collateral_after`` names: the last one per name;
 - ``echo`` with its ``echo`` group set (GitHub's runner echoing a run step's script, its shell: and env:
   lines; git naming a commit by its subject): the lines quote a command or a commit, not what ran, so
