@@ -21,6 +21,7 @@ context and are dropped:
 - ``inner-run`` (pytester's ``running: PYTHON -mpytest ...``): the next ``test session starts`` is a test's
   inner run even under ``-q``, where neither the outer run's start nor the test's id was printed; an event
   in it on no test's lines is judged by the outer run's verdict (``voids_verdict`` voids only its own);
+  it also ends any inner run still open (one that died without its verdict);
 - any marker a rule's ``collateral_after`` names: the last one per name;
 - ``echo`` with its ``echo`` group set (GitHub's runner echoing a run step's script, its shell: and env:
   lines; git naming a commit by its subject): the lines quote a command or a commit, not what ran, so
@@ -376,6 +377,9 @@ class LogState:
             self.run_events = {}
             self.run_framed = False
         elif marker == INNER_RUN_MARKER:
+            # pytester waits for each subprocess run: one that died without its verdict (pytest-timeout's
+            # thread method ends it with os._exit) is over when the next one starts.
+            self.depth = 0
             self.inner_run_next = True
         elif marker in (RUN_STARTED, ATTEMPT_RESTARTED, RUN_SUCCEEDED):
             self._attempt_marker(match, marker)
