@@ -18,6 +18,10 @@ context and are dropped:
   entrypoint", "will restart worker group", "worker group successfully finished"): an event outside
   any test in an attempt the supervisor then restarted, followed by that run's success, was handled
   by the restart;
+- ``inner-run`` (pytester's ``running: PYTHON -mpytest ...``): the next ``test session starts`` is a test's
+  inner run even under ``-q``, where neither the outer run's start nor the test's id was printed; an event
+  in it on no test's lines is judged by the outer run's verdict (``voids_verdict`` voids only its own);
+  it also ends any inner run still open (one that died without its verdict);
 - any marker a rule's ``collateral_after`` names: the last one per name;
 - ``echo`` with its ``echo`` group set (GitHub's runner echoing a run step's script, its shell: and env:
   lines; git naming a commit by its subject): the lines quote a command or a commit, not what ran, so
@@ -65,6 +69,9 @@ INNER_IN_PASSING = ("errors", "failures", "xfailures")
 SHORT_SUMMARY = "short test summary info"
 RUN_STARTED = "run-started"
 ECHO_MARKER = "echo"
+# pytester's "running: PYTHON -mpytest ..." (_pytest/pytester.py runpytest_subprocess): the next session is
+# a test's inner run even when the outer run, under -q, printed neither its start nor the test's id.
+INNER_RUN_MARKER = "inner-run"
 ATTEMPT_RESTARTED = "attempt-restarted"
 RUN_SUCCEEDED = "run-succeeded"
 MAX_TENTATIVE = 1000
@@ -184,7 +191,7 @@ class _Open:
     """A folded event while its log is still being read (mutable, internal)."""
 
     __slots__ = ("event", "repeats", "identity", "reason", "verdict_after", "outcome_by_verdict", "attempt",
-                 "recovered", "run_passed")
+                 "recovered", "run_passed", "inner")
 
     def __init__(self, event: LogEvent, identity: Optional[Identity]) -> None:
         self.event = event
@@ -196,6 +203,7 @@ class _Open:
         self.attempt = -1  # the supervisor's attempt it last happened in, outside any test (-1: never)
         self.recovered: Optional[Tuple[Match, Match]] = None
         self.run_passed: Optional[Match] = None
+        self.inner = False  # happened in an inner run: the outer run's verdict judges it
 
 
 class LogState:
@@ -260,6 +268,7 @@ class LogState:
         # if no report header follows (``None``: no such summary open).
         self.tentative: Optional[List[Match]] = None
         self.echo_lines = (0, -1)  # the first and last line of the latest echo (its matches are dropped)
+        self.inner_run_next = False  # pytester announced a subprocess run: its session is an inner one
 
     # -- context ----------------------------------------------------------------------------------
 
@@ -318,8 +327,9 @@ class LogState:
             if section == SESSION_STARTS:
                 self.session_seen = self.session_seen or not self.depth
                 kind, test, progress = self._context(match)
-                if self.depth or (kind == "test" and (progress is None or progress.line == 0
-                                                      or not progress.finished)):
+                announced, self.inner_run_next = self.inner_run_next, False
+                if self.depth or announced or (kind == "test" and (progress is None or progress.line == 0
+                                                                   or not progress.finished)):
                     if not self.depth:
                         self.inner_ctx = (kind, test, progress)
                     self.depth += 1
@@ -362,10 +372,15 @@ class LogState:
             if (self.run_framed or match.rule.unframed_run) and not verdict_failed(match):
                 for opened in self.run_events.values():
                     # A session cut short still ends in "3 passed": that verdict is the lie, not a handler.
-                    if not opened.event.match.rule.voids_verdict:
+                    if not opened.event.match.rule.voids_verdict or opened.inner:
                         opened.run_passed = match
             self.run_events = {}
             self.run_framed = False
+        elif marker == INNER_RUN_MARKER:
+            # pytester waits for each subprocess run: one that died without its verdict (pytest-timeout's
+            # thread method ends it with os._exit) is over when the next one starts.
+            self.depth = 0
+            self.inner_run_next = True
         elif marker in (RUN_STARTED, ATTEMPT_RESTARTED, RUN_SUCCEEDED):
             self._attempt_marker(match, marker)
         elif marker == TRACEBACK_MARKER:
@@ -513,7 +528,9 @@ class LogState:
             self.awaiting_verdict.append(opened)
         if opened is not None:
             self._in_attempt(opened, test, kind)
-            if kind == "" and test is None and not self.depth:
+            if kind == "" and test is None:
+                # (in an inner run the outer run's context is in force: an announced one under -q has none)
+                opened.inner = opened.inner or bool(self.depth)
                 self.run_events[id(opened)] = opened
 
     def _add(
