@@ -34,6 +34,12 @@ def windows_status_name(status: int) -> Optional[str]:
 
 _RTMIN = int(getattr(signal, "SIGRTMIN", 0))
 _RTMAX = int(getattr(signal, "SIGRTMAX", -1))
+# Python before 3.11 has no signal.SIGSTKFLT, which Linux has (16 on x86 and ARM; strsignal says where).
+_UNNAMED_BY_PYTHON = (
+    {"SIGSTKFLT": 16}
+    if not hasattr(signal, "SIGSTKFLT") and getattr(signal, "strsignal", str)(16) == "Stack fault"
+    else {}
+)
 
 
 def signal_name(signum: int) -> Optional[str]:
@@ -43,6 +49,9 @@ def signal_name(signum: int) -> Optional[str]:
         return signal.Signals(signum).name
     except ValueError:
         pass
+    for name, number in _UNNAMED_BY_PYTHON.items():
+        if number == signum:
+            return name
     if _RTMIN < signum < _RTMAX:
         return f"SIGRTMIN+{signum - _RTMIN}"
     return None
@@ -59,7 +68,7 @@ def signal_number(name: str) -> Optional[int]:
     try:
         return int(signal.Signals[key])
     except KeyError:
-        return None
+        return _UNNAMED_BY_PYTHON.get(key)
 
 
 def signal_of_status(status: int) -> Optional[int]:

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..errors import UsageError
-from ..exits import shell_status, signal_name
+from ..exits import shell_status, signal_name, signal_number
 from ..model import CommandResult, Diagnostic, Finding, ProcessInfo, TimeoutReason
 from . import diagnosis, escalate, snapshot, spawn, tree, workflow
 from .containment import CHOICES, Containment, open_containment
@@ -75,10 +75,10 @@ COMPARE_BYTES = 256 << 20
 # instruction forever. The guard's own abort() still ends it: abort(3) raises SIGABRT again with the
 # default action once a handler returns.
 CANCEL_SIGNALS = tuple(
-    getattr(signal, name) for name in (
+    number for number in (signal_number(name) for name in (
         "SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2", "SIGALRM", "SIGVTALRM", "SIGPROF",
         "SIGIO", "SIGXCPU", "SIGPWR", "SIGTRAP", "SIGABRT", "SIGSYS", "SIGSTKFLT",
-    ) if hasattr(signal, name)
+    )) if number is not None
 ) + tuple(range(int(getattr(signal, "SIGRTMIN", 0)), int(getattr(signal, "SIGRTMAX", -1)) + 1))
 # SGR 0, G0 back to ASCII, shift in (SI): a terminal's look after the command's echo, without moving
 # the cursor or leaving an alternate screen (the command's output stays where it is).
