@@ -34,6 +34,7 @@ def windows_status_name(status: int) -> Optional[str]:
 
 _RTMIN = int(getattr(signal, "SIGRTMIN", 0))
 _RTMAX = int(getattr(signal, "SIGRTMAX", -1))
+REAL_TIME_SIGNALS = range(_RTMIN, _RTMAX + 1)  # empty where the platform has none
 # Python before 3.11 has no signal.SIGSTKFLT, which Linux has (16 on x86 and ARM; strsignal says where).
 _UNNAMED_BY_PYTHON = (
     {"SIGSTKFLT": 16}

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..errors import UsageError
-from ..exits import shell_status, signal_name, signal_number
+from ..exits import REAL_TIME_SIGNALS, shell_status, signal_name, signal_number
 from ..model import CommandResult, Diagnostic, Finding, ProcessInfo, TimeoutReason
 from . import diagnosis, escalate, snapshot, spawn, tree, workflow
 from .containment import CHOICES, Containment, open_containment
@@ -79,7 +79,7 @@ CANCEL_SIGNALS = tuple(
         "SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2", "SIGALRM", "SIGVTALRM", "SIGPROF",
         "SIGIO", "SIGXCPU", "SIGPWR", "SIGTRAP", "SIGABRT", "SIGSYS", "SIGSTKFLT",
     )) if number is not None
-) + tuple(range(int(getattr(signal, "SIGRTMIN", 0)), int(getattr(signal, "SIGRTMAX", -1)) + 1))
+) + tuple(REAL_TIME_SIGNALS)
 # SGR 0, G0 back to ASCII, shift in (SI): a terminal's look after the command's echo, without moving
 # the cursor or leaving an alternate screen (the command's output stays where it is).
 SGR_RESET = b"\x1b[0m\x1b(B\x0f"
@@ -450,7 +450,7 @@ class _Run:
     def _move_aside_forged(self, name: str) -> None:
         """An evidence file the guard did not write (a command's fake ``stacks.txt`` of a hang that never
         was, uploaded beside the real logs) gets a name that says whose it is; kept, it may be useful."""
-        aside = f"{name}.put-there-by-the-command-{secrets.token_hex(4)}"
+        aside = _aside_name(name)
         try:
             os.rename(name, aside, src_dir_fd=self.dir_fd, dst_dir_fd=self.dir_fd)
         except OSError:
@@ -793,17 +793,18 @@ def _bring_back_a_moved_log_dir(run: _Run, dir_fd: int) -> None:
     aside = ""
     try:
         if os.path.lexists(run.log_dir):
-            aside = f"{run.log_dir.rstrip(os.sep)}.put-there-by-the-command-{secrets.token_hex(4)}"
+            aside = _aside_name(run.log_dir.rstrip(os.sep))
             os.rename(run.log_dir, aside)
         actual = _where(dir_fd) or actual  # it moved too if the command hid it inside the decoy
         os.rename(actual, run.log_dir)
     except OSError as err:
+        actual = _where(dir_fd) or actual
         run.diagnostics.append(Diagnostic(
             "The log dir was moved during the run; the guard's logs and evidence are where it moved to",
             f"{run.log_dir} no longer names the directory the guard wrote, and the guard could not move it "
-            f"back ({err.strerror or err}); its files are in {_where(dir_fd) or actual}.\n",
+            f"back ({err.strerror or err}); its files are in {actual}.\n",
         ))
-        run.log_dir = _where(dir_fd) or actual
+        run.log_dir = actual
         run.stdout_path = os.path.join(run.log_dir, STDOUT_LOG)
         run.stderr_path = os.path.join(run.log_dir, STDERR_LOG)
         return
@@ -813,6 +814,12 @@ def _bring_back_a_moved_log_dir(run: _Run, dir_fd: int) -> None:
         f"The command moved {run.log_dir} to {actual}{instead}. The guard moved its own directory back to "
         f"{run.log_dir}.\n",
     ))
+
+
+def _aside_name(name: str) -> str:
+    """A fresh name for what the command put where the guard's own file or directory belongs: kept (it
+    may be evidence), and saying whose it is."""
+    return f"{name}.put-there-by-the-command-{secrets.token_hex(4)}"
 
 
 def _where(dir_fd: int) -> Optional[str]:
@@ -902,8 +909,7 @@ def _restore_log(dir_fd: int, name: str, view_fd: int) -> str:
     if here is not None and stat.S_ISDIR(here.st_mode):
         # A file cannot replace a directory: move the command's aside (kept, it may be evidence too).
         try:
-            os.rename(name, f"{name}.put-there-by-the-command-{secrets.token_hex(4)}",
-                      src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+            os.rename(name, _aside_name(name), src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
         except OSError:
             return ""
     if ours.st_nlink == 0 and _link_in(dir_fd, name, view_fd):
