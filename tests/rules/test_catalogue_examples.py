@@ -2,7 +2,8 @@
 
 Both engines run them (Hyperscan where installed, and the pure-Python prefilter), with the whole
 catalogue loaded, exactly as a scan would. The loader's own example check (used for users' rules at
-load time) must agree with the engine on every example.
+load time) must agree with the engine on every example. A single-line echo marker, which the engine
+tries only on a line where another rule is a candidate too, is run beside a rule every line is one of.
 """
 
 from __future__ import annotations
@@ -14,17 +15,21 @@ import pytest
 
 from analyzer.rules.loader import example_matches, load_catalogue
 from analyzer.scan.clean import clean_line
-from analyzer.scan.engine import iter_matches
+from analyzer.scan.engine import is_line_echo, iter_matches
 from analyzer.scan.sources import Source
+from tests.scan.test_engine_helpers import with_every_line_a_candidate
 
 CATALOGUE = load_catalogue()
+EVERY_LINE = with_every_line_a_candidate(CATALOGUE)
 RULES = CATALOGUE.rules
 ENGINES = ["python", "auto"]
 
 
-def matched_rules(example: str, engine: str) -> Set[str]:
+def matched_rules(rule, example: str, engine: str) -> Set[str]:
+    """The rules the engine matches on ``example``, with the catalogue in force for ``rule``."""
+    catalogue = EVERY_LINE if is_line_echo(rule) else CATALOGUE
     source = Source(display_path="example.log", opener=lambda: io.BytesIO(example.encode("utf-8")))
-    return {m.rule.id for m in iter_matches([source], CATALOGUE, engine=engine)}
+    return {m.rule.id for m in iter_matches([source], catalogue, engine=engine)}
 
 
 def cleaned(example: str) -> str:
@@ -36,10 +41,10 @@ def cleaned(example: str) -> str:
 def test_examples_match_and_do_not_match(rule, engine):
     wrong: List[str] = []
     for example in rule.examples_match:
-        if rule.id not in matched_rules(example, engine):
+        if rule.id not in matched_rules(rule, example, engine):
             wrong.append(f"should match: {example!r}")
     for example in rule.examples_no_match:
-        if rule.id in matched_rules(example, engine):
+        if rule.id in matched_rules(rule, example, engine):
             wrong.append(f"should not match: {example!r}")
     assert not wrong, f"rule {rule.id} ({engine} engine): " + "; ".join(wrong)
 
@@ -47,9 +52,8 @@ def test_examples_match_and_do_not_match(rule, engine):
 @pytest.mark.parametrize("rule", RULES, ids=[rule.id for rule in RULES])
 def test_the_loader_example_check_agrees_with_the_engine(rule):
     for example in (*rule.examples_match, *rule.examples_no_match):
-        assert example_matches(rule, cleaned(example)) == (rule.id in matched_rules(example, "python")), (
-            example
-        )
+        engine_says = rule.id in matched_rules(rule, example, "python")
+        assert example_matches(rule, cleaned(example)) == engine_says, example
 
 
 def test_every_rule_has_an_example_that_matches():

@@ -6,6 +6,7 @@ tests do not depend on the catalogue's wording; tests that use the real catalogu
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from typing import List, Optional, Sequence
 
@@ -59,6 +60,14 @@ TRACEBACK = block_rule(
 VERDICT = marker_rule("pytest-verdict", r"^=+ (?P<summary>\d+ passed.*) in [\d.]+s", "verdict-printed")
 
 CATALOGUE = Catalogue(rules=(SEGV, ANCHORED, SIGNAL, CASELESS, TRACEBACK, VERDICT))
+ANY_LINE = line_rule("any-line", r"\S")  # no literal: every line is its candidate
+
+
+def with_every_line_a_candidate(catalogue: Catalogue) -> Catalogue:
+    """``catalogue`` plus a rule every line is a candidate of. The engine skips a single-line echo
+    marker on a line where it is the only candidate (there is nothing for it to drop); beside another
+    candidate it is tried, as here."""
+    return dataclasses.replace(catalogue, rules=(*catalogue.rules, ANY_LINE))
 
 
 def write(tmp_path, name: str, data: bytes) -> str:
