@@ -10,10 +10,12 @@ def background_spin():
 
 
 def main_thread_waits_forever():
+    # Printed from inside the function: a dump taken as soon as the line arrives must already
+    # find the main thread here, not still returning from a module-level print under GIL contention.
+    print("threads up", flush=True)
     while True:
         time.sleep(0.05)
 
 
 threading.Thread(target=background_spin, name="spinner", daemon=True).start()
-print("threads up", flush=True)
 main_thread_waits_forever()

@@ -26,10 +26,13 @@ def test_py_spy_names_the_main_threads_innermost_frame_of_a_real_process():
         [dump] = snapshot.dump_stacks([proc.pid], 10.0)
         assert dump.error == ""
         frames = dump.main_thread_frames()
-        assert (frames[0].function, os.path.basename(frames[0].file), frames[0].line) == (
-            "main_thread_waits_forever", "threads_hang.py", 14)
-        assert os.path.isabs(frames[0].file)  # --full-filenames: a path the user can open
-        assert frames[0].describe() == "`main_thread_waits_forever` (threads_hang.py:14)"
+        innermost = frames[0]
+        # The body's lines (print, loop, sleep): where in it the sample lands is up to the scheduler.
+        assert (innermost.function, os.path.basename(innermost.file)) == (
+            "main_thread_waits_forever", "threads_hang.py")
+        assert innermost.line in (15, 16, 17)
+        assert os.path.isabs(innermost.file)  # --full-filenames: a path the user can open
+        assert innermost.describe() == f"`main_thread_waits_forever` (threads_hang.py:{innermost.line})"
         assert "background_spin" in dump.text  # the other thread is in the dump, not in the name
     finally:
         proc.kill()
