@@ -49,13 +49,9 @@ def _start_tick(pid: int) -> int:
         return int(handle.read().rsplit(b")", 1)[1].split()[19])
 
 
-def test_a_child_the_guard_had_before_the_command_is_never_taken_for_one_of_the_commands(tmp_path):
-    # A process that runs the guard more than once (the tests, the bench, a user of supervise()) is a
-    # subreaper after the first run, so the next run's live scanner, forked twice just before the
-    # command to be nobody's child, is adopted by the guard itself. Started in the same clock tick as
-    # the command (10 ms), it passed the tree walk's "started before the command" check and was ended
-    # as a leaked process of the command: test_golden's rare "pid N `python -m pytest ...` was still
-    # running" finding. Here a child forked where the scanner is (on_log_ready) stands for it.
+def _runs_until_the_command_ties_with_a_child(log_root: Path) -> int:
+    """Guard runs whose on_log_ready forks a child, until two commands start in that child's clock
+    tick; asserts no run took its child for the command's, and returns how many ties it saw."""
     import signal
     import time
 
@@ -80,7 +76,7 @@ def test_a_child_the_guard_had_before_the_command_is_never_taken_for_one_of_the_
         # other jobs running): try long enough to see one, stop at the second.
         for attempt in range(200):
             result = supervise(GuardOptions(
-                argv=("sh", "-c", "cat /proc/$$/stat"), log_dir=str(tmp_path / f"run{attempt}"), echo=False,
+                argv=("sh", "-c", "cat /proc/$$/stat"), log_dir=str(log_root / f"run{attempt}"), echo=False,
                 on_log_ready=on_log_ready, leak_grace_s=0.2,
             ))
             command_tick = int(Path(result.stdout_path).read_bytes().rsplit(b")", 1)[1].split()[19])
@@ -97,4 +93,24 @@ def test_a_child_the_guard_had_before_the_command_is_never_taken_for_one_of_the_
                 os.waitpid(kid, 0)
             except OSError:
                 pass
+    return tied
+
+
+def test_a_child_the_guard_had_before_the_command_is_never_taken_for_one_of_the_commands(tmp_path):
+    # A process that runs the guard more than once (the tests, the bench, a user of supervise()) is a
+    # subreaper after the first run, so the next run's live scanner, forked twice just before the
+    # command to be nobody's child, is adopted by the guard itself. Started in the same clock tick as
+    # the command (10 ms), it passed the tree walk's "started before the command" check and was ended
+    # as a leaked process of the command: test_golden's rare "pid N `python -m pytest ...` was still
+    # running" finding. Here a child forked where the scanner is (on_log_ready) stands for it.
+    # In a fresh interpreter: forks from a pytest process thousands of tests old are slow enough
+    # that no command started in its child's tick (the whole suite: none in 200 runs).
+    import subprocess
+
+    script = "import sys, pathlib, tests.test_guarded_redteam10 as t; " \
+             "print(t._runs_until_the_command_ties_with_a_child(pathlib.Path(sys.argv[1])))"
+    done = subprocess.run([sys.executable, "-c", script, str(tmp_path)], cwd=BIN.parents[1],
+                          capture_output=True, text=True, timeout=110)
+    assert done.returncode == 0, done.stderr[-3000:]
+    tied = int(done.stdout.split()[-1])
     assert tied, "no run started its command in the child's clock tick: nothing was tested"
