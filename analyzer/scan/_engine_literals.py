@@ -9,6 +9,11 @@ set of alternatives when the requirement sits in an alternation. A rule with no 
 pattern that only the ``regex`` module can parse, or one made only of classes) is checked on every line:
 correct, but slow on big logs.
 
+A single-line echo marker (``state.is_line_echo``: pytest's "t.py::t[...] PASSED" lines) only drops the
+other matches of its own line, so its literals are not searched for: it *rides* on the lines some other
+rule is a candidate of. Its literal (PASSED) is on 40% of a test-heavy log's lines, and finding them all
+would cost a Python call per innocent test line.
+
 Caseless literals are ASCII-caseless in both engines (Hyperscan's ``HS_FLAG_CASELESS``, ``bytes.lower``
 in Python). ``regex``'s Unicode case folding also lets ``k`` match the Kelvin sign and ``s`` the long
 s; a line whose only spelling of a caseless literal uses such characters is not a candidate.
@@ -21,6 +26,7 @@ from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..rules.model import Rule
+from .state import is_line_echo
 
 try:  # Python 3.11+ moved the parser and deprecated the old module name.
     from re import _constants as _sre_constants  # type: ignore[attr-defined]
@@ -59,10 +65,12 @@ class Literal:
 
 @dataclass(frozen=True)
 class Plan:
-    """The prefilter for a catalogue: distinct literals, and rules that must see every line."""
+    """The prefilter for a catalogue: distinct literals, rules that must see every line, and rules
+    tried on every line another rule is a candidate of (``riders``)."""
 
     literals: Tuple[Literal, ...]
     always: Tuple[int, ...]
+    riders: Tuple[int, ...] = ()
 
     @property
     def any_caseless(self) -> bool:
@@ -73,7 +81,11 @@ def build_plan(rules: Sequence[Rule]) -> Plan:
     """Compute each rule's requirement and merge identical needles into one ``Literal``."""
     needles: Dict[Tuple[bytes, bool], List[int]] = {}
     always: List[int] = []
+    riders: List[int] = []
     for index, rule in enumerate(rules):
+        if is_line_echo(rule):
+            riders.append(index)
+            continue
         req = rule_requirement(rule)
         if req is None:
             always.append(index)
@@ -86,7 +98,7 @@ def build_plan(rules: Sequence[Rule]) -> Plan:
     literals = tuple(
         Literal(needle, caseless, tuple(sorted(set(idx)))) for (needle, caseless), idx in needles.items()
     )
-    return Plan(literals=literals, always=tuple(always))
+    return Plan(literals=literals, always=tuple(always), riders=tuple(riders))
 
 
 def rule_requirement(rule: Rule) -> Optional[Requirement]:

@@ -39,7 +39,6 @@ from ._engine_wrap import Piece, WrapReader, attribution_view, logical_lines
 from .clean import clean_speaking, split_segments, strip_controls, visible_excerpt
 from .match import Match
 from .sources import Source, Unscannable
-from .state import ECHO_MARKER
 
 ENGINES = ("auto", "hyperscan", "python")
 READ_SIZE = 1 << 20
@@ -244,13 +243,10 @@ class _SourceScan:
         self.finder = finder
         self.timeout_s = timeout_s
         self.seq = seq
-        self.literal_rules = [lit.rules for lit in plan.literals]
-        self.always = plan.always
-        # A single-line echo marker only drops the other matches of its own line, so a line where it is
-        # the only candidate is skipped unmatched: pytest -v's PASSED lines, 40% of a test-heavy log,
-        # cost no more than the finder's pass. On the first row of a terminal-cut line joined again,
-        # the joined line's match needs the echo to be dropped, so the echo is matched there.
-        self.line_echoes = frozenset(i for i, rule in enumerate(rules) if is_line_echo(rule))
+        # The riders (``_engine_literals.Plan``) go with every candidate rule set.
+        self.riders = plan.riders
+        self.literal_rules = [tuple(sorted({*lit.rules, *plan.riders})) for lit in plan.literals]
+        self.always = tuple(sorted({*plan.always, *plan.riders})) if plan.always else ()
         # Per rule, looked up once: (is_block, the pattern that finds it, user_defined).
         self.first = [
             (rule.is_block, rule.start_re if rule.is_block else rule.pattern_re, rule.user_defined)
@@ -335,22 +331,24 @@ class _SourceScan:
                 lits = cands.get(pos)
                 ki += 1
             if joined and pos in joined:
-                self._line(buf, pos, stop, line, lits, frozenset())
+                # The joined line's match is at this row: an echo on the row must be tried to drop it.
+                self._line(buf, pos, stop, line, lits, riders_too=True)
                 self._joined_line(buf, pos, line, *joined[pos])
             else:
-                self._line(buf, pos, stop, line, lits, self.line_echoes)
+                self._line(buf, pos, stop, line, lits)
             pos = stop
             line += 1
         return line + count(b"\n", pos) if pos < n else line
 
     def _line(self, buf: bytes, pos: int, stop: int, line: int, lits: Optional[set],
-              skipped_echoes: frozenset) -> None:
-        """Match one line; where its only candidates are ``skipped_echoes``, they are not tried."""
+              riders_too: bool = False) -> None:
+        """Match one line holding the literals ``lits``; ``riders_too``: try the riders even when no
+        other rule is a candidate."""
         self.line_now = line
         indices = self._candidate_rules(lits)
-        if indices and skipped_echoes.issuperset(indices):
-            indices = ()
-        elif indices and (self.window_ascii or buf[pos:stop].isascii()):
+        if riders_too and not indices:
+            indices = self.riders
+        if indices and (self.window_ascii or buf[pos:stop].isascii()):
             indices = self.loose.matching(indices, buf, pos, stop)
         if not indices and not self.open:
             return
@@ -608,11 +606,6 @@ class _SourceScan:
         for notice in notices:
             yield dataclasses.replace(notice, seq=self.seq)
             self.seq += 1
-
-
-def is_line_echo(rule: Rule) -> bool:
-    """Whether ``rule`` is a single-line echo marker: tried only on lines where another rule is too."""
-    return rule.marker == ECHO_MARKER and not rule.is_block
 
 
 def _groups(m) -> Dict[str, str]:

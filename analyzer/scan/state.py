@@ -41,7 +41,7 @@ from typing import Callable, Dict, Iterable, Iterator, List, Optional, Set, Tupl
 import regex
 
 from ..model import Finding, Kind
-from ..rules.model import Catalogue, LineIgnore
+from ..rules.model import Catalogue, LineIgnore, Rule
 from .attribution import TestLine, normal_test_id
 from .clean import clean_line
 from .match import Match
@@ -166,6 +166,11 @@ class LogFindings:
             return test
         named = [t for t in self.failed if _function_of(t) == function]
         return named[0] if len(named) == 1 else test
+
+
+def is_line_echo(rule: Rule) -> bool:
+    """Whether ``rule`` is a single-line echo marker: it only drops the other matches of its own line."""
+    return rule.marker == ECHO_MARKER and not rule.is_block
 
 
 def stack_frames(lines: Iterable[str]) -> Iterator["regex.Match[str]"]:

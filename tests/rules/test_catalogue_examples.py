@@ -3,7 +3,8 @@
 Both engines run them (Hyperscan where installed, and the pure-Python prefilter), with the whole
 catalogue loaded, exactly as a scan would. The loader's own example check (used for users' rules at
 load time) must agree with the engine on every example. A single-line echo marker, which the engine
-tries only on a line where another rule is a candidate too, is run beside a rule every line is one of.
+tries only on a line where another rule is a candidate (``_engine_literals``), is run beside a rule every
+line is a candidate of.
 """
 
 from __future__ import annotations
@@ -15,8 +16,9 @@ import pytest
 
 from analyzer.rules.loader import example_matches, load_catalogue
 from analyzer.scan.clean import clean_line
-from analyzer.scan.engine import is_line_echo, iter_matches
+from analyzer.scan.engine import iter_matches
 from analyzer.scan.sources import Source
+from analyzer.scan.state import is_line_echo
 from tests.scan.test_engine_helpers import with_every_line_a_candidate
 
 CATALOGUE = load_catalogue()

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from analyzer.rules.loader import load_catalogue
 from analyzer.scan import engine as engine_module
+from analyzer.scan.state import is_line_echo
 from tests.scan.test_engine_helpers import (
     CATALOGUE, ENGINES, scan, scan_bytes, summary, with_every_line_a_candidate,
 )
@@ -96,7 +97,7 @@ def test_every_catalogue_example_behaves_as_documented(tmp_path, engine):
     echo marker's, beside another candidate rule: alone on a line it is not tried)."""
     problems = []
     for rule in REAL.rules:
-        catalogue = REAL_EVERY_LINE if engine_module.is_line_echo(rule) else REAL
+        catalogue = REAL_EVERY_LINE if is_line_echo(rule) else REAL
         for want, examples in ((True, rule.examples_match), (False, rule.examples_no_match)):
             for example in examples:
                 data = example.encode("utf-8") + b"\n"

@@ -64,9 +64,8 @@ ANY_LINE = line_rule("any-line", r"\S")  # no literal: every line is its candida
 
 
 def with_every_line_a_candidate(catalogue: Catalogue) -> Catalogue:
-    """``catalogue`` plus a rule every line is a candidate of. The engine skips a single-line echo
-    marker on a line where it is the only candidate (there is nothing for it to drop); beside another
-    candidate it is tried, as here."""
+    """``catalogue`` plus a rule every line is a candidate of. A single-line echo marker is tried only
+    on a line that another rule is a candidate of (it rides on them: ``_engine_literals``), as here."""
     return dataclasses.replace(catalogue, rules=(*catalogue.rules, ANY_LINE))
 
 
