@@ -243,10 +243,11 @@ class _SourceScan:
         self.finder = finder
         self.timeout_s = timeout_s
         self.seq = seq
-        # The riders (``_engine_literals.Plan``) go with every candidate rule set.
+        # The riders (``_engine_literals.Plan``) join a line's candidates only once another rule's
+        # loosened pattern has kept the line: they cannot matter on a line no other rule matches.
         self.riders = plan.riders
-        self.literal_rules = [tuple(sorted({*lit.rules, *plan.riders})) for lit in plan.literals]
-        self.always = tuple(sorted({*plan.always, *plan.riders})) if plan.always else ()
+        self.literal_rules = [lit.rules for lit in plan.literals]
+        self.always = plan.always
         # Per rule, looked up once: (is_block, the pattern that finds it, user_defined).
         self.first = [
             (rule.is_block, rule.start_re if rule.is_block else rule.pattern_re, rule.user_defined)
@@ -345,11 +346,7 @@ class _SourceScan:
         """Match one line holding the literals ``lits``; ``riders_too``: try the riders even when no
         other rule is a candidate."""
         self.line_now = line
-        indices = self._candidate_rules(lits)
-        if riders_too and not indices:
-            indices = self.riders
-        if indices and (self.window_ascii or buf[pos:stop].isascii()):
-            indices = self.loose.matching(indices, buf, pos, stop)
+        indices = self._kept(self._candidate_rules(lits), buf, pos, stop, riders_too)
         if not indices and not self.open:
             return
         raw = buf[pos:stop]
@@ -430,9 +427,8 @@ class _SourceScan:
         """Match a joined line (``_engine_wrap``) with the rules that none of its rows matches alone:
         a join only adds what the terminal's cut hid. The match is at the first row; a block that
         starts there is fed from the row after the last one."""
-        indices = [i for i in self._candidate_rules(lits) if not self.first[i][2]]
-        if indices and text.isascii():
-            indices = self.loose.matching(indices, text, 0, len(text))
+        kept = self._kept(self._candidate_rules(lits), text, 0, len(text))
+        indices = [i for i in kept if not self.first[i][2]]
         if not indices:
             return
         cleaned, rank, speaker = clean_speaking(text)
@@ -454,6 +450,19 @@ class _SourceScan:
                 self._open(index, line, cleaned, rank, speaker, m, progress, excerpt, last_row)
             else:
                 self.pending.append((line, index, last_row, cleaned, excerpt, _groups(m), rank, progress))
+
+    def _kept(self, indices: Sequence[int], buf: bytes, pos: int, stop: int,
+              riders_too: bool = False) -> Sequence[int]:
+        """The candidate rules ``indices`` that the line ``buf[pos:stop]`` may match: those its loosened
+        patterns keep, and then the riders (``riders_too``: the riders even when none is kept)."""
+        # A loosened pattern runs in ``re`` with no time limit, and on a long line even a linear-looking
+        # one can be quadratic (``[\w.-]+\s+exited `` over 32 KiB of word bytes: 20 s); such lines go
+        # straight to the budgeted search (``_search_long``).
+        if indices and stop - pos <= LONG_LINE_CHARS and (self.window_ascii or buf[pos:stop].isascii()):
+            indices = self.loose.matching(indices, buf, pos, stop)
+        if self.riders and (indices or riders_too):
+            indices = sorted({*indices, *self.riders})
+        return indices
 
     def _candidate_rules(self, lits: Optional[set]) -> Sequence[int]:
         """The rules to try on a line holding the literals ``lits`` (None: no literal)."""

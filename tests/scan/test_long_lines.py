@@ -5,6 +5,10 @@
 blanks, so about 7 minutes for that one line. Past ``LONG_LINE_CHARS`` a built-in search runs under
 ``LONG_SEARCH_S`` and all of a rule's such searches under ``LONG_BUDGET_S``. The tests run real scans of
 such lines; without the bound they run into the suite's time limit.
+
+The loosened patterns (``_engine_approx``) that reject lines before that search run in ``re`` with no
+time limit, and they are quadratic on long lines too: ``docker-container-exit-signal``'s
+``[\\w.-]+\\s+exited `` takes 20 s over 32 KiB of word bytes. They are not run past ``LONG_LINE_CHARS``.
 """
 
 from __future__ import annotations
@@ -18,12 +22,28 @@ from tests.scan.test_engine_helpers import ENGINES, scan_bytes
 
 BUILTIN = load_catalogue()
 POISON = b"2024:05:29-19:16:18:(202165) |CCL_ERROR| x" + b" " * 300_000 + b"y\n"
+# Each holds a rule's literal: docker's " exited ", and a CUDA error, beside which the riders (pytest's
+# report lines, ``_engine_literals``) are tried; the loosened patterns took minutes on each.
+SLOW_FOR_LOOSENED = {
+    "docker-exit": b"w" * 300_000 + b"  exited with code 139\n",
+    "rider": b"a" * 300_000 + b" CUDA error: an illegal memory access was encountered\n",
+}
 
 
 @pytest.mark.parametrize("engine_name", ENGINES)
 def test_a_line_made_slow_for_a_pattern_does_not_hide_the_failure_after_it(tmp_path, engine_name):
     # The run exits 0 after the atexit failure: only the scan can fail it, so it must get there.
     log = b"step 1 loss 0.3\n" + POISON + b"step 2 loss 0.2\n" + ATEXIT
+    rules = [m.rule.id for m in scan_bytes(tmp_path, log, BUILTIN, engine_name)]
+    assert "atexit-callback-ignored" in rules, rules
+
+
+@pytest.mark.parametrize("engine_name", ENGINES)
+@pytest.mark.parametrize("poison", SLOW_FOR_LOOSENED.values(), ids=SLOW_FOR_LOOSENED.keys())
+def test_a_line_made_slow_for_a_loosened_pattern_does_not_hide_the_failure_after_it(
+    tmp_path, engine_name, poison
+):
+    log = b"step 1 loss 0.3\n" + poison + b"step 2 loss 0.2\n" + ATEXIT
     rules = [m.rule.id for m in scan_bytes(tmp_path, log, BUILTIN, engine_name)]
     assert "atexit-callback-ignored" in rules, rules
 
