@@ -9,8 +9,10 @@ both in a row.
 Other loggers' prefixes are removed so that a rule anchored at ``^`` (a traceback's last line, "Process
 NAME:", "Segmentation fault") still finds its wording when the log went through them: journald/syslog
 (``Nov 29 17:59:56 host proc[12]: ``, or the stamp alone as CircleCI shows it), a bare date-time
-(``2026-09-17 13:40:05 ``), Jenkins' timestamper (``14:13:08 ``), docker buildkit (``#9 31.55 ``),
-Buildkite's ``[2026-01-31T04:40:19Z] ``,
+(``2026-09-17 13:40:05 ``), a Kubernetes container log's ``2024-01-09T18:41:23.123456789Z stderr F ``,
+loguru's ``2024-01-09 18:41:23.123 | ERROR    | train:main:42 - ``, Hydra's
+``[2024-01-09 18:41:23,123][__main__][ERROR] - ``, Jenkins' timestamper (``14:13:08 ``), docker
+buildkit (``#9 31.55 ``), Buildkite's ``[2026-01-31T04:40:19Z] ``,
 Python logging's ``[2024-01-09 18:41:23,123] [ERROR] `` and ``ERROR:pkg.module:``, glog and torch's
 C++ logging at levels I, W and E (``E0325 12:00:00.123 1234 file.cpp:12] ``,
 ``[E1206 18:44:12.7 ProcessGroupNCCL.cpp:607] ``), TensorFlow's and absl's
@@ -67,7 +69,9 @@ _PROGRESS_BAR = re.compile(
 _XTRACE = re.compile(r"\+{1,8} (?=\S)")
 # Markdown's quote marks, one level or several ("> > "); never ">>> " (a REPL prompt) or ">" alone.
 _QUOTE = re.compile(r"(?:> )+")
-_TIMESTAMP = re.compile(rb"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d+Z ")
+# GitHub's stamp; a Kubernetes container log file has the same one, then the stream and whether the
+# line is whole or a part of a longer one (the CRI format: "... stderr F ", containerd and CRI-O).
+_TIMESTAMP = re.compile(rb"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d+Z (?:std(?:out|err) [FP] )?")
 # torchrun's --tee/--log-line-prefix and recent torch print "[rank3]:" before every line of a rank.
 _RANK = re.compile(r"\[rank(\d+)\]: ?")
 # pdsh's "host: " before each line of a node: an IPv4 address, or a lower-case host name ending in a
@@ -77,7 +81,13 @@ _HOST = r"(?:\d{1,3}(?:\.\d{1,3}){3}|[a-z][a-z\d.-]*\d)"
 _LOGGER_PREFIX = re.compile(
     r"(?:[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d [\w.-]+ [\w./@-]+(?:\[\d+\])?: "  # syslog, journald
     r"|[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d(?:\.\d+)? "  # the same stamp alone (CircleCI, old PyTorch CI)
-    r"| *\d{4}-\d\d-\d\d[ T]\d\d:\d\d(?::\d\d(?:[.,]\d+)?)?(?:Z|[+-]\d\d:?\d\d)? "  # a bare date-time
+    # loguru's default format, "2024-01-09 18:41:23.123 | ERROR    | train:main:42 - " (loguru/_defaults.py)
+    r"|\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \| (?:TRACE|DEBUG|INFO|SUCCESS|WARNING|ERROR|CRITICAL) *\| "
+    r"[\w.<>-]+:[\w.<>-]+:\d+ - "
+    # a bare date-time, and after it a Kubernetes container log's stream and tag (CRI-O's stamp: +00:00)
+    r"| *\d{4}-\d\d-\d\d[ T]\d\d:\d\d(?::\d\d(?:[.,]\d+)?)?(?:Z|[+-]\d\d:?\d\d)? (?:std(?:out|err) [FP] )?"
+    # Hydra's job logging, "[2024-01-09 18:41:23,123][__main__][ERROR] - " (hydra/conf/hydra/job_logging)
+    r"|\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)?\]\[[^\]\s]+\]\[(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\] - "
     r"|\d\d:\d\d:\d\d(?:\.\d+)?  ?"  # Jenkins' timestamper (one space or two; never more: indentation)
     r"|#\d+ \d+\.\d+ "  # docker buildkit's step and seconds
     # Python logging's bracketed stamp and level; Buildkite's stamp ends in Z ([2026-01-31T04:40:19Z])

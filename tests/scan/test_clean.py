@@ -66,6 +66,19 @@ def test_other_loggers_prefixes_are_stripped():
         b"`Killed`": "Killed",
         b"```Traceback (most recent call last):": "Traceback (most recent call last):",
         b"``[E1206 18:44:12.7 ProcessGroupNCCL.cpp:607] [Rank 0] Watchdog``": "[Rank 0] Watchdog",
+        # a Kubernetes container log file (the CRI format: containerd's stamp, CRI-O's; a partial line)
+        b"2024-01-15T10:30:45.123456789Z stderr F Segmentation fault (core dumped)":
+            "Segmentation fault (core dumped)",
+        b"2024-01-15T10:30:45.123456789+00:00 stdout F Killed": "Killed",
+        b"2024-01-15T10:30:45Z stdout P Traceback (most recent call last):":
+            "Traceback (most recent call last):",
+        # loguru's default format (loguru/_defaults.py), a module's name and <module> as the function
+        b"2024-01-09 18:41:23.123 | ERROR    | __main__:<module>:5 - _queue.Empty": "_queue.Empty",
+        b"2024-01-09 18:41:23.123 | SUCCESS  | train:fit:88 - Killed": "Killed",
+        # Hydra's job logging (hydra/conf/hydra/job_logging/default.yaml)
+        b"[2024-01-09 18:41:23,123][__main__][ERROR] - Process Worker-1:": "Process Worker-1:",
+        b"[2024-01-09 18:41:23,123][torch.distributed.elastic.multiprocessing.api][WARNING] - Killed":
+            "Killed",
     }
     for raw, text in cases.items():
         assert clean_line(raw) == (text, None)
