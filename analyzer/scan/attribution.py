@@ -54,8 +54,10 @@ _NEEDLE_BYTES = {needle: needle[-1:] if needle.endswith(b":") else needle[:1] fo
 # summary) is searched this many candidates deep, then counts as showing no test.
 MAX_CANDIDATES = 64
 
-_PYTEST_LINE = re.compile(r"(?P<test>[\w./-]+\.py::\S+)(?P<rest>.*)")
-_XDIST_LINE = re.compile(r"\[gw\d+\] \[\s*\d+%\] [A-Z]+ (?P<test>\S+)")
+# A node id; a parametrize id may hold spaces ("t.py::test_store[two words]"), so it runs to its "]".
+_NODE_ID = r"[\w./-]+\.py::[^\s\[]*(?:\[[^\]\n]*\])?\S*"
+_PYTEST_LINE = re.compile(r"(?P<test>" + _NODE_ID + r")(?P<rest>.*)")
+_XDIST_LINE = re.compile(r"\[gw\d+\] \[\s*\d+%\] [A-Z]+ (?P<test>" + _NODE_ID + r"|\S+)")
 # The elapsed time first, then the load average where the OS has one; "[3/11/1]": the third number
 # counts the failures so far. Sequential runs print nothing after the name, or " -- test_w failed"
 # about the file before it; parallel runs print the file's result ("passed", "failed (1 failure)").

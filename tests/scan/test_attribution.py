@@ -446,3 +446,31 @@ def test_random_test_logs_attribute_the_same_in_any_window_and_on_both_engines(l
             assert scan({"job.log": log}, engine=engine) == expected
     finally:
         engine_module.READ_SIZE = saved
+
+
+# A parametrize id with spaces: the node id runs to its closing bracket, in the -v line and the summary.
+SPACED_IDS = """
+    import sys
+
+    import pytest
+
+
+    @pytest.mark.parametrize("backend", ["gloo over tcp", "nccl"])
+    def test_store(backend):
+        if backend == "nccl":
+            sys.stderr.write("Fatal Python error: Aborted\\n")
+            return
+        assert backend == "nccl", "store closed"
+"""
+
+
+def test_a_parametrize_id_with_spaces_is_named_whole(tmp_path):
+    findings = scan({"job.log": pytest_log(tmp_path, "test_spaced.py", SPACED_IDS)})
+    failed = [f for f in findings if f.kind is Kind.TEST_FAILURE]
+    assert [(f.test, f.message) for f in failed] == [(
+        "test_spaced.py::test_store[gloo over tcp]",
+        "test_spaced.py::test_store[gloo over tcp] failed: AssertionError: store closed",
+    )]
+    # the handled abort in the passing twin stays a notice of that twin
+    handled = [(f.rule, f.severity.value) for f in findings if f not in failed]
+    assert handled == [("fatal-python-error", "notice")]
