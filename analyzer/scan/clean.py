@@ -69,9 +69,11 @@ _PROGRESS_BAR = re.compile(
 _XTRACE = re.compile(r"\+{1,8} (?=\S)")
 # Markdown's quote marks, one level or several ("> > "); never ">>> " (a REPL prompt) or ">" alone.
 _QUOTE = re.compile(r"(?:> )+")
-# GitHub's stamp; a Kubernetes container log file has the same one, then the stream and whether the
-# line is whole or a part of a longer one (the CRI format: "... stderr F ", containerd and CRI-O).
-_TIMESTAMP = re.compile(rb"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d+Z (?:std(?:out|err) [FP] )?")
+# A Kubernetes container log file's stream and whether the line is whole or a part of a longer one,
+# after its stamp (the CRI format: "... stderr F ", containerd's stamp as GitHub's, CRI-O's +00:00).
+_CRI_STREAM = r"(?:std(?:out|err) [FP] )?"
+# GitHub's stamp.
+_TIMESTAMP = re.compile(rb"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d+Z " + _CRI_STREAM.encode())
 # torchrun's --tee/--log-line-prefix and recent torch print "[rank3]:" before every line of a rank.
 _RANK = re.compile(r"\[rank(\d+)\]: ?")
 # pdsh's "host: " before each line of a node: an IPv4 address, or a lower-case host name ending in a
@@ -84,8 +86,8 @@ _LOGGER_PREFIX = re.compile(
     # loguru's default format, "2024-01-09 18:41:23.123 | ERROR    | train:main:42 - " (loguru/_defaults.py)
     r"|\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \| (?:TRACE|DEBUG|INFO|SUCCESS|WARNING|ERROR|CRITICAL) *\| "
     r"[\w.<>-]+:[\w.<>-]+:\d+ - "
-    # a bare date-time, and after it a Kubernetes container log's stream and tag (CRI-O's stamp: +00:00)
-    r"| *\d{4}-\d\d-\d\d[ T]\d\d:\d\d(?::\d\d(?:[.,]\d+)?)?(?:Z|[+-]\d\d:?\d\d)? (?:std(?:out|err) [FP] )?"
+    # a bare date-time, and a container log's stream after it
+    r"| *\d{4}-\d\d-\d\d[ T]\d\d:\d\d(?::\d\d(?:[.,]\d+)?)?(?:Z|[+-]\d\d:?\d\d)? " + _CRI_STREAM +
     # Hydra's job logging, "[2024-01-09 18:41:23,123][__main__][ERROR] - " (hydra/conf/hydra/job_logging)
     r"|\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)?\]\[[^\]\s]+\]\[(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\] - "
     r"|\d\d:\d\d:\d\d(?:\.\d+)?  ?"  # Jenkins' timestamper (one space or two; never more: indentation)
