@@ -24,7 +24,7 @@ import itertools
 import re
 from typing import Iterable, Iterator, List, Optional, Tuple
 
-from .clean import clean_stripped
+from .clean import clean_stripped, starts_with_runner_stamp
 
 SAMPLE_BYTES = 64 * 1024
 MIN_WIDTH = 60  # no terminal people paste from is narrower
@@ -38,6 +38,8 @@ _WORD = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ01234567
 # program (pytest does): it is a whole line, not a cut one. Not a run of dots: CTest's dot leader
 # ("1/3 Test #1: name ........") runs on past the cut, and so does unittest's row of progress dots.
 _SEPARATOR = re.compile(rb"(?:([^\s.A-Za-z0-9])\1\1|\[ *\d+%\])$")
+# The last bytes that neither alternative can end in: most rows end so, and the search walks the row.
+_ENDS_NO_SEPARATOR = frozenset(b" \t\n\r\f\v.abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
 
 _OPEN = frozenset(b"([{,=-_/\\")  # a line seldom ends so: a cut does
 # A line seldom starts so: a cut does ("...: block" / ": [31,0,0], thread", "gloo/.../pair" / ".cc:563]").
@@ -63,13 +65,18 @@ def _padded(row: bytes) -> bool:
     return row.endswith(b"  ")
 
 
+def _drawn_to_width(row: bytes) -> bool:
+    """A row ending in ``_SEPARATOR``: the program drew it to the terminal's width."""
+    return bool(row) and row[-1] not in _ENDS_NO_SEPARATOR and _SEPARATOR.search(row) is not None
+
+
 def _starts_a_record(row: bytes, before: bytes = b"") -> bool:
     """A row that starts with a timestamp or another logger's prefix is a line of its own, unless the
     row ``before`` it was cut inside a timestamp: then its digits are that stamp's rest."""
     if row.startswith(b".") or row[:1].isdigit() and _INSIDE_A_STAMP.search(before):
         return False  # no prefix starts with a dot: a dot leader's rest, or unittest's progress dots
-    if _ELAPSED.match(row) is not None:
-        return True
+    if _ELAPSED.match(row) is not None or starts_with_runner_stamp(row):
+        return True  # the stamp alone settles it: every line of a GitHub log has one, cleaning is dear
     return clean_stripped(row)[0] != row.decode("utf-8", "backslashreplace")
 
 
@@ -82,8 +89,14 @@ def _cut_in_a_word(row: bytes, after: bytes) -> bool:
         return False
     if after[:1].isdigit() and _INSIDE_A_STAMP.search(row):
         return True  # "... AT 2020-07-11T" / "22:48:26 DUE ...": one stamp
-    if row[-1] == 32 and after[0] == 32 or _starts_a_record(after):
+    if row[-1] == 32 and after[0] == 32:
         return False
+    # A row that starts a record ends the cut; cleaning the row to see that costs most, so it comes last.
+    return _breaks_inside(row, after) and not _starts_a_record(after)
+
+
+def _breaks_inside(row: bytes, after: bytes) -> bool:
+    """``_cut_in_a_word``'s reading of the characters on either side of the break."""
     if row[-1] == 32:
         row, after = row[:-1], b" " + after
     if not row or row[-1] == 32:
@@ -126,7 +139,7 @@ def _cut_at(rows: List[bytes], widths: List[int], long_rows: List[int], width: i
     full = cuts = 0
     for i in long_rows:
         w = widths[i]
-        if w not in (width, width - 1) or _padded(rows[i]) or _SEPARATOR.search(rows[i]):
+        if w not in (width, width - 1) or _padded(rows[i]) or _drawn_to_width(rows[i]):
             continue
         row, after = rows[i], rows[i + 1]
         cut = _cut_in_a_word(row, after) if w == width else _cut_in_a_word(row + b" ", after)
@@ -196,7 +209,7 @@ def continues(row: bytes, width: int) -> Optional[bytes]:
     b"" when it cut at the last column, b" " when the cut fell on a space that the copy trimmed from the
     row's end (tmux's capture-pane does), None when ``row`` is a whole line."""
     columns = _columns(row)
-    if columns < width - 1 or columns > width or b"\r" in row or _padded(row) or _SEPARATOR.search(row):
+    if columns < width - 1 or columns > width or b"\r" in row or _padded(row) or _drawn_to_width(row):
         return None
     if columns == width:
         return b""

@@ -178,6 +178,11 @@ def strip_controls(raw: bytes) -> bytes:
     return b"".join(parts)
 
 
+def starts_with_runner_stamp(raw: bytes) -> bool:
+    """Whether ``raw`` starts with the GitHub runner's timestamp, which cleaning removes."""
+    return raw[:1].isdigit() and _TIMESTAMP.match(raw) is not None
+
+
 def clean_stripped(raw: bytes, keep_progress: bool = False) -> Tuple[str, Optional[int]]:
     """Clean a line that already went through ``strip_controls``; see ``clean_line``.
 
