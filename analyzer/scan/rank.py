@@ -735,10 +735,15 @@ def _one_event_one_finding(items: Sequence[_Item]) -> _Merged:
                 continue
             # Crash lines of one signal are one crash unless they name two processes or ranks (two
             # ranks that both aborted) or happened in two tests. The line that says why the process
-            # died (a rule with ``dies_of``: glibc, a failed CHECK) tells it, else the first.
+            # died (a rule with ``dies_of``: glibc, a failed CHECK) tells it, else the first. A status
+            # (the step's exit 139) after a crash line that no test held is that crash, also when the
+            # test's progress line came between: the shell reports the death before the dead process's
+            # buffered output reaches the log (bluesky/ophyd#937).
             who = _pid_of(event.match) or identity_of(event.match, use_rank_prefix=True)
+            is_status = kind is Kind.SIGNAL_EXIT
             for index, (primary, primary_who) in enumerate(crash_primary.get(signame, [])):
-                if (item[4] is None or item[4] == primary[4]) and (who is None or primary_who in (None, who)):
+                same_test = item[4] is None or item[4] == primary[4] or (is_status and primary[4] is None)
+                if same_test and (who is None or primary_who in (None, who)):
                     says_why = event.match.rule.dies_of and not primary[2].match.rule.dies_of
                     teller, told = (item, primary) if says_why else (primary, item)
                     absorbed.add(id(told[2]))
