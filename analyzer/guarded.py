@@ -119,6 +119,8 @@ SCAN_CUT_SHORT = (
 )
 SCAN_FAILED = "the live scan of {name} stopped after {read:,} of {total:,} bytes: {error}"
 SCAN_NO_ANSWER = "the live scan of {name} gave no findings in time: its {total:,} bytes are unscanned"
+# The hang's test as its stack showed it, when no line of the log named it (pytest -s, -q, xdist).
+HANG_TEST_ON_STACK = "; in test {test} (on its stack)"
 SCAN_SHRANK = "{name} shrank while the command ran (something truncated it); the scan stopped at {read:,}"
 
 
@@ -899,6 +901,7 @@ class GuardedRun:
             guard_findings=tuple(supervision.findings) + tuple(incomplete) + failed,
             line_clocks=clocks,
         )
+        findings = [_name_the_hangs_test(finding) for finding in findings]
         verdict, status = decide(findings, supervision.command, self.fail_on)
         return Report(
             verdict=verdict,
@@ -931,6 +934,14 @@ class GuardedRun:
             os.close(fd)
         self._fds = {}
         self.files.close()
+
+
+def _name_the_hangs_test(finding: Finding) -> Finding:
+    """Say in the guard's hang finding which test its stack showed, if the log's lines did not say it."""
+    if finding.kind is not Kind.HANG or finding.test is None or finding.test in finding.message:
+        return finding
+    note = HANG_TEST_ON_STACK.format(test=finding.test)
+    return dataclasses.replace(finding, message=finding.message + note)
 
 
 def _failed_exit(command: CommandResult) -> Tuple[Finding, ...]:

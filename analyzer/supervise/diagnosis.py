@@ -9,6 +9,7 @@ in the report, and the text of the evidence files, credentials redacted. ``guard
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from typing import Optional, Sequence, Tuple
 
@@ -70,6 +71,16 @@ _WAITING_ON_PEERS = frozenset(
 # the program runs: the resource tracker (every spawn or forkserver start) and the fork server. Never
 # where a hang is, however early in the tree they sit.
 _RUNTIME_HELPER_FILES = ("multiprocessing/resource_tracker.py", "multiprocessing/forkserver.py")
+# The frames that call a test: pytest's call of a test function (_pytest/python.py, pytest_pyfunc_call)
+# and unittest's call of a test method (unittest/case.py, TestCase._callTestMethod, Python 3.8+). A test
+# hung under ``pytest -s``, ``-q`` or xdist prints no line naming it; its stack still does.
+_PYTEST_CALL = ("pytest_pyfunc_call", "_pytest/python.py")
+_UNITTEST_CALL = ("_callTestMethod", "unittest/case.py")
+_PYTEST_FILES = "/_pytest/"
+# py-spy names a method with its class (``Class.test_m``) only for Python 3.11+ (co_qualname): before
+# that a test method cannot be told from a function, so no id is made up.
+_QUALIFIED_FROM = (3, 11)
+_DUMP_PYTHON = re.compile(r"^Python v(?P<major>\d+)\.(?P<minor>\d+)", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -94,6 +105,7 @@ class Hang:
     idle_timeout_s: Optional[float] = None
     signal_name: str = ""  # of a cancel
     event: str = ""  # of an abort: "NCCL watchdog timeout at stderr.log:812"
+    cwd: str = ""  # where the command started: test ids are relative to it, as pytest's and unittest's are
 
 
 @dataclass(frozen=True)
@@ -169,7 +181,63 @@ def hang_finding(hang: Hang, evidence: Evidence, log_dir: str) -> Finding:
         line=0,
         message=redact(message),
         excerpt=redact(excerpt)[:_MAX_EXCERPT],
+        test=running_test(chosen, evidence.dumps, hang.cwd),
     )
+
+
+def running_test(chosen: Optional[StackDump], dumps: Sequence[StackDump], cwd: str) -> Optional[str]:
+    """The test the stacks show running: the one in the quoted dump's stack, else the first in tree order.
+
+    A pytest node id (``tests/test_x.py::TestY::test_z``, relative to ``cwd``; a parametrized test's
+    id is not on the stack, so its brackets are missing) or a unittest id (``test_z (tests.test_x.TestY)``);
+    None when no stack shows a test being called, or the dumps cannot tell a method's class. The hung
+    process need not be the test's: a test waits for the worker that hangs.
+    """
+    ordered = ([chosen] if chosen is not None else []) + [dump for dump in dumps if dump is not chosen]
+    for dump in ordered:
+        test = _test_in(dump, cwd)
+        if test is not None:
+            return test
+    return None
+
+
+def _test_in(dump: StackDump, cwd: str) -> Optional[str]:
+    frames = dump.main_thread_frames()
+    for index, frame in enumerate(frames):
+        call = (_bare_name(frame.function), frame.file.replace("\\", "/"))
+        if index == 0 or not any(call[0] == name and call[1].endswith(file) for name, file in
+                                 (_PYTEST_CALL, _UNITTEST_CALL)):
+            continue
+        inside = [f for f in frames[:index] if not f.in_library] or list(frames[:index])
+        # The frame nearest the caller that looks like a test (a decorator's wrapper may sit between).
+        test = next((f for f in reversed(inside) if _bare_name(f.function).startswith("test")), inside[-1])
+        version = _DUMP_PYTHON.search(dump.text)
+        if version is not None and (int(version["major"]), int(version["minor"])) < _QUALIFIED_FROM:
+            return None
+        under_pytest = any(_PYTEST_FILES in f.file.replace("\\", "/") for f in frames[index:])
+        return _pytest_id(test, cwd) if under_pytest else _unittest_id(test, cwd)
+    return None
+
+
+def _relative(path: str, cwd: str) -> str:
+    if cwd and os.path.isabs(path):
+        relative = os.path.relpath(path, cwd)
+        if not relative.startswith(os.pardir):
+            return relative
+    return path
+
+
+def _pytest_id(frame: Frame, cwd: str) -> str:
+    return "::".join([_relative(frame.file, cwd).replace(os.sep, "/"), *frame.function.split(".")])
+
+
+def _unittest_id(frame: Frame, cwd: str) -> Optional[str]:
+    cls, _, name = frame.function.rpartition(".")
+    if not cls:
+        return None
+    relative = _relative(frame.file, cwd)
+    module = os.path.splitext(relative if not os.path.isabs(relative) else os.path.basename(relative))[0]
+    return f"{name} ({module.replace(os.sep, '.')}.{cls})"
 
 
 def cancelled_in_teardown(signal_name: str, elapsed_s: float, leftovers: int, log_dir: str) -> Finding:
