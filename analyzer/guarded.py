@@ -27,6 +27,7 @@ import io
 import mmap
 import os
 import pickle
+import re
 import secrets
 import select
 import signal
@@ -50,7 +51,8 @@ from .model import (
 )
 from .report import github as github_report
 from .rules.model import Catalogue, Rule
-from .scan import pipeline, rank  # noqa: F401 - rank: imported now, used by the scan after the run
+from .scan import attribution, pipeline, rank  # noqa: F401 - rank: imported now, used by the scan after the run
+from .scan.clean import clean_stripped
 from .scan.sources import Source
 from .supervise.guard import STDERR_LOG, STDOUT_LOG, GuardOptions, Supervision, supervise
 from .verdict import decide
@@ -78,6 +80,8 @@ _CLOCK_STEP_S = 0.05
 _CLOCK_POINTS = 10_000
 _PENDING_POINTS = 4_096
 _JOIN_SLICE_S = 0.1
+_READS_KEPT = 4
+CHUNK_LOOK_BYTES = 1 << 20
 # The scanner process: per log (bytes in it, arrival time) in shared memory, then the state (run,
 # finish, cut), the scanner's pid and its done flag; length-prefixed signed pickles come back.
 _SLOT = struct.Struct("<qd")
@@ -112,6 +116,16 @@ ACTION_VARIABLES = (
     "GHG_ANNOTATION_SLOTS",
     "GHG_NAME",
 )
+# A test's bare outcome (pytest -s prints it after the test's own output, unittest after a test that
+# printed) or a test run's verdict (pytest's "=== 1 failed, 3 passed in 2.1s ===", unittest's "Ran 4 tests").
+_RUN_WENT_ON = re.compile(
+    r"\s*(?:(?:PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS|ok|FAIL|skipped|expected failure|unexpected success)\b"
+    r"|=+ .*\bin [\d.]+s\b|Ran \d+ tests? in )"
+)
+# The most distinct tests whose events may each trigger --abort-on, and how far after an event the log
+# is read for its test's outcome when its grace ends.
+MAX_ABORT_EVENTS = 64
+ABORT_LOOK_BYTES = 8 << 20
 ABORT_DESCRIPTION = "{message} ({kind} at {where}; still running {grace} later)"
 SCAN_CUT_SHORT = (
     "the live scan of {name} was cut short to write the report in time: it read {read:,} of {total:,} "
@@ -159,6 +173,11 @@ class _LineClock:
             del self.lines[::2], self.times[::2]
             self._step *= 2
 
+    def lines_before(self, when: float) -> int:
+        """How many lines had surely arrived before ``when`` (a point's lines came within a step of it)."""
+        index = bisect.bisect_right(self.times, when - self._step)
+        return self.lines[index - 1] if index else 0
+
     def __call__(self, line: int) -> float:
         """``time.monotonic()`` by which line ``line`` (1-based) had arrived; 0.0 when nothing did."""
         if not self.times:
@@ -188,6 +207,8 @@ class _Follow:
         self._want: Optional[int] = None
         self._points: Deque[Tuple[int, float]] = collections.deque()
         self.clock = _LineClock()
+        # (offset, complete lines before it) of the last reads: where a line the engine just matched is.
+        self._reads: Deque[Tuple[int, int]] = collections.deque(maxlen=_READS_KEPT)
 
     # -- the pump's side ------------------------------------------------------------------------
     def offer(self, total: int, arrived: float) -> None:
@@ -249,9 +270,35 @@ class _Follow:
             with self._cond:
                 self._cut = self._final = True
             return b""
+        self._reads.append((start, self.lines))
         self._clock_points(data, start, passed, partial)
         self.read_bytes = end
         return data
+
+    def line_offset(self, line: int) -> int:
+        """Where line ``line`` (1-based) of the log starts, for a line of the last few reads (the scan
+        thread's, where the engine matched it); the start of the oldest read kept for an older line."""
+        reads = list(self._reads)
+        for start, before in reversed(reads):
+            if before > line - 1:
+                continue
+            offset, skip = start, line - 1 - before
+            while skip > 0 and offset < self.read_bytes:
+                chunk = os.pread(self._fd, min(CHUNK_LOOK_BYTES, self.read_bytes - offset), offset) \
+                    if self._fd is not None else b""
+                if not chunk:
+                    break
+                count = chunk.count(b"\n")
+                if count < skip:
+                    skip -= count
+                    offset += len(chunk)
+                    continue
+                at = -1
+                for _ in range(skip):
+                    at = chunk.index(b"\n", at + 1)
+                return offset + at + 1
+            return offset
+        return reads[0][0] if reads else 0
 
     def _wait_for_data(self) -> None:
         """Block (lock held) until there is a batch to read, the end came, or the scan is cut."""
@@ -352,32 +399,95 @@ class _LiveLog:
 
 
 class _AbortOn:
-    """``--abort-on``: the first live error finding of the named kinds, and when the grace ends."""
+    """``--abort-on``: the live error findings of the named kinds, and when the grace of the first ends.
 
-    def __init__(self, kinds: FrozenSet[Kind], grace_s: float) -> None:
+    A test suite that tests failure handling prints these events inside a test that then passes (torch's
+    store tests: "Timed out after 1 seconds waiting for clients"); the run went on, so it is not the
+    stuck run the option ends. A trigger after which the test it happened in reported its outcome, or
+    another test started, before its grace ran out (``went_on``, in the log of the event from its line,
+    in the other log from where it was when the event was seen) is withdrawn, and a later event may
+    trigger. ``log_fd(path)`` gives a read-only descriptor on the log at ``path``.
+    """
+
+    def __init__(
+        self, kinds: FrozenSet[Kind], grace_s: float, log_fd: Callable[[str], Optional[int]] = lambda _: None
+    ) -> None:
         self.kinds = kinds
         self.grace_s = grace_s
+        self._log_fd = log_fd
         self._lock = threading.Lock()
-        self._trigger: Optional[Tuple[Finding, float]] = None
+        self._triggers: Deque[Tuple[Finding, Mapping[str, int], float]] = collections.deque()
+        self._tests: Set[Optional[str]] = set()
 
-    def on_event(self, finding: Finding) -> None:
+    def on_event(self, finding: Finding, offsets: Optional[Mapping[str, int]] = None) -> None:
+        """A live finding; ``offsets``: per log path, where to look for the run going on after it (its
+        own log: where its line starts), or None when unknown (the trigger is never withdrawn)."""
         if finding.kind not in self.kinds or finding.severity is not Severity.ERROR:
             return
         with self._lock:
-            if self._trigger is None:
-                self._trigger = (finding, time.monotonic())
+            if finding.test in self._tests or len(self._tests) >= MAX_ABORT_EVENTS:
+                return
+            self._tests.add(finding.test)
+            self._triggers.append((finding, dict(offsets or {}), time.monotonic()))
 
     def abort_requested(self) -> Optional[str]:
-        trigger = self._trigger
-        if trigger is None or time.monotonic() - trigger[1] < self.grace_s:
-            return None
-        finding = trigger[0]
+        while True:
+            with self._lock:
+                if not self._triggers:
+                    return None
+                finding, offsets, seen = self._triggers[0]
+            if time.monotonic() - seen < self.grace_s:
+                return None
+            if not self._run_went_on(finding, offsets):
+                break
+            with self._lock:
+                self._triggers.popleft()
         return ABORT_DESCRIPTION.format(
             message=finding.message,
             kind=finding.kind.value,
             where=f"{os.path.basename(finding.path)}:{finding.line}",
             grace=format_duration(self.grace_s),
         )
+
+    def _run_went_on(self, finding: Finding, offsets: Mapping[str, int]) -> bool:
+        for path, offset in offsets.items():
+            fd = self._log_fd(path)
+            if fd is None:
+                continue
+            try:
+                after = os.pread(fd, ABORT_LOOK_BYTES, offset)
+            except OSError:
+                continue
+            if path == finding.path and went_on(after.split(b"\n")[1:], finding.test):
+                return True
+            if path != finding.path and went_on(after.split(b"\n"), None, first_in_force=True):
+                return True
+        return False
+
+
+def went_on(lines: Sequence[bytes], test: Optional[str], first_in_force: bool = False) -> bool:
+    """Whether ``lines`` (printed after an event in ``test``, None when unknown) show the run going on:
+    that test's outcome (``PASSED`` on its progress line, a bare outcome line as ``pytest -s`` and
+    unittest print it), another test's progress line, or a test run's verdict. The last line, which
+    may still be being written, and xdist's reports of other workers' tests do not count.
+
+    ``first_in_force``: ``lines`` are another log's from a little before the event; its first progress
+    line (if unfinished) names the test that was running, not one that started after the event."""
+    for raw in lines[:-1]:
+        parsed = attribution.parse_progress(raw)
+        if parsed is not None:
+            name, finished, xdist, _ = parsed
+            if xdist:
+                continue
+            if test is None and first_in_force and not finished:
+                test = name
+                continue
+            if test is None or name != test or finished:
+                return True
+            continue
+        if _RUN_WENT_ON.match(clean_stripped(raw)[0]):
+            return True
+    return False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -534,7 +644,7 @@ class _ScanChild:
         self._over = False  # nothing more will be taken from it: the result came, a frame failed, or EOF
         self._closed = False
         self._result: Optional[Dict[str, _Outcome]] = None
-        self.events: List[Finding] = []
+        self.events: List[Tuple[Finding, Dict[str, int]]] = []
 
     def offer(self, index: int, total: int, arrived: float) -> None:
         """From a pump thread: how far a log has grown. Two stores into shared memory.
@@ -583,7 +693,7 @@ class _ScanChild:
                 self._over = True
                 break
             if kind == "event":
-                self.events.append(payload)
+                self.events.append(payload)  # (finding, offsets: see _event_offsets)
             elif kind == "result":
                 self._result = payload
                 self._over = True
@@ -650,6 +760,22 @@ class _ScanChild:
                 pass  # already gone
 
 
+def _event_offsets(logs: Mapping[str, _LiveLog], finding: Finding) -> Dict[str, int]:
+    """From the scan thread that just saw ``finding``: per log path, where to read what came after it:
+    in its own log its line, in another the first line not surely complete before it arrived (the line
+    clock's points are a step apart: one that arrived just before is read again, never one missed)."""
+    own = next((log for log in logs.values() if log.display_path == finding.path), None)
+    if own is None:
+        return {}
+    arrived = own.follow.clock(finding.line)
+    return {
+        log.display_path: log.follow.line_offset(
+            finding.line if log is own else log.follow.clock.lines_before(arrived) + 1
+        )
+        for log in logs.values()
+    }
+
+
 def _start_tick(pid: int) -> int:
     """The start time of ``pid`` in clock ticks (``/proc/PID/stat`` field 22), 0 when it is gone."""
     try:
@@ -694,14 +820,16 @@ def _child_main(
     _FIELD.pack_into(shm, _PID_AT, os.getpid())
     rules = tuple(catalogue.rules)
     send_lock = threading.Lock()
-    sent: List[bool] = []
+    sent: Set[Optional[str]] = set()  # the tests an event was sent for (None: outside any test)
 
     def on_event(finding: Finding) -> None:
-        if finding.kind in abort_kinds and finding.severity is Severity.ERROR and not sent:
-            with send_lock:
-                if not sent:
-                    sent.append(True)
-                    _write_all(res, _frame(("event", finding), rules, key))
+        if finding.kind not in abort_kinds or finding.severity is not Severity.ERROR:
+            return
+        with send_lock:
+            if finding.test in sent or len(sent) >= MAX_ABORT_EVENTS:
+                return
+            sent.add(finding.test)
+            _write_all(res, _frame(("event", (finding, _event_offsets(logs, finding))), rules, key))
 
     logs = {name: _LiveLog(paths[name], fd, catalogue, prepared[name], on_event) for name, fd in fds.items()}
     by_index = [(index, logs[stream]) for index, (stream, _) in enumerate(STREAMS) if stream in logs]
@@ -764,7 +892,7 @@ class GuardedRun:
         self.fail_on = fail_on
         # One compiled engine per stream: a Hyperscan database's scratch space serves one scan at a time.
         self._prepared = {stream: pipeline.engine_for(catalogue, engine) for stream, _ in STREAMS}
-        self._abort = _AbortOn(abort_on, abort_grace_s)
+        self._abort = _AbortOn(abort_on, abort_grace_s, self._log_fd)
         self._scan_process = scan_process
         self._fds: Dict[str, int] = {}
         self._totals: Dict[str, Tuple[int, float]] = {}
@@ -786,6 +914,10 @@ class GuardedRun:
     def _path(self, stream: str) -> str:
         return os.path.join(self.options.log_dir, self._names.get(stream, f"{stream}.log"))
 
+    def _log_fd(self, path: str) -> Optional[int]:
+        """The guard's own read-only descriptor on the log whose display path is ``path``."""
+        return next((fd for stream, fd in self._fds.items() if self._path(stream) == path), None)
+
     # -- hooks, called by the guard -------------------------------------------------------------
     def _on_log_ready(self, stream: str, fd: int) -> None:
         self._fds[stream] = fd
@@ -806,8 +938,12 @@ class GuardedRun:
                 self._child = None
         for name, own in self._fds.items():
             self._logs[name] = _LiveLog(
-                self._path(name), os.dup(own), self.catalogue, self._prepared[name], self._abort.on_event
+                self._path(name), os.dup(own), self.catalogue, self._prepared[name], self._on_live_event
             )
+
+    def _on_live_event(self, finding: Finding) -> None:
+        """A live finding of a scan in this process (no scanner process could be started)."""
+        self._abort.on_event(finding, _event_offsets(self._logs, finding))
 
     def _on_output(self, stream: str, total: int, arrived: float) -> None:
         self._totals[stream] = (total, arrived)
@@ -824,7 +960,7 @@ class GuardedRun:
         if child is not None:
             child.poll()
             while child.events:
-                self._abort.on_event(child.events.pop(0))
+                self._abort.on_event(*child.events.pop(0))
         return self._abort.abort_requested()
 
     # -- the run --------------------------------------------------------------------------------
