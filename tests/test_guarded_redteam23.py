@@ -167,3 +167,42 @@ def test_abort_on_still_ends_a_test_that_hangs_after_the_event(tmp_path, stream)
     assert hang["rule"] == "guard-aborted" and "waiting for clients" in hang["message"], hang
     assert f"{stream}.log:" in hang["message"], hang["message"]
     assert hang["test"] == "test_stuck.py::test_store_times_out_and_the_test_hangs", hang
+
+
+# -- 3. where a pool hangs: in the parent's map, not in an idle worker -----------------------------
+
+POOL_PROGRAM = """
+    import ctypes
+    import multiprocessing
+
+
+    def work(i):
+        if i == 3:
+            ctypes.string_at(0)  # the worker segfaults; Pool starts a new one and map() waits forever
+        return i * i
+
+
+    def main():
+        with multiprocessing.get_context("fork").Pool(2) as pool:
+            print("pool up", flush=True)
+            pool.map(work, range(8))  # line 15
+
+
+    if __name__ == "__main__":
+        main()
+"""
+
+
+def test_a_pool_whose_worker_died_hangs_in_the_parents_map_not_in_an_idle_worker(tmp_path):
+    # Before: "hung in `main` (prog.py:13), waiting in `Connection._recv` (connection.py:395) (pid N)":
+    # an idle worker waiting for its next task, and the line where the pool forked it (the parent's
+    # stack a forked child carries below BaseProcess._bootstrap).
+    prog = write(tmp_path / "prog.py", POOL_PROGRAM)
+    code, report, console = guard(
+        tmp_path, "--idle-timeout", "5s", "--timeout", "150s", "--kill-grace", "2s", "--", sys.executable,
+        str(prog),
+    )
+    assert code == 124, console
+    hang = hang_of(report)
+    assert hang["message"].startswith("hung in `main` (prog.py:15), waiting in "), hang["message"]
+    assert any(f["rule"] == "fatal-python-error" for f in report["findings"]), report["findings"]

@@ -71,6 +71,13 @@ _WAITING_ON_PEERS = frozenset(
 # the program runs: the resource tracker (every spawn or forkserver start) and the fork server. Never
 # where a hang is, however early in the tree they sit.
 _RUNTIME_HELPER_FILES = ("multiprocessing/resource_tracker.py", "multiprocessing/forkserver.py")
+_PROCESS_FILE = "multiprocessing/process.py"
+# A pool's worker loop, and where it waits for its next task: a queue's get over a pipe and a lock.
+_POOL_WORKERS = frozenset({"worker", "_process_worker"})
+_POOL_FILES = ("multiprocessing/pool.py", "concurrent/futures/process.py")
+_TASK_WAIT_FILES = (
+    "multiprocessing/connection.py", "multiprocessing/queues.py", "multiprocessing/synchronize.py",
+)
 # The frames that call a test: pytest's call of a test function (_pytest/python.py, pytest_pyfunc_call)
 # and unittest's call of a test method (unittest/case.py, TestCase._callTestMethod, Python 3.8+). A test
 # hung under ``pytest -s``, ``-q`` or xdist prints no line naming it; its stack still does.
@@ -164,9 +171,9 @@ def hang_finding(hang: Hang, evidence: Evidence, log_dir: str) -> Finding:
     else:
         message = f"cancelled ({hang.signal_name or 'a signal'}) after {elapsed} while in {where}"
     others = [
-        f"pid {dump.pid} in {Frame.where(dump.main_thread_frames())}"
+        f"pid {dump.pid} in {Frame.where(_own_frames(dump))}"
         for dump in evidence.dumps
-        if dump is not chosen and dump.main_thread_frames() and not _runtime_helper(dump)
+        if dump is not chosen and _own_frames(dump) and not _runtime_helper(dump)
     ]
     if others:
         message += "; also " + ", ".join(others[:_MAX_OTHERS_NAMED])
@@ -300,13 +307,39 @@ def unkillable(info: ProcessInfo, log_dir: str, refused: bool) -> Finding:
 
 
 def _innermost(dump: StackDump) -> str:
-    return _bare_name(dump.main_thread_frames()[0].function)
+    return _bare_name(_own_frames(dump)[0].function)
 
 
 def _only_waits(dump: StackDump) -> bool:
-    if _innermost(dump) in _WAITING_ON_CHILDREN:
+    if _innermost(dump) in _WAITING_ON_CHILDREN or _idle_pool_worker(dump):
         return True
-    return any(_bare_name(frame.function) in _POLLING_CHILDREN for frame in dump.main_thread_frames())
+    return any(_bare_name(frame.function) in _POLLING_CHILDREN for frame in _own_frames(dump))
+
+
+def _own_frames(dump: StackDump) -> Tuple[Frame, ...]:
+    """The main thread's frames that are the process's own: a multiprocessing child forked from a test
+    carries its parent's stack below ``BaseProcess._bootstrap`` (``Pool.__init__`` in the test's frame),
+    which says where it was forked, not where it is."""
+    frames = dump.main_thread_frames()
+    for index, frame in enumerate(frames):
+        if _bare_name(frame.function) == "_bootstrap" and _path(frame).endswith(_PROCESS_FILE):
+            return frames[: index + 1]
+    return frames
+
+
+def _idle_pool_worker(dump: StackDump) -> bool:
+    """Whether ``dump`` is a pool's worker waiting for its next task (multiprocessing.Pool's ``worker``,
+    concurrent.futures' ``_process_worker`` in a queue's get): idle, not where a run hangs."""
+    frames = _own_frames(dump)
+    if not frames or not _path(frames[0]).endswith(_TASK_WAIT_FILES):
+        return False
+    return any(
+        _bare_name(frame.function) in _POOL_WORKERS and _path(frame).endswith(_POOL_FILES) for frame in frames
+    )
+
+
+def _path(frame: Frame) -> str:
+    return frame.file.replace("\\", "/")
 
 
 def _runtime_helper(dump: StackDump) -> bool:
@@ -330,7 +363,7 @@ def where_it_hung(
 
     Then the first descendant that is neither waiting for children nor for its peers in a collective.
     """
-    with_frames = [dump for dump in dumps if dump.main_thread_frames() and not _runtime_helper(dump)]
+    with_frames = [dump for dump in dumps if _own_frames(dump) and not _runtime_helper(dump)]
     root = next((dump for dump in with_frames if dump.pid == root_pid), None)
     chosen = root
     if root is None or _only_waits(root):
@@ -338,7 +371,7 @@ def where_it_hung(
         busy.sort(key=lambda d: _innermost(d) in _WAITING_ON_PEERS)  # stable: tree order otherwise
         chosen = busy[0] if busy else (root or (with_frames[0] if with_frames else None))
     if chosen is not None:
-        where = Frame.where(chosen.main_thread_frames())
+        where = Frame.where(_own_frames(chosen))
         return chosen, (where if chosen.pid == root_pid else f"{where} (pid {chosen.pid})")
     info = next((i for i in infos if i.pid == root_pid), infos[0] if infos else None)
     if info is None:
