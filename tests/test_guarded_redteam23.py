@@ -65,6 +65,12 @@ SUITE = """
         subprocess.run([sys.executable, "-c", "import time; time.sleep(600)"])
 
 
+    def test_runs_an_inner_suite(tmp_path):
+        # As pytester's runpytest_subprocess does: the inner run's hung test belongs to this one.
+        (tmp_path / "test_inner.py").write_text("import time\\ndef test_inner():\\n    time.sleep(600)\\n")
+        subprocess.run([sys.executable, "-m", "pytest", "-s", "-p", "no:cacheprovider", str(tmp_path)])
+
+
     class TestStore(unittest.TestCase):
         def test_wait_hangs(self):
             print("waiting for the key", flush=True)
@@ -80,6 +86,8 @@ SUITE = """
      "test_suite.py::test_worker_hangs"),
     (("-m", "pytest", "-s", "-p", "no:cacheprovider", "test_suite.py::TestStore"),
      "test_suite.py::TestStore::test_wait_hangs"),
+    (("-m", "pytest", "-s", "-p", "no:cacheprovider", "test_suite.py::test_runs_an_inner_suite"),
+     "test_suite.py::test_runs_an_inner_suite"),
     # unittest without -v prints nothing per test.
     (("-m", "unittest", "test_suite.TestStore"), "test_wait_hangs (test_suite.TestStore)"),
 ])
@@ -104,7 +112,9 @@ def test_the_hang_names_the_test_its_stack_shows_when_no_line_named_it(tmp_path,
 
 # What torch's TCPStore raises when too few clients join (torch 2.13, produced for real with
 # TCPStore(world_size=2, wait_for_workers=True, timeout=1 s)); a store test expects it and passes.
-STORE_TIMEOUT = "torch.distributed.DistStoreError: Timed out after 2 seconds waiting for clients. 1/2 clients joined."
+STORE_TIMEOUT = (
+    "torch.distributed.DistStoreError: Timed out after 2 seconds waiting for clients. 1/2 clients joined."
+)
 
 HANDLING_SUITE = """
     import sys

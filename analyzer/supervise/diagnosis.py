@@ -188,20 +188,20 @@ def hang_finding(hang: Hang, evidence: Evidence, log_dir: str) -> Finding:
         line=0,
         message=redact(message),
         excerpt=redact(excerpt)[:_MAX_EXCERPT],
-        test=running_test(chosen, evidence.dumps, hang.cwd),
+        test=running_test(evidence.dumps, hang.cwd),
     )
 
 
-def running_test(chosen: Optional[StackDump], dumps: Sequence[StackDump], cwd: str) -> Optional[str]:
-    """The test the stacks show running: the one in the quoted dump's stack, else the first in tree order.
+def running_test(dumps: Sequence[StackDump], cwd: str) -> Optional[str]:
+    """The test the stacks show running: the first in tree order (the command's own process first).
 
     A pytest node id (``tests/test_x.py::TestY::test_z``, relative to ``cwd``; a parametrized test's
     id is not on the stack, so its brackets are missing) or a unittest id (``test_z (tests.test_x.TestY)``);
     None when no stack shows a test being called, or the dumps cannot tell a method's class. The hung
-    process need not be the test's: a test waits for the worker that hangs.
+    process need not be the test's: a test waits for the worker that hangs, and a test that runs pytest
+    in a subprocess (pytester) owns the inner run's tests, so the outermost test is the one named.
     """
-    ordered = ([chosen] if chosen is not None else []) + [dump for dump in dumps if dump is not chosen]
-    for dump in ordered:
+    for dump in dumps:
         test = _test_in(dump, cwd)
         if test is not None:
             return test
