@@ -52,7 +52,7 @@ from .model import (
 from .report import github as github_report
 from .rules.model import Catalogue, Rule
 from .scan import attribution, pipeline, rank  # noqa: F401 - rank: imported now, used by the scan after the run
-from .scan.clean import clean_stripped
+from .scan.clean import clean_stripped, strip_controls
 from .scan.sources import Source
 from .supervise.guard import STDERR_LOG, STDOUT_LOG, GuardOptions, Supervision, supervise
 from .verdict import decide
@@ -121,6 +121,12 @@ ACTION_VARIABLES = (
 _RUN_WENT_ON = re.compile(
     r"\s*(?:(?:PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS|ok|FAIL|skipped|expected failure|unexpected success)\b"
     r"|=+ .*\bin [\d.]+s\b|Ran \d+ tests? in )"
+)
+# Bytes without which a line is neither a progress line (attribution.NEEDLES) nor matches _RUN_WENT_ON.
+_MAY_GO_ON = re.compile(
+    b"|".join(re.escape(needle) for needle in attribution.NEEDLES)
+    + rb"|PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS|ok|FAIL|skipped|expected failure|unexpected success"
+    + rb"|=+ |Ran \d"
 )
 # The most distinct tests whose events may each trigger --abort-on, and how far after an event the log
 # is read for its test's outcome when its grace ends.
@@ -474,7 +480,10 @@ def went_on(lines: Sequence[bytes], test: Optional[str], first_in_force: bool = 
     ``first_in_force``: ``lines`` are another log's from a little before the event; its first progress
     line (if unfinished) names the test that was running, not one that started after the event."""
     for raw in lines[:-1]:
-        parsed = attribution.parse_progress(raw)
+        if _MAY_GO_ON.search(raw) is None:
+            continue  # an ordinary line: no Python cleaning for the megabytes a run may print in a grace
+        stripped = strip_controls(raw)  # pytest --color=yes, PY_COLORS=1: "\x1b[32mPASSED\x1b[0m"
+        parsed = attribution.parse_progress(stripped)
         if parsed is not None:
             name, finished, xdist, _ = parsed
             if xdist:
@@ -485,7 +494,7 @@ def went_on(lines: Sequence[bytes], test: Optional[str], first_in_force: bool = 
             if test is None or name != test or finished:
                 return True
             continue
-        if _RUN_WENT_ON.match(clean_stripped(raw)[0]):
+        if _RUN_WENT_ON.match(clean_stripped(stripped)[0]):
             return True
     return False
 

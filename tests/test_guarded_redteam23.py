@@ -14,6 +14,7 @@ from typing import Any, Dict, Optional, Tuple
 
 import pytest
 
+from analyzer.guarded import went_on
 from tests.supervise.conftest import no_process_left_behind  # noqa: F401 - autouse in this module too
 
 # py-spy names a method with its class only on Python 3.11+ (co_qualname): before that the guard
@@ -147,6 +148,21 @@ def test_abort_on_leaves_a_suite_that_handled_the_event_and_went_on(tmp_path, st
     assert not [f for f in report["findings"] if f["rule"] == "guard-aborted"], report["findings"]
     assert b"4 passed" in (tmp_path / "logs" / "stdout.log").read_bytes()
     assert code in (0, 1), console  # 1 while the scan reads a handled event on stderr as an error
+
+
+@pytest.mark.parametrize("after, test, first_in_force, expected", [
+    ([b"event", b"\x1b[32mPASSED\x1b[0m", b""], "t.py::a", False, True),  # pytest -s --color=yes
+    ([b"event", b"\x1b[1mt.py::b \x1b[0m", b""], "t.py::a", False, True),  # the next test started
+    ([b"event", b"t.py::a ", b""], "t.py::a", False, False),  # the same test printed again, no outcome
+    ([b"event", b"[gw1] [ 50%] PASSED t.py::b", b""], "t.py::a", False, False),  # another worker's test
+    ([b"event", b"more output", b"PASSED"], "t.py::a", False, False),  # an outcome still being written
+    ([b"t.py::a started", b"output", b""], None, True, False),  # the other log: the test in force goes on
+    ([b"t.py::a started PASSED", b""], None, True, True),
+    ([b"x", b"==== 3 passed in 2.10s ====", b""], None, True, True),
+    ([b"x", b"Ran 3 tests in 0.101s", b""], None, False, True),
+])
+def test_what_says_a_run_went_on_after_an_abort_event(after, test, first_in_force, expected):
+    assert went_on(after[1:] if not first_in_force else after, test, first_in_force) is expected
 
 
 STUCK_SUITE = """
