@@ -128,9 +128,10 @@ _MAY_GO_ON = re.compile(
     + rb"|PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS|ok|FAIL|skipped|expected failure|unexpected success"
     + rb"|=+ |Ran \d"
 )
-# The most distinct tests whose events may each trigger --abort-on, and how far after an event the log
-# is read for its test's outcome when its grace ends.
-MAX_ABORT_EVENTS = 64
+# The most events that may each trigger --abort-on (one per test; outside a test, each distinct one the
+# scan reports: a handled one on stderr, where no test line is, must not hide a later one), and how far
+# after an event the log is read for its test's outcome when its grace ends.
+MAX_ABORT_EVENTS = 1024
 ABORT_LOOK_BYTES = 8 << 20
 ABORT_DESCRIPTION = "{message} ({kind} at {where}; still running {grace} later)"
 SCAN_CUT_SHORT = (
@@ -423,7 +424,8 @@ class _AbortOn:
         self._log_fd = log_fd
         self._lock = threading.Lock()
         self._triggers: Deque[Tuple[Finding, Mapping[str, int], float]] = collections.deque()
-        self._tests: Set[Optional[str]] = set()
+        self._tests: Set[str] = set()
+        self._taken = 0
 
     def on_event(self, finding: Finding, offsets: Optional[Mapping[str, int]] = None) -> None:
         """A live finding; ``offsets``: per log path, where to look for the run going on after it (its
@@ -431,9 +433,11 @@ class _AbortOn:
         if finding.kind not in self.kinds or finding.severity is not Severity.ERROR:
             return
         with self._lock:
-            if finding.test in self._tests or len(self._tests) >= MAX_ABORT_EVENTS:
+            if finding.test in self._tests or self._taken >= MAX_ABORT_EVENTS:
                 return
-            self._tests.add(finding.test)
+            self._taken += 1
+            if finding.test is not None:
+                self._tests.add(finding.test)
             self._triggers.append((finding, dict(offsets or {}), time.monotonic()))
 
     def abort_requested(self) -> Optional[str]:
@@ -829,15 +833,18 @@ def _child_main(
     _FIELD.pack_into(shm, _PID_AT, os.getpid())
     rules = tuple(catalogue.rules)
     send_lock = threading.Lock()
-    sent: Set[Optional[str]] = set()  # the tests an event was sent for (None: outside any test)
+    sent: Set[str] = set()  # the tests an event was sent for
+    count = [0]
 
     def on_event(finding: Finding) -> None:
         if finding.kind not in abort_kinds or finding.severity is not Severity.ERROR:
             return
         with send_lock:
-            if finding.test in sent or len(sent) >= MAX_ABORT_EVENTS:
+            if finding.test in sent or count[0] >= MAX_ABORT_EVENTS:
                 return
-            sent.add(finding.test)
+            count[0] += 1
+            if finding.test is not None:
+                sent.add(finding.test)
             _write_all(res, _frame(("event", (finding, _event_offsets(logs, finding))), rules, key))
 
     logs = {name: _LiveLog(paths[name], fd, catalogue, prepared[name], on_event) for name, fd in fds.items()}

@@ -232,3 +232,40 @@ def test_a_pool_whose_worker_died_hangs_in_the_parents_map_not_in_an_idle_worker
     hang = hang_of(report)
     assert hang["message"].startswith("hung in `main` (prog.py:15), waiting in "), hang["message"]
     assert any(f["rule"] == "fatal-python-error" for f in report["findings"]), report["findings"]
+
+
+HANDLED_THEN_STUCK_SUITE = """
+    import sys
+    import time
+
+
+    def test_store_times_out_waiting_for_clients():
+        print({handled!r}, file=sys.stderr, flush=True)
+
+
+    def test_watchdog_fires_and_the_rank_hangs():
+        time.sleep(0.5)  # a watchdog fires its timeout after the collective began, never at once
+        print({fatal!r}, file=sys.stderr, flush=True)
+        time.sleep(600)
+"""
+WATCHDOG = (
+    "[E1206 18:44:12.715298746 ProcessGroupNCCL.cpp:607] [Rank 0] Watchdog caught collective operation "
+    "timeout: WorkNCCL(SeqNum=7753, OpType=ALLREDUCE, NumelIn=5, NumelOut=5, Timeout(ms)=600000) ran for "
+    "600061 milliseconds before timing out."
+)
+
+
+def test_abort_on_still_ends_a_later_stuck_test_after_a_handled_event_on_stderr(tmp_path):
+    # stderr shows no test lines, so both events happened in no test as the scan sees them: a
+    # withdrawn first trigger must not keep the second from ending the run. (Lines of the other log
+    # that came within the line clock's step, 50 ms, before an event are read as after it: a test
+    # that passed that close before a fatal event would withdraw it, hence the watchdog's delay.)
+    write(tmp_path / "test_two.py", HANDLED_THEN_STUCK_SUITE.format(handled=STORE_TIMEOUT, fatal=WATCHDOG))
+    code, report, console = guard(
+        tmp_path, "--abort-on", "timeout", "--abort-grace", "1s", "--timeout", "60s", "--kill-grace", "2s",
+        "--", sys.executable, "-m", "pytest", "-v", "-s", "-p", "no:cacheprovider", "test_two.py",
+    )
+    assert code == 124, console
+    assert report["command"]["timeout_reason"] == "aborted", report["findings"]
+    hang = hang_of(report)
+    assert "NCCL watchdog" in hang["message"] and "stderr.log:2" in hang["message"], hang["message"]
