@@ -116,17 +116,21 @@ ACTION_VARIABLES = (
     "GHG_ANNOTATION_SLOTS",
     "GHG_NAME",
 )
-# A test's bare outcome (pytest -s prints it after the test's own output, unittest after a test that
-# printed) or a test run's verdict (pytest's "=== 1 failed, 3 passed in 2.1s ===", unittest's "Ran 4 tests").
-_RUN_WENT_ON = re.compile(
-    r"\s*(?:(?:PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS|ok|FAIL|skipped|expected failure|unexpected success)\b"
-    r"|=+ .*\bin [\d.]+s\b|Ran \d+ tests? in )"
+# A test's outcome alone on its line: pytest -s prints it after the test's own output, unittest after a
+# test that printed; those of a test that passed (an event inside it was handled).
+# Only the word (and pytest's percentage): "ERROR: ..." and "ok, retrying" are the test's own output.
+_BARE_OUTCOME = re.compile(
+    r"\s*(?:PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS|ok|FAIL|skipped|expected failure|unexpected success)"
+    r"(?:\s+\[\s*\d+%\])?\s*$"
 )
-# Bytes without which a line is neither a progress line (attribution.NEEDLES) nor matches _RUN_WENT_ON.
+_OUTCOME_WORDS = re.compile(
+    r"\b(PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS|ok|FAIL|skipped|expected failure|unexpected success)\b"
+)
+_PASSING = frozenset({"PASSED", "SKIPPED", "XFAIL", "ok", "skipped", "expected failure"})
+# Bytes without which a line is neither a progress line (attribution.NEEDLES) nor an outcome.
 _MAY_GO_ON = re.compile(
     b"|".join(re.escape(needle) for needle in attribution.NEEDLES)
     + rb"|PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS|ok|FAIL|skipped|expected failure|unexpected success"
-    + rb"|=+ |Ran \d"
 )
 # The most events that may each trigger --abort-on (one per test; outside a test, each distinct one the
 # scan reports: a handled one on stderr, where no test line is, must not hide a later one), and how far
@@ -409,11 +413,11 @@ class _AbortOn:
     """``--abort-on``: the live error findings of the named kinds, and when the grace of the first ends.
 
     A test suite that tests failure handling prints these events inside a test that then passes (torch's
-    store tests: "Timed out after 1 seconds waiting for clients"); the run went on, so it is not the
-    stuck run the option ends. A trigger after which the test it happened in reported its outcome, or
-    another test started, before its grace ran out (``went_on``, in the log of the event from its line,
-    in the other log from where it was when the event was seen) is withdrawn, and a later event may
-    trigger. ``log_fd(path)`` gives a read-only descriptor on the log at ``path``.
+    store tests: "Timed out after 1 seconds waiting for clients"): the test handled it. A trigger whose
+    test passed before its grace ran out (``handled``: in the event's log from its line when the scan
+    put it in a test, else in the other log from the line in force when it arrived) is withdrawn, and a
+    later event may trigger. A failed test, or a verdict the command does not exit after, still ends the
+    run. ``log_fd(path)`` gives a read-only descriptor on the log at ``path``.
     """
 
     def __init__(
@@ -448,7 +452,7 @@ class _AbortOn:
                 finding, offsets, seen = self._triggers[0]
             if time.monotonic() - seen < self.grace_s:
                 return None
-            if not self._run_went_on(finding, offsets):
+            if finding.kind is Kind.TEST_FAILURE or not self._handled(finding, offsets):
                 break
             with self._lock:
                 self._triggers.popleft()
@@ -459,7 +463,7 @@ class _AbortOn:
             grace=format_duration(self.grace_s),
         )
 
-    def _run_went_on(self, finding: Finding, offsets: Mapping[str, int]) -> bool:
+    def _handled(self, finding: Finding, offsets: Mapping[str, int]) -> bool:
         for path, offset in offsets.items():
             fd = self._log_fd(path)
             if fd is None:
@@ -468,21 +472,24 @@ class _AbortOn:
                 after = os.pread(fd, ABORT_LOOK_BYTES, offset)
             except OSError:
                 continue
-            if path == finding.path and went_on(after.split(b"\n")[1:], finding.test):
-                return True
-            if path != finding.path and went_on(after.split(b"\n"), None, first_in_force=True):
+            if path == finding.path and finding.test is not None:
+                if handled(after.split(b"\n")[1:], finding.test):
+                    return True
+            elif path != finding.path and finding.test is None and handled(after.split(b"\n"), None):
                 return True
         return False
 
 
-def went_on(lines: Sequence[bytes], test: Optional[str], first_in_force: bool = False) -> bool:
-    """Whether ``lines`` (printed after an event in ``test``, None when unknown) show the run going on:
-    that test's outcome (``PASSED`` on its progress line, a bare outcome line as ``pytest -s`` and
-    unittest print it), another test's progress line, or a test run's verdict. The last line, which
-    may still be being written, and xdist's reports of other workers' tests do not count.
+def handled(lines: Sequence[bytes], test: Optional[str]) -> bool:
+    """Whether ``lines`` show that the test an event happened in passed (as issue 7 has it, an event in a
+    test that then passed was handled by the test): its progress line with a passing outcome (``PASSED``,
+    ``XFAIL``, ``SKIPPED``, unittest's ``ok``), or a bare one as ``pytest -s`` and unittest print it
+    after a test's own output, before another test's progress line.
 
-    ``first_in_force``: ``lines`` are another log's from a little before the event; its first progress
-    line (if unfinished) names the test that was running, not one that started after the event."""
+    ``test`` None: ``lines`` are another log's from a little before the event (stderr's event, stdout's
+    test lines), and the first progress line names the test that was running. A failed test, a verdict
+    (the command still runs after it: stuck at exit), the last line (maybe still being written) and
+    xdist's reports of other workers' tests never count."""
     for raw in lines[:-1]:
         if _MAY_GO_ON.search(raw) is None:
             continue  # an ordinary line: no Python cleaning for the megabytes a run may print in a grace
@@ -492,15 +499,22 @@ def went_on(lines: Sequence[bytes], test: Optional[str], first_in_force: bool = 
             name, finished, xdist, _ = parsed
             if xdist:
                 continue
-            if test is None and first_in_force and not finished:
+            if test is None:
                 test = name
-                continue
-            if test is None or name != test or finished:
-                return True
+            if name != test:
+                return False  # another test began and no passing outcome of this one came first
+            if finished:
+                return _passed(stripped)
             continue
-        if _RUN_WENT_ON.match(clean_stripped(stripped)[0]):
-            return True
+        if test is not None and _BARE_OUTCOME.match(clean_stripped(stripped)[0]):
+            return _passed(stripped)
     return False
+
+
+def _passed(stripped: bytes) -> bool:
+    """Whether the last outcome word on a line that reports one is a pass."""
+    words = _OUTCOME_WORDS.findall(clean_stripped(stripped, keep_progress=True)[0])
+    return bool(words) and words[-1] in _PASSING
 
 
 @dataclasses.dataclass(frozen=True)

@@ -14,7 +14,7 @@ from typing import Any, Dict, Optional, Tuple
 
 import pytest
 
-from analyzer.guarded import went_on
+from analyzer.guarded import handled
 from tests.supervise.conftest import no_process_left_behind  # noqa: F401 - autouse in this module too
 
 # py-spy names a method with its class only on Python 3.11+ (co_qualname): before that the guard
@@ -150,19 +150,24 @@ def test_abort_on_leaves_a_suite_that_handled_the_event_and_went_on(tmp_path, st
     assert code in (0, 1), console  # 1 while the scan reads a handled event on stderr as an error
 
 
-@pytest.mark.parametrize("after, test, first_in_force, expected", [
-    ([b"event", b"\x1b[32mPASSED\x1b[0m", b""], "t.py::a", False, True),  # pytest -s --color=yes
-    ([b"event", b"\x1b[1mt.py::b \x1b[0m", b""], "t.py::a", False, True),  # the next test started
-    ([b"event", b"t.py::a ", b""], "t.py::a", False, False),  # the same test printed again, no outcome
-    ([b"event", b"[gw1] [ 50%] PASSED t.py::b", b""], "t.py::a", False, False),  # another worker's test
-    ([b"event", b"more output", b"PASSED"], "t.py::a", False, False),  # an outcome still being written
-    ([b"t.py::a started", b"output", b""], None, True, False),  # the other log: the test in force goes on
-    ([b"t.py::a started PASSED", b""], None, True, True),
-    ([b"x", b"==== 3 passed in 2.10s ====", b""], None, True, True),
-    ([b"x", b"Ran 3 tests in 0.101s", b""], None, False, True),
+@pytest.mark.parametrize("after, test, expected", [
+    ([b"\x1b[32mPASSED\x1b[0m", b""], "t.py::a", True),  # pytest -s --color=yes, after the test's output
+    ([b"PASSED [ 50%]", b""], "t.py::a", True),
+    ([b"ok", b""], "m (t.C)", True),  # unittest -v after a test that printed
+    ([b"FAILED", b""], "t.py::a", False),  # a failed test did not handle the event
+    ([b"ERROR: retrying", b"PASSED", b""], "t.py::a", True),  # the test's own output is no outcome
+    ([b"t.py::a ", b"PASSED", b""], "t.py::a", True),  # the same test's line again, then its outcome
+    ([b"\x1b[1mt.py::b \x1b[0m", b""], "t.py::a", False),  # another test began, no pass came first
+    ([b"[gw1] [ 50%] PASSED t.py::b", b""], "t.py::a", False),  # another worker's test
+    ([b"more output", b"PASSED"], "t.py::a", False),  # an outcome still being written
+    ([b"==== 3 passed in 2.10s ====", b""], "t.py::a", False),  # a verdict: the run may hang at exit
+    # the other log, from the line in force when the event arrived: its first test's outcome
+    ([b"t.py::a started", b"output", b""], None, False),
+    ([b"collected 2 items", b"t.py::a PASSED", b""], None, True),
+    ([b"t.py::a \x1b[31mFAILED\x1b[0m", b""], None, False),
 ])
-def test_what_says_a_run_went_on_after_an_abort_event(after, test, first_in_force, expected):
-    assert went_on(after[1:] if not first_in_force else after, test, first_in_force) is expected
+def test_what_says_a_test_handled_an_abort_event(after, test, expected):
+    assert handled(after, test) is expected
 
 
 STUCK_SUITE = """
@@ -269,3 +274,22 @@ def test_abort_on_still_ends_a_later_stuck_test_after_a_handled_event_on_stderr(
     assert report["command"]["timeout_reason"] == "aborted", report["findings"]
     hang = hang_of(report)
     assert "NCCL watchdog" in hang["message"] and "stderr.log:2" in hang["message"], hang["message"]
+
+
+FAILING_SUITE = HANDLING_SUITE.replace(
+    "flush=True)\n", "flush=True)\n        assert False, 'no client joined'\n", 1
+)
+
+
+@pytest.mark.parametrize("stream", ["stdout", "stderr"])
+def test_abort_on_ends_a_suite_whose_test_failed_on_the_event(tmp_path, stream):
+    # A test that fails on the event did not handle it: the process group is broken for what follows,
+    # and the user asked to stop there. A suite that goes on after it is still ended after the grace.
+    write(tmp_path / "test_failing.py", FAILING_SUITE.format(line=STORE_TIMEOUT, stream=stream))
+    code, report, console = guard(
+        tmp_path, "--abort-on", "timeout", "--abort-grace", "1s", "--timeout", "150s", "--kill-grace", "2s",
+        "--", sys.executable, "-m", "pytest", "-v", "-s", "-p", "no:cacheprovider", "test_failing.py",
+    )
+    assert code == 124, console
+    assert report["command"]["timeout_reason"] == "aborted", report["findings"]
+    assert "waiting for clients" in hang_of(report)["message"]
