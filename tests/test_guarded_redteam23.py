@@ -47,6 +47,7 @@ def hang_of(report: Dict[str, Any]) -> Dict[str, Any]:
 SUITE = """
     import subprocess
     import sys
+    import threading
     import time
     import unittest
 
@@ -64,6 +65,10 @@ SUITE = """
         # The test waits for a worker that hangs: the worker is where it hangs, the test is the parent's.
         print("starting the worker", flush=True)
         subprocess.run([sys.executable, "-c", "import time; time.sleep(600)"])
+
+
+    def test_waits_for_an_event():
+        threading.Event().wait(600)
 
 
     def test_runs_an_inner_suite(tmp_path):
@@ -107,6 +112,36 @@ def test_the_hang_names_the_test_its_stack_shows_when_no_line_named_it(tmp_path,
     assert hang["test"] == expected, hang
     if expected is not None:
         assert expected in hang["message"], hang["message"]
+
+
+WORKERS = """
+    import subprocess
+    import sys
+
+    # As pytest-xdist's controller: no test of its own, one pytest per worker; the worker that only
+    # waits on an event starts first, so it comes first in tree order.
+    common = [sys.executable, "-m", "pytest", "-s", "-p", "no:cacheprovider"]
+    waiting = subprocess.Popen(common + ["test_suite.py::test_waits_for_an_event"])
+    hung = subprocess.Popen(common + ["test_suite.py::test_all_reduce_hangs"])
+    waiting.wait()
+    hung.wait()
+"""
+
+
+def test_the_hang_names_the_test_of_the_worker_where_it_hangs(tmp_path):
+    # Before (the first test in tree order): test_waits_for_an_event, a worker idle in Event.wait,
+    # while the message said "hung in `test_all_reduce_hangs` (pid N)".
+    write(tmp_path / "test_suite.py", SUITE)
+    controller = write(tmp_path / "controller.py", WORKERS)
+    code, report, console = guard(
+        tmp_path, "--idle-timeout", "8s", "--timeout", "150s", "--kill-grace", "2s", "--",
+        sys.executable, str(controller),
+    )
+    assert code == 124, console
+    hang = hang_of(report)
+    assert hang["message"].startswith("hung in `test_all_reduce_hangs`"), hang["message"]
+    expected = "test_suite.py::test_all_reduce_hangs" if QUALIFIED_STACKS else None
+    assert hang["test"] == expected, hang
 
 
 # -- 2. --abort-on ends a stuck run, not a suite that handled the event and went on -------------------

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass
-from typing import Optional, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 from ..durations import format_duration
 from ..model import (
@@ -188,20 +188,31 @@ def hang_finding(hang: Hang, evidence: Evidence, log_dir: str) -> Finding:
         line=0,
         message=redact(message),
         excerpt=redact(excerpt)[:_MAX_EXCERPT],
-        test=running_test(evidence.dumps, hang.cwd),
+        test=running_test(chosen, evidence.infos, evidence.dumps, hang.cwd),
     )
 
 
-def running_test(dumps: Sequence[StackDump], cwd: str) -> Optional[str]:
-    """The test the stacks show running: the first in tree order (the command's own process first).
+def running_test(
+    chosen: Optional[StackDump], infos: Sequence[ProcessInfo], dumps: Sequence[StackDump], cwd: str
+) -> Optional[str]:
+    """The test the stacks show running: the outermost one in the line from the command down to the
+    quoted process ``chosen`` (where it hangs), else the first in tree order.
 
     A pytest node id (``tests/test_x.py::TestY::test_z``, relative to ``cwd``; a parametrized test's
     id is not on the stack, so its brackets are missing) or a unittest id (``test_z (tests.test_x.TestY)``);
     None when no stack shows a test being called, or the dumps cannot tell a method's class. The hung
-    process need not be the test's: a test waits for the worker that hangs, and a test that runs pytest
-    in a subprocess (pytester) owns the inner run's tests, so the outermost test is the one named.
+    process need not be the test's: a test waits for the worker that hangs, a test that runs pytest in
+    a subprocess (pytester) owns the inner run's tests, and under xdist the hung worker's test is the one.
     """
-    for dump in dumps:
+    parents = {info.pid: info.ppid for info in infos}
+    line: List[int] = []
+    pid = chosen.pid if chosen is not None else None
+    while pid is not None and pid not in line:
+        line.insert(0, pid)
+        pid = parents.get(pid)
+    by_pid = {dump.pid: dump for dump in dumps}
+    ordered = [by_pid[pid] for pid in line if pid in by_pid] + [d for d in dumps if d.pid not in line]
+    for dump in ordered:
         test = _test_in(dump, cwd)
         if test is not None:
             return test
