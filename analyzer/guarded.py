@@ -794,13 +794,18 @@ def _event_offsets(logs: Mapping[str, _LiveLog], finding: Finding) -> Dict[str, 
     own = next((log for log in logs.values() if log.display_path == finding.path), None)
     if own is None:
         return {}
-    arrived = own.follow.clock(finding.line)
-    return {
-        log.display_path: log.follow.line_offset(
-            finding.line if log is own else log.follow.clock.lines_before(arrived) + 1
-        )
-        for log in logs.values()
-    }
+    try:
+        arrived = own.follow.clock(finding.line)
+        return {
+            log.display_path: log.follow.line_offset(
+                finding.line if log is own else log.follow.clock.lines_before(arrived) + 1
+            )
+            for log in logs.values()
+        }
+    except (OSError, IndexError, RuntimeError):
+        # Another log's scan thread moved its follower meanwhile: this event is never withdrawn, and the
+        # scan of its own log goes on (an exception here would end it).
+        return {}
 
 
 def _start_tick(pid: int) -> int:
