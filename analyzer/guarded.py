@@ -132,6 +132,9 @@ _MAY_GO_ON = re.compile(
     b"|".join(re.escape(needle) for needle in attribution.NEEDLES)
     + rb"|PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS|ok|FAIL|skipped|expected failure|unexpected success"
 )
+# The events of a log whose scan was cut inside a window that still go in the report (each is a distinct
+# event: the scan reports an event the first time it sees it).
+MAX_SEEN_EVENTS = 256
 # The most events that may each trigger --abort-on (one per test; outside a test, each distinct one the
 # scan reports: a handled one on stderr, where no test line is, must not hide a later one), and how far
 # after an event the log is read for its test's outcome when its grace ends.
@@ -366,15 +369,22 @@ class _LiveLog:
         self.display_path = display_path
         self.follow = _Follow(fd)
         self.error: Optional[str] = None
+        self.seen: List[Finding] = []  # appended by the scan thread only; read once it is cut
+        self._on_event = on_event
         self.scan = pipeline.LogScan(
             # The command's output came through a pipe: no terminal wrapped it, and the live scan must
             # not wait for 64 KiB of it before matching the first line.
             Source(display_path, lambda: self.follow, may_be_wrapped=False), catalogue, engine=prepared,
-            on_event=on_event,
+            on_event=self._event,
         )
         self.thread = threading.Thread(target=self._run, name=f"guard-scan-{os.path.basename(display_path)}",
                                        daemon=True)
         self.thread.start()
+
+    def _event(self, finding: Finding) -> None:
+        if len(self.seen) < MAX_SEEN_EVENTS:
+            self.seen.append(finding)
+        self._on_event(finding)
 
     def _run(self) -> None:
         try:
@@ -525,6 +535,9 @@ class _Outcome:
     incomplete: Optional[Finding]
     clock_lines: Tuple[int, ...] = ()
     clock_times: Tuple[float, ...] = ()
+    # A scan cut inside a window has no state to rank; the events it had seen by then, as first seen
+    # (unfolded across tests, never demoted as handled), still say what went wrong in what it read.
+    seen: Tuple[Finding, ...] = ()
 
     def clock(self) -> _LineClock:
         clock = _LineClock()
@@ -561,6 +574,7 @@ def _collect(
             log.incomplete(severity),
             tuple(log.follow.clock.lines) if done else (),
             tuple(log.follow.clock.times) if done else (),
+            () if done else tuple(log.seen[:MAX_SEEN_EVENTS]),
         )
     return outcomes
 
@@ -1062,6 +1076,8 @@ class GuardedRun:
                 continue
             if outcome.incomplete is not None:
                 incomplete.append(outcome.incomplete)
+            if outcome.result is None:
+                incomplete.extend(outcome.seen)
             if outcome.result is not None:
                 results.append(outcome.result)
                 clocks[self._path(stream)] = outcome.clock()

@@ -328,3 +328,42 @@ def test_abort_on_ends_a_suite_whose_test_failed_on_the_event(tmp_path, stream):
     assert code == 124, console
     assert report["command"]["timeout_reason"] == "aborted", report["findings"]
     assert "waiting for clients" in hang_of(report)["message"]
+
+
+# -- 4. a cancel while the scan is behind still reports what the scan had seen ------------------------
+
+def test_a_scan_cut_inside_a_window_hands_in_the_events_it_had_seen(tmp_path):
+    # Measured: SIGINT 5 s into a flood of "[rankN]: RuntimeError: CUDA error: an illegal memory access"
+    # lines with 16 stuck ranks gave only "the live scan of stdout.log was cut short ... it read
+    # 13,628,626 of 220,523,042 bytes": the scan, cut inside a window, handed in nothing, and the CUDA
+    # error it had seen on line 1 was not in the report. Here the window is held open by the event
+    # callback, so the cut finds it inside one every time.
+    import os
+    import threading
+    import time
+
+    from analyzer.guarded import _collect, _LiveLog
+    from analyzer.model import Severity
+    from analyzer.rules.loader import load_catalogue
+    from analyzer.scan import pipeline
+
+    path = tmp_path / "stdout.log"
+    path.write_bytes(b"RuntimeError: CUDA error: an illegal memory access was encountered\nstep 2\n")
+    catalogue = load_catalogue()
+    entered, release = threading.Event(), threading.Event()
+
+    def on_event(finding) -> None:
+        entered.set()
+        release.wait(60)
+
+    log = _LiveLog(str(path), os.open(str(path), os.O_RDONLY), catalogue,
+                   pipeline.engine_for(catalogue, "python"), on_event)
+    log.follow.offer(path.stat().st_size, time.monotonic())
+    try:
+        assert entered.wait(60)
+        outcome = _collect({"stdout": log}, 0.0, lambda: True, Severity.WARNING)["stdout"]
+    finally:
+        release.set()
+        log.thread.join(60)
+    assert outcome.result is None and outcome.incomplete is not None
+    assert [(f.rule, f.line) for f in outcome.seen] == [("cuda-error", 1)]
