@@ -238,6 +238,13 @@ class _Follow:
             if self._want is not None and total >= self._want:
                 self._cond.notify()
 
+    def unread_since(self) -> Optional[float]:
+        """When the oldest byte offered but not yet read arrived (None when the reader is caught up)."""
+        with self._cond:
+            if self.written <= self.read_bytes or not self._points:
+                return None
+            return self._points[0][1]
+
     def finish(self) -> None:
         """No more output will come: read to the last offered total, then EOF."""
         with self._cond:
@@ -804,18 +811,21 @@ class _ScanChild:
 def _event_offsets(logs: Mapping[str, _LiveLog], finding: Finding) -> Dict[str, int]:
     """From the scan thread that just saw ``finding``: per log path, where to read what came after it:
     in its own log its line, in another the first line not surely complete before it arrived (the line
-    clock's points are a step apart: one that arrived just before is read again, never one missed)."""
+    clock's points are a step apart: one that arrived just before is read again, never one missed). A
+    log whose scan is behind the event (bytes from before it still unread) is left out: its line count
+    would start the reading too early, at a test that passed before the event."""
     own = next((log for log in logs.values() if log.display_path == finding.path), None)
     if own is None:
         return {}
     try:
         arrived = own.follow.clock(finding.line)
-        return {
-            log.display_path: log.follow.line_offset(
-                finding.line if log is own else log.follow.clock.lines_before(arrived) + 1
-            )
-            for log in logs.values()
-        }
+        offsets = {own.display_path: own.follow.line_offset(finding.line)}
+        for log in logs.values():
+            behind = log.follow.unread_since()
+            if log is own or behind is not None and behind <= arrived:
+                continue  # its scan has not counted the lines from before the event: no place to start
+            offsets[log.display_path] = log.follow.line_offset(log.follow.clock.lines_before(arrived) + 1)
+        return offsets
     except (OSError, IndexError, RuntimeError):
         # Another log's scan thread moved its follower meanwhile: this event is never withdrawn, and the
         # scan of its own log goes on (an exception here would end it).

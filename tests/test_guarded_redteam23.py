@@ -367,3 +367,53 @@ def test_a_scan_cut_inside_a_window_hands_in_the_events_it_had_seen(tmp_path):
         log.thread.join(60)
     assert outcome.result is None and outcome.incomplete is not None
     assert [(f.rule, f.line) for f in outcome.seen] == [("cuda-error", 1)]
+
+
+def test_an_abort_event_is_not_placed_in_a_log_whose_scan_is_behind_it(tmp_path):
+    # stdout's scan lags (held inside a window here, as a flood of test lines holds it): stderr's fatal
+    # event arrived after "t.py::test_old PASSED", which stdout's scan has not counted yet. Before, the
+    # reading of stdout started at the last line it had counted, took test_old's PASSED for the running
+    # test's, and withdrew the abort of a run that was stuck.
+    import os
+    import threading
+    import time
+
+    from analyzer.guarded import _event_offsets, _LiveLog
+    from analyzer.rules.loader import load_catalogue
+    from analyzer.scan import pipeline
+
+    catalogue = load_catalogue()
+    out, err = tmp_path / "stdout.log", tmp_path / "stderr.log"
+    first = b"RuntimeError: CUDA error: an illegal memory access was encountered\n"  # holds stdout's scan
+    out.write_bytes(first + b"t.py::test_old PASSED\nt.py::test_stuck \n")
+    err.write_bytes(STORE_TIMEOUT.encode() + b"\n")
+    entered, release = threading.Event(), threading.Event()
+    seen = []
+
+    def hold(finding) -> None:
+        entered.set()
+        release.wait(60)
+
+    logs = {
+        "stdout": _LiveLog(str(out), os.open(str(out), os.O_RDONLY), catalogue,
+                           pipeline.engine_for(catalogue, "python"), hold),
+        "stderr": _LiveLog(str(err), os.open(str(err), os.O_RDONLY), catalogue,
+                           pipeline.engine_for(catalogue, "python"), seen.append),
+    }
+    try:
+        logs["stdout"].follow.offer(len(first), time.monotonic())
+        assert entered.wait(60)
+        logs["stdout"].follow.offer(out.stat().st_size, time.monotonic())  # arrives; stays unread
+        time.sleep(0.2)  # the stderr line arrives a line-clock step later (not an assertion)
+        logs["stderr"].follow.offer(err.stat().st_size, time.monotonic())
+        deadline = time.monotonic() + 60
+        while not seen and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert seen, "the stderr scan never saw the store timeout"
+        offsets = _event_offsets(logs, seen[0])
+    finally:
+        release.set()
+        for log in logs.values():
+            log.follow.finish()
+            log.thread.join(60)
+    assert offsets == {str(err): 0}, offsets
