@@ -132,6 +132,10 @@ _MAY_GO_ON = re.compile(
     b"|".join(re.escape(needle) for needle in attribution.NEEDLES)
     + rb"|PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS|ok|FAIL|skipped|expected failure|unexpected success"
 )
+# How long a live --abort-on event may wait for the other log's scan to catch up with it before it is sent
+# without a place in that log (the scan of a flooded log may lag for long).
+EVENT_PLACE_WAIT_S = 0.5
+IN_FORCE_LOOK_BYTES = 64 << 10
 # The events of a log whose scan was cut inside a window that still go in the report (each is a distinct
 # event: the scan reports an event the first time it sees it).
 MAX_SEEN_EVENTS = 256
@@ -237,6 +241,10 @@ class _Follow:
             self.written = total
             if self._want is not None and total >= self._want:
                 self._cond.notify()
+
+    @property
+    def fd(self) -> Optional[int]:
+        return self._fd
 
     def unread_since(self) -> Optional[float]:
         """When the oldest byte offered but not yet read arrived (None when the reader is caught up)."""
@@ -808,28 +816,73 @@ class _ScanChild:
                 pass  # already gone
 
 
-def _event_offsets(logs: Mapping[str, _LiveLog], finding: Finding) -> Dict[str, int]:
-    """From the scan thread that just saw ``finding``: per log path, where to read what came after it:
-    in its own log its line, in another the first line not surely complete before it arrived (the line
-    clock's points are a step apart: one that arrived just before is read again, never one missed). A
-    log whose scan is behind the event (bytes from before it still unread) is left out: its line count
-    would start the reading too early, at a test that passed before the event."""
+def _event_place(logs: Mapping[str, _LiveLog], finding: Finding) -> Tuple[float, Dict[str, int]]:
+    """From the scan thread that just saw ``finding``: when its line arrived, where it starts in its log."""
     own = next((log for log in logs.values() if log.display_path == finding.path), None)
     if own is None:
-        return {}
+        return 0.0, {}
     try:
-        arrived = own.follow.clock(finding.line)
-        offsets = {own.display_path: own.follow.line_offset(finding.line)}
-        for log in logs.values():
-            behind = log.follow.unread_since()
-            if log is own or behind is not None and behind <= arrived:
-                continue  # its scan has not counted the lines from before the event: no place to start
-            offsets[log.display_path] = log.follow.line_offset(log.follow.clock.lines_before(arrived) + 1)
-        return offsets
+        return own.follow.clock(finding.line), {own.display_path: own.follow.line_offset(finding.line)}
     except (OSError, IndexError, RuntimeError):
-        # Another log's scan thread moved its follower meanwhile: this event is never withdrawn, and the
-        # scan of its own log goes on (an exception here would end it).
-        return {}
+        return 0.0, {}  # the follower was closed meanwhile: this event is never withdrawn
+
+
+def _other_places(
+    logs: Mapping[str, _LiveLog], finding: Finding, arrived: float, waited_enough: bool
+) -> Optional[Dict[str, int]]:
+    """Where to read the other logs after an event that arrived at ``arrived``: the first line not surely
+    complete before it (the line clock's points are a step apart: a line that came just before is read
+    again, never one missed). None while another log's scan is still behind the event (bytes from before
+    it unread: its line count would start the reading too early, at a test that passed before the event),
+    unless ``waited_enough``; then such a log is left out."""
+    offsets: Dict[str, int] = {}
+    try:
+        for log in logs.values():
+            if log.display_path == finding.path or not arrived:
+                continue
+            behind = log.follow.unread_since()
+            if behind is not None and behind <= arrived:
+                if not waited_enough:
+                    return None
+                continue
+            start = log.follow.line_offset(log.follow.clock.lines_before(arrived) + 1)
+            offsets[log.display_path] = _in_force(log.follow, start)
+    except (OSError, IndexError, RuntimeError):
+        # Another log's scan thread moved its follower meanwhile: that log is not read for this event.
+        return offsets if waited_enough else None
+    return offsets
+
+
+def _in_force(follow: _Follow, start: int) -> int:
+    """Where the test running at ``start`` (a line start) printed its progress line, if its outcome did
+    not come before ``start`` (``pytest -v -s``: "t.py::test_x output" ended before the event, its bare
+    PASSED comes after); else ``start``. Looks back at most ``IN_FORCE_LOOK_BYTES``."""
+    lo = max(0, start - IN_FORCE_LOOK_BYTES)
+    fd = follow.fd
+    if fd is None or start <= 0:
+        return start
+    before = os.pread(fd, start - lo, lo)
+    lines = before.split(b"\n")
+    offset = start - len(lines[-1])  # lines[-1] is b"" when start is a line start
+    for raw in reversed(lines[:-1] if lo == 0 else lines[1:-1]):  # the first may be cut
+        offset -= len(raw) + 1
+        if _MAY_GO_ON.search(raw) is None:
+            continue
+        stripped = strip_controls(raw)
+        parsed = attribution.parse_progress(stripped)
+        if parsed is not None and not parsed[2]:
+            return start if parsed[1] else offset
+        if _BARE_OUTCOME.match(clean_stripped(stripped)[0]):
+            return start  # the test before it had ended
+    return start
+
+
+def _event_offsets(logs: Mapping[str, _LiveLog], finding: Finding) -> Dict[str, int]:
+    """Per log path, where to read what came after ``finding`` at once (``_event_place`` and
+    ``_other_places``, a log whose scan is behind left out)."""
+    arrived, offsets = _event_place(logs, finding)
+    offsets.update(_other_places(logs, finding, arrived, waited_enough=True) or {})
+    return offsets
 
 
 def _start_tick(pid: int) -> int:
@@ -878,6 +931,9 @@ def _child_main(
     send_lock = threading.Lock()
     sent: Set[str] = set()  # the tests an event was sent for
     count = [0]
+    # (finding, when its line arrived, offsets, when it was seen): sent by the poll loop once the other
+    # logs' scans have caught up with it, or EVENT_PLACE_WAIT_S after it was seen.
+    pending: List[Tuple[Finding, float, Dict[str, int], float]] = []
 
     def on_event(finding: Finding) -> None:
         if finding.kind not in abort_kinds or finding.severity is not Severity.ERROR:
@@ -888,7 +944,20 @@ def _child_main(
             count[0] += 1
             if finding.test is not None:
                 sent.add(finding.test)
-            _write_all(res, _frame(("event", (finding, _event_offsets(logs, finding))), rules, key))
+            pending.append((finding, *_event_place(logs, finding), time.monotonic()))
+
+    def send_placed() -> None:
+        with send_lock:
+            ready = []
+            for item in list(pending):
+                finding, arrived, offsets, seen = item
+                waited = time.monotonic() - seen >= EVENT_PLACE_WAIT_S
+                others = _other_places(logs, finding, arrived, waited)
+                if others is not None:
+                    pending.remove(item)
+                    ready.append((finding, {**offsets, **others}))
+        for event in ready:
+            _write_all(res, _frame(("event", event), rules, key))
 
     logs = {name: _LiveLog(paths[name], fd, catalogue, prepared[name], on_event) for name, fd in fds.items()}
     by_index = [(index, logs[stream]) for index, (stream, _) in enumerate(STREAMS) if stream in logs]
@@ -905,6 +974,8 @@ def _child_main(
         if state == _CUT:
             cut = True
             break
+        if pending:
+            send_placed()
         if state == _FINISH and not finished:
             finished = True
             for _, log in by_index:

@@ -160,6 +160,8 @@ HANDLING_SUITE = """
 
 
     def test_store_times_out_waiting_for_clients():
+        print("starting a store with world_size=2", flush=True)  # ends the -v -s progress line
+        time.sleep(0.2)
         # The test expects the store's timeout and logs it (on {stream}), as torch's store tests do.
         print({line!r}, file=sys.{stream}, flush=True)
 
