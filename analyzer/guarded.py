@@ -27,6 +27,7 @@ import io
 import mmap
 import os
 import pickle
+import re
 import secrets
 import select
 import signal
@@ -50,7 +51,8 @@ from .model import (
 )
 from .report import github as github_report
 from .rules.model import Catalogue, Rule
-from .scan import pipeline, rank  # noqa: F401 - rank: imported now, used by the scan after the run
+from .scan import attribution, pipeline, rank  # noqa: F401 - rank: imported now, used by the scan after the run
+from .scan.clean import clean_stripped, strip_controls
 from .scan.sources import Source
 from .supervise.guard import STDERR_LOG, STDOUT_LOG, GuardOptions, Supervision, supervise
 from .verdict import decide
@@ -78,6 +80,8 @@ _CLOCK_STEP_S = 0.05
 _CLOCK_POINTS = 10_000
 _PENDING_POINTS = 4_096
 _JOIN_SLICE_S = 0.1
+_READS_KEPT = 4
+CHUNK_LOOK_BYTES = 1 << 20
 # The scanner process: per log (bytes in it, arrival time) in shared memory, then the state (run,
 # finish, cut), the scanner's pid and its done flag; length-prefixed signed pickles come back.
 _SLOT = struct.Struct("<qd")
@@ -112,6 +116,34 @@ ACTION_VARIABLES = (
     "GHG_ANNOTATION_SLOTS",
     "GHG_NAME",
 )
+# A test's outcome alone on its line: pytest -s prints it after the test's own output, unittest after a
+# test that printed; those of a test that passed (an event inside it was handled).
+# Only the word (and pytest's percentage): "ERROR: ..." and "ok, retrying" are the test's own output.
+_BARE_OUTCOME = re.compile(
+    r"\s*(?:PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS|ok|FAIL|skipped|expected failure|unexpected success)"
+    r"(?:\s+\[\s*\d+%\])?\s*$"
+)
+_OUTCOME_WORDS = re.compile(
+    r"\b(PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS|ok|FAIL|skipped|expected failure|unexpected success)\b"
+)
+_PASSING = frozenset({"PASSED", "SKIPPED", "XFAIL", "ok", "skipped", "expected failure"})
+# Bytes without which a line is neither a progress line (attribution.NEEDLES) nor an outcome.
+_MAY_GO_ON = re.compile(
+    b"|".join(re.escape(needle) for needle in attribution.NEEDLES)
+    + rb"|PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS|ok|FAIL|skipped|expected failure|unexpected success"
+)
+# How long a live --abort-on event may wait for the other log's scan to catch up with it before it is sent
+# without a place in that log (the scan of a flooded log may lag for long).
+EVENT_PLACE_WAIT_S = 0.5
+IN_FORCE_LOOK_BYTES = 64 << 10
+# The events of a log whose scan was cut inside a window that still go in the report (each is a distinct
+# event: the scan reports an event the first time it sees it).
+MAX_SEEN_EVENTS = 256
+# The most events that may each trigger --abort-on (one per test; outside a test, each distinct one the
+# scan reports: a handled one on stderr, where no test line is, must not hide a later one), and how far
+# after an event the log is read for its test's outcome when its grace ends.
+MAX_ABORT_EVENTS = 1024
+ABORT_LOOK_BYTES = 8 << 20
 ABORT_DESCRIPTION = "{message} ({kind} at {where}; still running {grace} later)"
 SCAN_CUT_SHORT = (
     "the live scan of {name} was cut short to write the report in time: it read {read:,} of {total:,} "
@@ -119,6 +151,8 @@ SCAN_CUT_SHORT = (
 )
 SCAN_FAILED = "the live scan of {name} stopped after {read:,} of {total:,} bytes: {error}"
 SCAN_NO_ANSWER = "the live scan of {name} gave no findings in time: its {total:,} bytes are unscanned"
+# The hang's test as its stack showed it, when no line of the log named it (pytest -s, -q, xdist).
+HANG_TEST_ON_STACK = "; in test {test} (on its stack)"
 SCAN_SHRANK = "{name} shrank while the command ran (something truncated it); the scan stopped at {read:,}"
 
 
@@ -157,6 +191,11 @@ class _LineClock:
             del self.lines[::2], self.times[::2]
             self._step *= 2
 
+    def lines_before(self, when: float) -> int:
+        """How many lines had surely arrived before ``when`` (a point's lines came within a step of it)."""
+        index = bisect.bisect_right(self.times, when - self._step)
+        return self.lines[index - 1] if index else 0
+
     def __call__(self, line: int) -> float:
         """``time.monotonic()`` by which line ``line`` (1-based) had arrived; 0.0 when nothing did."""
         if not self.times:
@@ -186,6 +225,8 @@ class _Follow:
         self._want: Optional[int] = None
         self._points: Deque[Tuple[int, float]] = collections.deque()
         self.clock = _LineClock()
+        # (offset, complete lines before it) of the last reads: where a line the engine just matched is.
+        self._reads: Deque[Tuple[int, int]] = collections.deque(maxlen=_READS_KEPT)
 
     # -- the pump's side ------------------------------------------------------------------------
     def offer(self, total: int, arrived: float) -> None:
@@ -200,6 +241,17 @@ class _Follow:
             self.written = total
             if self._want is not None and total >= self._want:
                 self._cond.notify()
+
+    @property
+    def fd(self) -> Optional[int]:
+        return self._fd
+
+    def unread_since(self) -> Optional[float]:
+        """When the oldest byte offered but not yet read arrived (None when the reader is caught up)."""
+        with self._cond:
+            if self.written <= self.read_bytes or not self._points:
+                return None
+            return self._points[0][1]
 
     def finish(self) -> None:
         """No more output will come: read to the last offered total, then EOF."""
@@ -247,9 +299,35 @@ class _Follow:
             with self._cond:
                 self._cut = self._final = True
             return b""
+        self._reads.append((start, self.lines))
         self._clock_points(data, start, passed, partial)
         self.read_bytes = end
         return data
+
+    def line_offset(self, line: int) -> int:
+        """Where line ``line`` (1-based) of the log starts, for a line of the last few reads (the scan
+        thread's, where the engine matched it); the start of the oldest read kept for an older line."""
+        reads = list(self._reads)
+        for start, before in reversed(reads):
+            if before > line - 1:
+                continue
+            offset, skip = start, line - 1 - before
+            while skip > 0 and offset < self.read_bytes:
+                chunk = os.pread(self._fd, min(CHUNK_LOOK_BYTES, self.read_bytes - offset), offset) \
+                    if self._fd is not None else b""
+                if not chunk:
+                    break
+                count = chunk.count(b"\n")
+                if count < skip:
+                    skip -= count
+                    offset += len(chunk)
+                    continue
+                at = -1
+                for _ in range(skip):
+                    at = chunk.index(b"\n", at + 1)
+                return offset + at + 1
+            return offset
+        return reads[0][0] if reads else 0
 
     def _wait_for_data(self) -> None:
         """Block (lock held) until there is a batch to read, the end came, or the scan is cut."""
@@ -306,15 +384,22 @@ class _LiveLog:
         self.display_path = display_path
         self.follow = _Follow(fd)
         self.error: Optional[str] = None
+        self.seen: List[Finding] = []  # appended by the scan thread only; read once it is cut
+        self._on_event = on_event
         self.scan = pipeline.LogScan(
             # The command's output came through a pipe: no terminal wrapped it, and the live scan must
             # not wait for 64 KiB of it before matching the first line.
             Source(display_path, lambda: self.follow, may_be_wrapped=False), catalogue, engine=prepared,
-            on_event=on_event,
+            on_event=self._event,
         )
         self.thread = threading.Thread(target=self._run, name=f"guard-scan-{os.path.basename(display_path)}",
                                        daemon=True)
         self.thread.start()
+
+    def _event(self, finding: Finding) -> None:
+        if len(self.seen) < MAX_SEEN_EVENTS:
+            self.seen.append(finding)
+        self._on_event(finding)
 
     def _run(self) -> None:
         try:
@@ -350,32 +435,111 @@ class _LiveLog:
 
 
 class _AbortOn:
-    """``--abort-on``: the first live error finding of the named kinds, and when the grace ends."""
+    """``--abort-on``: the live error findings of the named kinds, and when the grace of the first ends.
 
-    def __init__(self, kinds: FrozenSet[Kind], grace_s: float) -> None:
+    A test suite that tests failure handling prints these events inside a test that then passes (torch's
+    store tests: "Timed out after 1 seconds waiting for clients"): the test handled it. A trigger whose
+    test passed before its grace ran out (``handled``: in the event's log from its line when the scan
+    put it in a test, else in the other log from the line in force when it arrived) is withdrawn, and a
+    later event may trigger. A failed test, or a verdict the command does not exit after, still ends the
+    run. ``log_fd(path)`` gives a read-only descriptor on the log at ``path``.
+    """
+
+    def __init__(
+        self, kinds: FrozenSet[Kind], grace_s: float, log_fd: Callable[[str], Optional[int]] = lambda _: None
+    ) -> None:
         self.kinds = kinds
         self.grace_s = grace_s
+        self._log_fd = log_fd
         self._lock = threading.Lock()
-        self._trigger: Optional[Tuple[Finding, float]] = None
+        self._triggers: Deque[Tuple[Finding, Mapping[str, int], float]] = collections.deque()
+        self._tests: Set[str] = set()
+        self._taken = 0
 
-    def on_event(self, finding: Finding) -> None:
+    def on_event(self, finding: Finding, offsets: Optional[Mapping[str, int]] = None) -> None:
+        """A live finding; ``offsets``: per log path, where to look for the run going on after it (its
+        own log: where its line starts), or None when unknown (the trigger is never withdrawn)."""
         if finding.kind not in self.kinds or finding.severity is not Severity.ERROR:
             return
         with self._lock:
-            if self._trigger is None:
-                self._trigger = (finding, time.monotonic())
+            if finding.test in self._tests or self._taken >= MAX_ABORT_EVENTS:
+                return
+            self._taken += 1
+            if finding.test is not None:
+                self._tests.add(finding.test)
+            self._triggers.append((finding, dict(offsets or {}), time.monotonic()))
 
     def abort_requested(self) -> Optional[str]:
-        trigger = self._trigger
-        if trigger is None or time.monotonic() - trigger[1] < self.grace_s:
-            return None
-        finding = trigger[0]
+        while True:
+            with self._lock:
+                if not self._triggers:
+                    return None
+                finding, offsets, seen = self._triggers[0]
+            if time.monotonic() - seen < self.grace_s:
+                return None
+            if finding.kind is Kind.TEST_FAILURE or not self._handled(finding, offsets):
+                break
+            with self._lock:
+                self._triggers.popleft()
         return ABORT_DESCRIPTION.format(
             message=finding.message,
             kind=finding.kind.value,
             where=f"{os.path.basename(finding.path)}:{finding.line}",
             grace=format_duration(self.grace_s),
         )
+
+    def _handled(self, finding: Finding, offsets: Mapping[str, int]) -> bool:
+        for path, offset in offsets.items():
+            fd = self._log_fd(path)
+            if fd is None:
+                continue
+            try:
+                after = os.pread(fd, ABORT_LOOK_BYTES, offset)
+            except OSError:
+                continue
+            if path == finding.path and finding.test is not None:
+                if handled(after.split(b"\n")[1:], finding.test):
+                    return True
+            elif path != finding.path and finding.test is None and handled(after.split(b"\n"), None):
+                return True
+        return False
+
+
+def handled(lines: Sequence[bytes], test: Optional[str]) -> bool:
+    """Whether ``lines`` show that the test an event happened in passed (as issue 7 has it, an event in a
+    test that then passed was handled by the test): its progress line with a passing outcome (``PASSED``,
+    ``XFAIL``, ``SKIPPED``, unittest's ``ok``), or a bare one as ``pytest -s`` and unittest print it
+    after a test's own output, before another test's progress line.
+
+    ``test`` None: ``lines`` are another log's from a little before the event (stderr's event, stdout's
+    test lines), and the first progress line names the test that was running. A failed test, a verdict
+    (the command still runs after it: stuck at exit), the last line (maybe still being written) and
+    xdist's reports of other workers' tests never count."""
+    for raw in lines[:-1]:
+        if _MAY_GO_ON.search(raw) is None:
+            continue  # an ordinary line: no Python cleaning for the megabytes a run may print in a grace
+        stripped = strip_controls(raw)  # pytest --color=yes, PY_COLORS=1: "\x1b[32mPASSED\x1b[0m"
+        parsed = attribution.parse_progress(stripped)
+        if parsed is not None:
+            name, finished, xdist, _ = parsed
+            if xdist:
+                continue
+            if test is None:
+                test = name
+            if name != test:
+                return False  # another test began and no passing outcome of this one came first
+            if finished:
+                return _passed(stripped)
+            continue
+        if test is not None and _BARE_OUTCOME.match(clean_stripped(stripped)[0]):
+            return _passed(stripped)
+    return False
+
+
+def _passed(stripped: bytes) -> bool:
+    """Whether the last outcome word on a line that reports one is a pass."""
+    words = _OUTCOME_WORDS.findall(clean_stripped(stripped, keep_progress=True)[0])
+    return bool(words) and words[-1] in _PASSING
 
 
 @dataclasses.dataclass(frozen=True)
@@ -386,6 +550,9 @@ class _Outcome:
     incomplete: Optional[Finding]
     clock_lines: Tuple[int, ...] = ()
     clock_times: Tuple[float, ...] = ()
+    # A scan cut inside a window has no state to rank; the events it had seen by then, as first seen
+    # (unfolded across tests, never demoted as handled), still say what went wrong in what it read.
+    seen: Tuple[Finding, ...] = ()
 
     def clock(self) -> _LineClock:
         clock = _LineClock()
@@ -422,6 +589,7 @@ def _collect(
             log.incomplete(severity),
             tuple(log.follow.clock.lines) if done else (),
             tuple(log.follow.clock.times) if done else (),
+            () if done else tuple(log.seen[:MAX_SEEN_EVENTS]),
         )
     return outcomes
 
@@ -532,7 +700,7 @@ class _ScanChild:
         self._over = False  # nothing more will be taken from it: the result came, a frame failed, or EOF
         self._closed = False
         self._result: Optional[Dict[str, _Outcome]] = None
-        self.events: List[Finding] = []
+        self.events: List[Tuple[Finding, Dict[str, int]]] = []
 
     def offer(self, index: int, total: int, arrived: float) -> None:
         """From a pump thread: how far a log has grown. Two stores into shared memory.
@@ -581,7 +749,7 @@ class _ScanChild:
                 self._over = True
                 break
             if kind == "event":
-                self.events.append(payload)
+                self.events.append(payload)  # (finding, offsets: see _event_offsets)
             elif kind == "result":
                 self._result = payload
                 self._over = True
@@ -648,6 +816,75 @@ class _ScanChild:
                 pass  # already gone
 
 
+def _event_place(logs: Mapping[str, _LiveLog], finding: Finding) -> Tuple[float, Dict[str, int]]:
+    """From the scan thread that just saw ``finding``: when its line arrived, where it starts in its log."""
+    own = next((log for log in logs.values() if log.display_path == finding.path), None)
+    if own is None:
+        return 0.0, {}
+    try:
+        return own.follow.clock(finding.line), {own.display_path: own.follow.line_offset(finding.line)}
+    except (OSError, IndexError, RuntimeError):
+        return 0.0, {}  # the follower was closed meanwhile: this event is never withdrawn
+
+
+def _other_places(
+    logs: Mapping[str, _LiveLog], finding: Finding, arrived: float, waited_enough: bool
+) -> Optional[Dict[str, int]]:
+    """Where to read the other logs after an event that arrived at ``arrived``: the first line not surely
+    complete before it (the line clock's points are a step apart: a line that came just before is read
+    again, never one missed). None while another log's scan is still behind the event (bytes from before
+    it unread: its line count would start the reading too early, at a test that passed before the event),
+    unless ``waited_enough``; then such a log is left out."""
+    offsets: Dict[str, int] = {}
+    try:
+        for log in logs.values():
+            if log.display_path == finding.path or not arrived:
+                continue
+            behind = log.follow.unread_since()
+            if behind is not None and behind <= arrived:
+                if not waited_enough:
+                    return None
+                continue
+            start = log.follow.line_offset(log.follow.clock.lines_before(arrived) + 1)
+            offsets[log.display_path] = _in_force(log.follow, start)
+    except (OSError, IndexError, RuntimeError):
+        # Another log's scan thread moved its follower meanwhile: that log is not read for this event.
+        return offsets if waited_enough else None
+    return offsets
+
+
+def _in_force(follow: _Follow, start: int) -> int:
+    """Where the test running at ``start`` (a line start) printed its progress line, if its outcome did
+    not come before ``start`` (``pytest -v -s``: "t.py::test_x output" ended before the event, its bare
+    PASSED comes after); else ``start``. Looks back at most ``IN_FORCE_LOOK_BYTES``."""
+    lo = max(0, start - IN_FORCE_LOOK_BYTES)
+    fd = follow.fd
+    if fd is None or start <= 0:
+        return start
+    before = os.pread(fd, start - lo, lo)
+    lines = before.split(b"\n")
+    offset = start - len(lines[-1])  # lines[-1] is b"" when start is a line start
+    for raw in reversed(lines[:-1] if lo == 0 else lines[1:-1]):  # the first may be cut
+        offset -= len(raw) + 1
+        if _MAY_GO_ON.search(raw) is None:
+            continue
+        stripped = strip_controls(raw)
+        parsed = attribution.parse_progress(stripped)
+        if parsed is not None and not parsed[2]:
+            return start if parsed[1] else offset
+        if _BARE_OUTCOME.match(clean_stripped(stripped)[0]):
+            return start  # the test before it had ended
+    return start
+
+
+def _event_offsets(logs: Mapping[str, _LiveLog], finding: Finding) -> Dict[str, int]:
+    """Per log path, where to read what came after ``finding`` at once (``_event_place`` and
+    ``_other_places``, a log whose scan is behind left out)."""
+    arrived, offsets = _event_place(logs, finding)
+    offsets.update(_other_places(logs, finding, arrived, waited_enough=True) or {})
+    return offsets
+
+
 def _start_tick(pid: int) -> int:
     """The start time of ``pid`` in clock ticks (``/proc/PID/stat`` field 22), 0 when it is gone."""
     try:
@@ -692,14 +929,35 @@ def _child_main(
     _FIELD.pack_into(shm, _PID_AT, os.getpid())
     rules = tuple(catalogue.rules)
     send_lock = threading.Lock()
-    sent: List[bool] = []
+    sent: Set[str] = set()  # the tests an event was sent for
+    count = [0]
+    # (finding, when its line arrived, offsets, when it was seen): sent by the poll loop once the other
+    # logs' scans have caught up with it, or EVENT_PLACE_WAIT_S after it was seen.
+    pending: List[Tuple[Finding, float, Dict[str, int], float]] = []
 
     def on_event(finding: Finding) -> None:
-        if finding.kind in abort_kinds and finding.severity is Severity.ERROR and not sent:
-            with send_lock:
-                if not sent:
-                    sent.append(True)
-                    _write_all(res, _frame(("event", finding), rules, key))
+        if finding.kind not in abort_kinds or finding.severity is not Severity.ERROR:
+            return
+        with send_lock:
+            if finding.test in sent or count[0] >= MAX_ABORT_EVENTS:
+                return
+            count[0] += 1
+            if finding.test is not None:
+                sent.add(finding.test)
+            pending.append((finding, *_event_place(logs, finding), time.monotonic()))
+
+    def send_placed() -> None:
+        with send_lock:
+            ready = []
+            for item in list(pending):
+                finding, arrived, offsets, seen = item
+                waited = time.monotonic() - seen >= EVENT_PLACE_WAIT_S
+                others = _other_places(logs, finding, arrived, waited)
+                if others is not None:
+                    pending.remove(item)
+                    ready.append((finding, {**offsets, **others}))
+        for event in ready:
+            _write_all(res, _frame(("event", event), rules, key))
 
     logs = {name: _LiveLog(paths[name], fd, catalogue, prepared[name], on_event) for name, fd in fds.items()}
     by_index = [(index, logs[stream]) for index, (stream, _) in enumerate(STREAMS) if stream in logs]
@@ -716,6 +974,8 @@ def _child_main(
         if state == _CUT:
             cut = True
             break
+        if pending:
+            send_placed()
         if state == _FINISH and not finished:
             finished = True
             for _, log in by_index:
@@ -762,7 +1022,7 @@ class GuardedRun:
         self.fail_on = fail_on
         # One compiled engine per stream: a Hyperscan database's scratch space serves one scan at a time.
         self._prepared = {stream: pipeline.engine_for(catalogue, engine) for stream, _ in STREAMS}
-        self._abort = _AbortOn(abort_on, abort_grace_s)
+        self._abort = _AbortOn(abort_on, abort_grace_s, self._log_fd)
         self._scan_process = scan_process
         self._fds: Dict[str, int] = {}
         self._totals: Dict[str, Tuple[int, float]] = {}
@@ -784,6 +1044,10 @@ class GuardedRun:
     def _path(self, stream: str) -> str:
         return os.path.join(self.options.log_dir, self._names.get(stream, f"{stream}.log"))
 
+    def _log_fd(self, path: str) -> Optional[int]:
+        """The guard's own read-only descriptor on the log whose display path is ``path``."""
+        return next((fd for stream, fd in self._fds.items() if self._path(stream) == path), None)
+
     # -- hooks, called by the guard -------------------------------------------------------------
     def _on_log_ready(self, stream: str, fd: int) -> None:
         self._fds[stream] = fd
@@ -804,8 +1068,12 @@ class GuardedRun:
                 self._child = None
         for name, own in self._fds.items():
             self._logs[name] = _LiveLog(
-                self._path(name), os.dup(own), self.catalogue, self._prepared[name], self._abort.on_event
+                self._path(name), os.dup(own), self.catalogue, self._prepared[name], self._on_live_event
             )
+
+    def _on_live_event(self, finding: Finding) -> None:
+        """A live finding of a scan in this process (no scanner process could be started)."""
+        self._abort.on_event(finding, _event_offsets(self._logs, finding))
 
     def _on_output(self, stream: str, total: int, arrived: float) -> None:
         self._totals[stream] = (total, arrived)
@@ -822,7 +1090,7 @@ class GuardedRun:
         if child is not None:
             child.poll()
             while child.events:
-                self._abort.on_event(child.events.pop(0))
+                self._abort.on_event(*child.events.pop(0))
         return self._abort.abort_requested()
 
     # -- the run --------------------------------------------------------------------------------
@@ -889,6 +1157,8 @@ class GuardedRun:
                 continue
             if outcome.incomplete is not None:
                 incomplete.append(outcome.incomplete)
+            if outcome.result is None:
+                incomplete.extend(outcome.seen)
             if outcome.result is not None:
                 results.append(outcome.result)
                 clocks[self._path(stream)] = outcome.clock()
@@ -899,6 +1169,7 @@ class GuardedRun:
             guard_findings=tuple(supervision.findings) + tuple(incomplete) + failed,
             line_clocks=clocks,
         )
+        findings = [_name_the_hangs_test(finding) for finding in findings]
         verdict, status = decide(findings, supervision.command, self.fail_on)
         return Report(
             verdict=verdict,
@@ -931,6 +1202,14 @@ class GuardedRun:
             os.close(fd)
         self._fds = {}
         self.files.close()
+
+
+def _name_the_hangs_test(finding: Finding) -> Finding:
+    """Say in the guard's hang finding which test its stack showed, if the log's lines did not say it."""
+    if finding.kind is not Kind.HANG or finding.test is None or finding.test in finding.message:
+        return finding
+    note = HANG_TEST_ON_STACK.format(test=finding.test)
+    return dataclasses.replace(finding, message=finding.message + note)
 
 
 def _failed_exit(command: CommandResult) -> Tuple[Finding, ...]:

@@ -9,8 +9,9 @@ in the report, and the text of the evidence files, credentials redacted. ``guard
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
-from typing import Optional, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 from ..durations import format_duration
 from ..model import (
@@ -70,6 +71,23 @@ _WAITING_ON_PEERS = frozenset(
 # the program runs: the resource tracker (every spawn or forkserver start) and the fork server. Never
 # where a hang is, however early in the tree they sit.
 _RUNTIME_HELPER_FILES = ("multiprocessing/resource_tracker.py", "multiprocessing/forkserver.py")
+_PROCESS_FILE = "multiprocessing/process.py"
+# A pool's worker loop, and where it waits for its next task: a queue's get over a pipe and a lock.
+_POOL_WORKERS = frozenset({"worker", "_process_worker"})
+_POOL_FILES = ("multiprocessing/pool.py", "concurrent/futures/process.py")
+_TASK_WAIT_FILES = (
+    "multiprocessing/connection.py", "multiprocessing/queues.py", "multiprocessing/synchronize.py",
+)
+# The frames that call a test: pytest's call of a test function (_pytest/python.py, pytest_pyfunc_call)
+# and unittest's call of a test method (unittest/case.py, TestCase._callTestMethod, Python 3.8+). A test
+# hung under ``pytest -s``, ``-q`` or xdist prints no line naming it; its stack still does.
+_PYTEST_CALL = ("pytest_pyfunc_call", "_pytest/python.py")
+_UNITTEST_CALL = ("_callTestMethod", "unittest/case.py")
+_PYTEST_FILES = "/_pytest/"
+# py-spy names a method with its class (``Class.test_m``) only for Python 3.11+ (co_qualname): before
+# that a test method cannot be told from a function, so no id is made up.
+_QUALIFIED_FROM = (3, 11)
+_DUMP_PYTHON = re.compile(r"^Python v(?P<major>\d+)\.(?P<minor>\d+)", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -94,6 +112,7 @@ class Hang:
     idle_timeout_s: Optional[float] = None
     signal_name: str = ""  # of a cancel
     event: str = ""  # of an abort: "NCCL watchdog timeout at stderr.log:812"
+    cwd: str = ""  # where the command started: test ids are relative to it, as pytest's and unittest's are
 
 
 @dataclass(frozen=True)
@@ -152,9 +171,9 @@ def hang_finding(hang: Hang, evidence: Evidence, log_dir: str) -> Finding:
     else:
         message = f"cancelled ({hang.signal_name or 'a signal'}) after {elapsed} while in {where}"
     others = [
-        f"pid {dump.pid} in {Frame.where(dump.main_thread_frames())}"
+        f"pid {dump.pid} in {Frame.where(_own_frames(dump))}"
         for dump in evidence.dumps
-        if dump is not chosen and dump.main_thread_frames() and not _runtime_helper(dump)
+        if dump is not chosen and _own_frames(dump) and not _runtime_helper(dump)
     ]
     if others:
         message += "; also " + ", ".join(others[:_MAX_OTHERS_NAMED])
@@ -169,7 +188,76 @@ def hang_finding(hang: Hang, evidence: Evidence, log_dir: str) -> Finding:
         line=0,
         message=redact(message),
         excerpt=redact(excerpt)[:_MAX_EXCERPT],
+        test=running_test(chosen, evidence.infos, evidence.dumps, hang.cwd),
     )
+
+
+def running_test(
+    chosen: Optional[StackDump], infos: Sequence[ProcessInfo], dumps: Sequence[StackDump], cwd: str
+) -> Optional[str]:
+    """The test the stacks show running: the outermost one in the line from the command down to the
+    quoted process ``chosen`` (where it hangs), else the first in tree order.
+
+    A pytest node id (``tests/test_x.py::TestY::test_z``, relative to ``cwd``; a parametrized test's
+    id is not on the stack, so its brackets are missing) or a unittest id (``test_z (tests.test_x.TestY)``);
+    None when no stack shows a test being called, or the dumps cannot tell a method's class. The hung
+    process need not be the test's: a test waits for the worker that hangs, a test that runs pytest in
+    a subprocess (pytester) owns the inner run's tests, and under xdist the hung worker's test is the one.
+    """
+    parents = {info.pid: info.ppid for info in infos}
+    line: List[int] = []
+    pid = chosen.pid if chosen is not None else None
+    while pid is not None and pid not in line:
+        line.insert(0, pid)
+        pid = parents.get(pid)
+    by_pid = {dump.pid: dump for dump in dumps}
+    ordered = [by_pid[pid] for pid in line if pid in by_pid] + [d for d in dumps if d.pid not in line]
+    for dump in ordered:
+        test = _test_in(dump, cwd)
+        if test is not None:
+            return test
+    return None
+
+
+def _test_in(dump: StackDump, cwd: str) -> Optional[str]:
+    frames = dump.main_thread_frames()
+    for index, frame in enumerate(frames):
+        call = (_bare_name(frame.function), frame.file.replace("\\", "/"))
+        if index == 0 or not any(call[0] == name and call[1].endswith(file) for name, file in
+                                 (_PYTEST_CALL, _UNITTEST_CALL)):
+            continue
+        inside = [f for f in frames[:index] if not f.in_library] or list(frames[:index])
+        # The frame nearest the caller that looks like a test (a decorator's wrapper may sit between).
+        test = next((f for f in reversed(inside) if _bare_name(f.function).startswith("test")), inside[-1])
+        version = _DUMP_PYTHON.search(dump.text)
+        if version is not None and (int(version["major"]), int(version["minor"])) < _QUALIFIED_FROM:
+            return None
+        if "<" in test.function:  # "make.<locals>.test_x": no id a runner would print
+            return None
+        under_pytest = any(_PYTEST_FILES in f.file.replace("\\", "/") for f in frames[index:])
+        return _pytest_id(test, cwd) if under_pytest else _unittest_id(test, cwd)
+    return None
+
+
+def _relative(path: str, cwd: str) -> str:
+    if cwd and os.path.isabs(path):
+        relative = os.path.relpath(path, cwd)
+        if not relative.startswith(os.pardir):
+            return relative
+    return path
+
+
+def _pytest_id(frame: Frame, cwd: str) -> str:
+    return "::".join([_relative(frame.file, cwd).replace(os.sep, "/"), *frame.function.split(".")])
+
+
+def _unittest_id(frame: Frame, cwd: str) -> Optional[str]:
+    cls, _, name = frame.function.rpartition(".")
+    if not cls:
+        return None
+    relative = _relative(frame.file, cwd)
+    module = os.path.splitext(relative if not os.path.isabs(relative) else os.path.basename(relative))[0]
+    return f"{name} ({module.replace(os.sep, '.')}.{cls})"
 
 
 def cancelled_in_teardown(signal_name: str, elapsed_s: float, leftovers: int, log_dir: str) -> Finding:
@@ -232,13 +320,39 @@ def unkillable(info: ProcessInfo, log_dir: str, refused: bool) -> Finding:
 
 
 def _innermost(dump: StackDump) -> str:
-    return _bare_name(dump.main_thread_frames()[0].function)
+    return _bare_name(_own_frames(dump)[0].function)
 
 
 def _only_waits(dump: StackDump) -> bool:
-    if _innermost(dump) in _WAITING_ON_CHILDREN:
+    if _innermost(dump) in _WAITING_ON_CHILDREN or _idle_pool_worker(dump):
         return True
-    return any(_bare_name(frame.function) in _POLLING_CHILDREN for frame in dump.main_thread_frames())
+    return any(_bare_name(frame.function) in _POLLING_CHILDREN for frame in _own_frames(dump))
+
+
+def _own_frames(dump: StackDump) -> Tuple[Frame, ...]:
+    """The main thread's frames that are the process's own: a multiprocessing child forked from a test
+    carries its parent's stack below ``BaseProcess._bootstrap`` (``Pool.__init__`` in the test's frame),
+    which says where it was forked, not where it is."""
+    frames = dump.main_thread_frames()
+    for index, frame in enumerate(frames):
+        if _bare_name(frame.function) == "_bootstrap" and _path(frame).endswith(_PROCESS_FILE):
+            return frames[: index + 1]
+    return frames
+
+
+def _idle_pool_worker(dump: StackDump) -> bool:
+    """Whether ``dump`` is a pool's worker waiting for its next task (multiprocessing.Pool's ``worker``,
+    concurrent.futures' ``_process_worker`` in a queue's get): idle, not where a run hangs."""
+    frames = _own_frames(dump)
+    if not frames or not _path(frames[0]).endswith(_TASK_WAIT_FILES):
+        return False
+    return any(
+        _bare_name(frame.function) in _POOL_WORKERS and _path(frame).endswith(_POOL_FILES) for frame in frames
+    )
+
+
+def _path(frame: Frame) -> str:
+    return frame.file.replace("\\", "/")
 
 
 def _runtime_helper(dump: StackDump) -> bool:
@@ -262,7 +376,7 @@ def where_it_hung(
 
     Then the first descendant that is neither waiting for children nor for its peers in a collective.
     """
-    with_frames = [dump for dump in dumps if dump.main_thread_frames() and not _runtime_helper(dump)]
+    with_frames = [dump for dump in dumps if _own_frames(dump) and not _runtime_helper(dump)]
     root = next((dump for dump in with_frames if dump.pid == root_pid), None)
     chosen = root
     if root is None or _only_waits(root):
@@ -270,7 +384,7 @@ def where_it_hung(
         busy.sort(key=lambda d: _innermost(d) in _WAITING_ON_PEERS)  # stable: tree order otherwise
         chosen = busy[0] if busy else (root or (with_frames[0] if with_frames else None))
     if chosen is not None:
-        where = Frame.where(chosen.main_thread_frames())
+        where = Frame.where(_own_frames(chosen))
         return chosen, (where if chosen.pid == root_pid else f"{where} (pid {chosen.pid})")
     info = next((i for i in infos if i.pid == root_pid), infos[0] if infos else None)
     if info is None:

@@ -365,6 +365,7 @@ class _Run:
             idle_timeout_s=self.options.idle_timeout_s,
             signal_name=self.cancel.name if cancelled else "",
             event=self.abort_event,
+            cwd=_cwd(),
         )
         self.apply(diagnosis.diagnose_hang(hang, evidence, self.log_dir))
         drain = CANCEL_PIPE_DRAIN_S if self.cancel.signum is not None else PIPE_DRAIN_S
@@ -732,6 +733,14 @@ def _pidfd(pid: int) -> Optional[int]:
         return opener(pid)
     except OSError:
         return None
+
+
+def _cwd() -> str:
+    """The guard's working directory, which the command started in; "" when it was removed."""
+    try:
+        return os.getcwd()
+    except OSError:
+        return ""
 
 
 def _drain(fd: int) -> None:
