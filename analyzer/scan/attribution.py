@@ -30,6 +30,12 @@ A runner may print a test's progress line again while that test runs (pytest's `
 the fixtures' SETUP lines, pytest 9 for each subtest report and once more with the outcome,
 pytest-rerunfailures for the rerun): that is the same test going on, so the outcome of the test a
 finding waits on is the one such a later line carries, not "never reported".
+
+pytest heads a test's report (``-rA``'s PASSES, FAILURES) with the test's name without its file
+(``____ TestC.test_y[p] ____``). ``TestTracker.want`` takes such a name when an event happens under it; the
+window being read and each one after it are searched for the node id the log spells it with elsewhere
+(the short summary's ``PASSED x.py::TestC::test_y[p]``, a ``-v`` or xdist line), so the finding names
+``x.py::TestC::test_y[p]``. A name two files share stays as it is: which one it was, the log does not say.
 """
 
 from __future__ import annotations
@@ -37,7 +43,7 @@ from __future__ import annotations
 import re
 import dataclasses
 from dataclasses import dataclass
-from typing import Dict, Optional, Tuple
+from typing import Dict, Optional, Set, Tuple
 
 from .clean import clean_stripped
 
@@ -53,6 +59,13 @@ _NEEDLE_BYTES = {needle: needle[-1:] if needle.endswith(b":") else needle[:1] fo
 # A window full of lines that mention a node id without being progress lines (a long short test
 # summary) is searched this many candidates deep, then counts as showing no test.
 MAX_CANDIDATES = 64
+
+# Report headers whose node id is looked for; past this many, a header keeps its bare name.
+MAX_WANTED = 64
+# Bytes a node id's file part is made of ("tests/unit-x/test_a.py").
+_PATH_BYTES = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./-")
+# What may follow a node id: the end of its line, a space before its outcome or reason.
+_ID_END = frozenset(b" \t\r\n")
 
 # A node id; a parametrize id may hold spaces ("t.py::test_store[two words]"), so it runs to its "]".
 _NODE_ID = r"[\w./-]+\.py::[^\s\[]*(?:\[[^\]\n]*\])?\S*"
@@ -249,6 +262,31 @@ def _next_progress(buf: bytes, lo: int) -> int:
     return best
 
 
+def header_tail(name: str) -> bytes:
+    """How a node id ends for pytest's report header ``name``: ``TestC.test_y[p.q]`` ->
+    ``::TestC::test_y[p.q]`` (the parametrize id keeps its dots)."""
+    head, bracket, rest = name.partition("[")
+    return ("::" + head.replace(".", "::") + bracket + rest).encode("utf-8", "surrogateescape")
+
+
+def node_ids_ending(buf: bytes, tail: bytes, limit: int = 2) -> Set[str]:
+    """The distinct node ids in ``buf`` (up to ``limit``) that are a ``.py`` file's path followed by
+    ``tail`` (``header_tail``): ``x.py::TestC::test_y`` ends ``::TestC::test_y``, ``x.py::TestD::test_y``
+    does not end ``::test_y``."""
+    found: Set[str] = set()
+    at = buf.find(tail)
+    while at != -1 and len(found) < limit:
+        end = at + len(tail)
+        if end == len(buf) or buf[end] in _ID_END:
+            start = at
+            while start > 0 and buf[start - 1] in _PATH_BYTES:
+                start -= 1
+            if buf.endswith(b".py", start, at) and at - start > 3:
+                found.add(buf[start:end].decode("utf-8", "surrogateescape"))
+        at = buf.find(tail, end)
+    return found
+
+
 class TestTracker:
     """Per source: the last progress line of the windows already scanned, and the outcome of the one
     test a finding waits on (mutable, engine-internal).
@@ -260,7 +298,7 @@ class TestTracker:
 
     __slots__ = (
         "carry", "outcomes", "_watch", "_watch_from", "_buf", "_to", "_here", "_here_start", "_bare_to",
-        "_head",
+        "_head", "ids", "_wanted", "_last",
     )
 
     def __init__(self) -> None:
@@ -279,6 +317,31 @@ class TestTracker:
         # A unittest id alone on the last line of the previous window, and its line number: the start of a
         # test with a docstring if the next window begins with the docstring's line.
         self._head: Optional[Tuple[str, int]] = None
+        # Report headers' names -> the node id the log spells them with (None: two files have one),
+        # the names still looked for (with the tail their id ends in), and the last window ended.
+        self.ids: Dict[str, Optional[str]] = {}
+        self._wanted: Dict[str, bytes] = {}
+        self._last: Optional[bytes] = None
+
+    def want(self, name: str) -> None:
+        """Find the node id of pytest's report header ``name`` in the window being read and the ones after."""
+        if name in self._wanted or name in self.ids or len(self._wanted) >= MAX_WANTED:
+            return
+        self._wanted[name] = header_tail(name)
+        if self._last is not None:
+            self._look(self._last)
+
+    def _look(self, buf: bytes) -> None:
+        for name, tail in list(self._wanted.items()):
+            found = node_ids_ending(buf, tail)
+            known = self.ids.get(name)
+            if known is not None:
+                found.add(known)
+            if len(found) > 1:
+                self.ids[name] = None  # two files' tests of that name: the header does not say which
+                del self._wanted[name]
+            elif found:
+                self.ids[name] = found.pop()
 
     def at(self, buf: bytes, pos: int, line: int) -> Optional[TestLine]:
         """The progress line in force at the line starting at ``buf[pos]`` (number ``line``)."""
@@ -352,6 +415,9 @@ class TestTracker:
     def end_window(self, buf: bytes, first_line: int, next_line: int) -> None:
         """Remember the last progress line of ``buf`` (its lines are ``first_line`` to ``next_line - 1``)."""
         self._buf = self._here = None
+        self._last = buf
+        if self._wanted:
+            self._look(buf)
         if self._head is not None:
             self._take_head(buf)
         self._head = _trailing_head(buf, next_line)

@@ -139,6 +139,8 @@ class LogFindings:
     unfinished: Optional[TestLine] = None  # the test running when the log ended, if it never reported
     last_traceback: Optional[Match] = None  # the log's last Python traceback
     ignored: bool = False  # the whole log matched an ignore.paths glob
+    # (report header's name, the node id the log spells it with elsewhere) of the headers events were under
+    header_ids: Tuple[Tuple[str, str], ...] = ()
 
     @property
     def rerun_passed(self) -> bool:
@@ -147,9 +149,13 @@ class LogFindings:
         return self.final_verdict is not None and bool(self.final_verdict.groups.get("rerun"))
 
     def test_of(self, raw: Optional[str]) -> Optional[str]:
-        """The node id for a failure header's name (``TestC.test_y[p]`` -> ``x.py::TestC::test_y[p]``)."""
+        """The node id for a report header's name (``TestC.test_y[p]`` -> ``x.py::TestC::test_y[p]``): the
+        one the log spelled elsewhere (``header_ids``), else the failed test's."""
         if raw is None or "::" in raw or raw in self.failed:
             return raw
+        for name, node_id in self.header_ids:
+            if name == raw:
+                return node_id
         if raw.endswith(".py"):  # xdist's report of a crashed worker is headed by the test's file
             return next((t for t in self.failed if t.startswith(raw + "::")), raw)
         head, bracket, rest = raw.partition("[")
@@ -220,8 +226,12 @@ class LogState:
         catalogue: Catalogue,
         on_event: Optional[Callable[[Finding], None]] = None,
         preliminary: Optional[Callable[[Match], Finding]] = None,
+        want_id: Optional[Callable[[str], None]] = None,
     ) -> None:
+        """``want_id(name)`` is told each report header's name an event happened under
+        (``TestTracker.want``)."""
         self.path = path
+        self.want_id = want_id
         self.catalogue = catalogue
         self.on_event = on_event
         self.preliminary = preliminary
@@ -487,6 +497,9 @@ class LogState:
 
     def _event(self, match: Match) -> None:
         kind, test, progress = self._context(match)
+        if test is not None and progress is not None and not progress.line and self.want_id is not None \
+                and "::" not in test:
+            self.want_id(test)  # a report header's name (a header's context has no progress line)
         key = _repeat_key(match, test)
         found = self.events.get(key)
         if found is not None:
@@ -592,8 +605,14 @@ class LogState:
 
     # -- the end ------------------------------------------------------------------------------------
 
-    def finish(self, final: Optional[TestLine], outcomes: Dict[int, bool]) -> LogFindings:
-        """The log ended: ``final`` is the last progress line, ``outcomes`` the watched tests' outcomes."""
+    def finish(
+        self,
+        final: Optional[TestLine],
+        outcomes: Dict[int, bool],
+        ids: Optional[Dict[str, Optional[str]]] = None,
+    ) -> LogFindings:
+        """The log ended: ``final`` is the last progress line, ``outcomes`` the watched tests' outcomes,
+        ``ids`` the node ids found for report headers' names (``TestTracker.ids``)."""
         self._commit_tentative()
         final_verdict = None
         unfinished = None
@@ -645,6 +664,7 @@ class LogState:
             final_verdict=final_verdict,
             unfinished=unfinished,
             last_traceback=self.last_traceback,
+            header_ids=tuple((name, node_id) for name, node_id in (ids or {}).items() if node_id),
         )
 
 
