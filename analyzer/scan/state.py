@@ -67,6 +67,9 @@ FAILING_SECTIONS = ("failures", "errors")
 # of which says it was inner.
 INNER_IN_PASSING = ("errors", "failures", "xfailures")
 SHORT_SUMMARY = "short test summary info"
+# pytest lists each warning under the node id of the test that raised it ("test_x.py::test_y" alone on its
+# line), after every test ran: those lines are not tests starting.
+WARNINGS_SUMMARY = "warnings summary"
 RUN_STARTED = "run-started"
 ECHO_MARKER = "echo"
 # pytester's "running: PYTHON -mpytest ..." (_pytest/pytester.py runpytest_subprocess): the next session is
@@ -295,7 +298,8 @@ class LogState:
         if self.ctx_kind == "header":
             # Progress lines after a pytest failure header are the captured output of an inner run.
             return ("test", self.ctx_test, _HEADER_PASSED if self.ctx_passed else _HEADER_FAILED)
-        if progress is not None and progress.line > self.ctx_line:
+        if progress is not None and progress.line > self.ctx_line and not (
+                self.ctx_kind == "reset" and self.section == WARNINGS_SUMMARY):
             if progress.xdist:
                 return ("xdist", None, progress)
             return ("test", progress.test, progress)
