@@ -287,6 +287,9 @@ class LogState:
         self.tentative: Optional[List[Match]] = None
         self.echo_lines = (0, -1)  # the first and last line of the latest echo (its matches are dropped)
         self.inner_run_next = False  # pytester announced a subprocess run: its session is an inner one
+        # A session started glued to the outer run's progress line: the outer run is running in-process
+        # inner runs, until its own verdict.
+        self.outer_open = False
 
     # -- context ----------------------------------------------------------------------------------
 
@@ -344,13 +347,27 @@ class LogState:
         elif marker == SECTION_MARKER:
             section = (match.groups.get("section") or "").strip().lower()
             if section == SESSION_STARTS:
-                self.session_seen = self.session_seen or not self.depth
+                # Printed after the outer run's file name or progress characters on the same line: a test
+                # that runs pytest in its own process (pytester's runpytest) under -s, the outer run at its
+                # outer level again (an inner run killed before its verdict is over); the sessions that
+                # start before the outer run's verdict are inner too, glued or not.
+                glued = bool((match.groups.get("glued") or "").strip())
+                if glued:
+                    self.depth = 0
+                    self.outer_open = True
+                    if self.ctx_kind == "verdict":
+                        # The outer run prints its progress after that verdict: it was an inner run's whose
+                        # glued start a terminal's cut hid ("=== test session starts ===" alone on a row).
+                        self._set_context("reset", match.line)
+                        self.run_framed = self.run_framed or self.session_seen
+                self.session_seen = self.session_seen or not (self.depth or glued or self.outer_open)
                 kind, test, progress = self._context(match)
                 announced, self.inner_run_next = self.inner_run_next, False
-                if self.depth or announced or (kind == "test" and (progress is None or progress.line == 0
-                                                                   or not progress.finished)):
+                if self.depth or announced or self.outer_open or (
+                        kind == "test" and (progress is None or progress.line == 0 or not progress.finished)):
                     if not self.depth:
-                        self.inner_ctx = (kind, test, progress)
+                        # (an xdist line, an earlier inner run's, says nothing of the lines after it)
+                        self.inner_ctx = ("", None, None) if kind == "xdist" else (kind, test, progress)
                     self.depth += 1
                     return
                 self.run_events = {}  # the log's own run starts: what came before is not in it
@@ -384,6 +401,7 @@ class LogState:
                 # prints nothing when it ends, so the verdict after it is the run's own).
                 return
             self.verdict = match
+            self.outer_open = False
             self._set_context("verdict", match.line)
             for opened in self.awaiting_verdict:
                 opened.verdict_after = True
