@@ -229,10 +229,10 @@ class LogState:
         catalogue: Catalogue,
         on_event: Optional[Callable[[Finding], None]] = None,
         preliminary: Optional[Callable[[Match], Finding]] = None,
-        want_id: Optional[Callable[[str], None]] = None,
+        want_id: Optional[Callable[[str, int], None]] = None,
     ) -> None:
-        """``want_id(name)`` is told each report header's name an event happened under
-        (``TestTracker.want``)."""
+        """``want_id(name, line)`` is told each report header's name an event happened under, and the
+        event's line (``TestTracker.want``)."""
         self.path = path
         self.want_id = want_id
         self.catalogue = catalogue
@@ -521,7 +521,7 @@ class LogState:
         kind, test, progress = self._context(match)
         if test is not None and progress is not None and not progress.line and self.want_id is not None \
                 and "::" not in test:
-            self.want_id(test)  # a report header's name (a header's context has no progress line)
+            self.want_id(test, match.line)  # a report header's name (a header's context has no progress line)
         key = _repeat_key(match, test)
         found = self.events.get(key)
         if found is not None:
