@@ -30,6 +30,13 @@ A runner may print a test's progress line again while that test runs (pytest's `
 the fixtures' SETUP lines, pytest 9 for each subtest report and once more with the outcome,
 pytest-rerunfailures for the rerun): that is the same test going on, so the outcome of the test a
 finding waits on is the one such a later line carries, not "never reported".
+
+pytest heads a test's report (``-rA``'s PASSES, FAILURES) with the test's name without its file
+(``____ TestC.test_y[p] ____``). ``TestTracker.want`` takes such a name when an event happens under it; the
+log from that event on is searched for the node id it spells the name with (the short summary's ``PASSED
+x.py::TestC::test_y[p]``, which comes after every report), so the finding names ``x.py::TestC::test_y[p]``;
+only what follows, so the answer does not depend on where windows end. A name two files share stays as it
+is: which one it was, the log does not say.
 """
 
 from __future__ import annotations
@@ -37,7 +44,7 @@ from __future__ import annotations
 import re
 import dataclasses
 from dataclasses import dataclass
-from typing import Dict, Optional, Tuple
+from typing import Dict, List, Optional, Set, Tuple
 
 from .clean import clean_stripped
 
@@ -53,6 +60,14 @@ _NEEDLE_BYTES = {needle: needle[-1:] if needle.endswith(b":") else needle[:1] fo
 # A window full of lines that mention a node id without being progress lines (a long short test
 # summary) is searched this many candidates deep, then counts as showing no test.
 MAX_CANDIDATES = 64
+
+# Report headers whose node id is looked for; past this many, a header keeps its bare name.
+MAX_WANTED = 64
+# Bytes a node id's file part is made of ("tests/unit-x/test_a.py").
+_PATH_BYTES = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./-")
+# What may not follow a node id's last byte: more of a name ("::test_y" is not the end of "::test_y_slow").
+# A terminal's cut may glue the next line right after it, in a wrapped window's view.
+_ID_GOES_ON = _PATH_BYTES | frozenset(b":[")
 
 # A node id; a parametrize id may hold spaces ("t.py::test_store[two words]"), so it runs to its "]".
 _NODE_ID = r"[\w./-]+\.py::[^\s\[]*(?:\[[^\]\n]*\])?\S*"
@@ -249,6 +264,32 @@ def _next_progress(buf: bytes, lo: int) -> int:
     return best
 
 
+def header_tail(name: str) -> bytes:
+    """How a node id ends for pytest's report header ``name``: ``TestC.test_y[p.q]`` ->
+    ``::TestC::test_y[p.q]`` (the parametrize id keeps its dots)."""
+    head, bracket, rest = name.partition("[")
+    return ("::" + head.replace(".", "::") + bracket + rest).encode("utf-8", "surrogateescape")
+
+
+def node_ids_ending(buf: bytes, tail: bytes, limit: int = 2, start: int = 0) -> Set[str]:
+    """The distinct node ids in ``buf[start:]`` (up to ``limit``; ``start`` is a line's start) that are a
+    ``.py`` file's path followed by ``tail`` (``header_tail``): ``x.py::TestC::test_y`` ends
+    ``::TestC::test_y``, ``x.py::TestD::test_y`` does not end ``::test_y``."""
+    found: Set[str] = set()
+    at = buf.find(tail, start)
+    while at != -1 and len(found) < limit:
+        end = at + len(tail)
+        if end == len(buf) or buf[end] not in _ID_GOES_ON:
+            start = at
+            begin = at
+            while begin > 0 and buf[begin - 1] in _PATH_BYTES:
+                begin -= 1
+            if buf.endswith(b".py", begin, at) and at - begin > 3:
+                found.add(buf[begin:end].decode("utf-8", "surrogateescape"))
+        at = buf.find(tail, end)
+    return found
+
+
 class TestTracker:
     """Per source: the last progress line of the windows already scanned, and the outcome of the one
     test a finding waits on (mutable, engine-internal).
@@ -260,7 +301,7 @@ class TestTracker:
 
     __slots__ = (
         "carry", "outcomes", "_watch", "_watch_from", "_buf", "_to", "_here", "_here_start", "_bare_to",
-        "_head",
+        "_head", "ids", "_wanted", "_last",
     )
 
     def __init__(self) -> None:
@@ -279,6 +320,45 @@ class TestTracker:
         # A unittest id alone on the last line of the previous window, and its line number: the start of a
         # test with a docstring if the next window begins with the docstring's line.
         self._head: Optional[Tuple[str, int]] = None
+        # Report headers' names -> the node id the log spells them with (None: two files have one),
+        # the names still looked for (with the tail their id ends in), and the last window ended.
+        self.ids: Dict[str, Optional[str]] = {}
+        self._wanted: Dict[str, bytes] = {}
+        # (its text, its first line's number, where each of its lines starts in a wrapped window's view)
+        self._last: Optional[Tuple[bytes, int, Optional[List[int]]]] = None
+
+    def want(self, name: str, line: int) -> None:
+        """Find the node id of pytest's report header ``name`` in the log from ``line`` on (an event under
+        that header; only what follows it, so the answer is the same however the log is cut in windows)."""
+        if name in self._wanted or name in self.ids or len(self._wanted) >= MAX_WANTED:
+            return
+        self._wanted[name] = header_tail(name)
+        if self._last is not None:
+            buf, first, starts = self._last
+            index = max(0, line - first)
+            if starts is not None:
+                if index >= len(starts):
+                    return
+                self._look(buf, starts[index])
+                return
+            at = 0
+            for _ in range(index):
+                at = buf.find(b"\n", at) + 1
+                if not at:
+                    return
+            self._look(buf, at)
+
+    def _look(self, buf: bytes, start: int = 0) -> None:
+        for name, tail in list(self._wanted.items()):
+            found = node_ids_ending(buf, tail, start=start)
+            known = self.ids.get(name)
+            if known is not None:
+                found.add(known)
+            if len(found) > 1:
+                self.ids[name] = None  # two files' tests of that name: the header does not say which
+                del self._wanted[name]
+            elif found:
+                self.ids[name] = found.pop()
 
     def at(self, buf: bytes, pos: int, line: int) -> Optional[TestLine]:
         """The progress line in force at the line starting at ``buf[pos]`` (number ``line``)."""
@@ -349,9 +429,15 @@ class TestTracker:
             self._settle(self._watch, False)
         self.carry = TestLine(test, line, bool(_UNITTEST_OUTCOME.match(m.group("rest") or "")))
 
-    def end_window(self, buf: bytes, first_line: int, next_line: int) -> None:
-        """Remember the last progress line of ``buf`` (its lines are ``first_line`` to ``next_line - 1``)."""
+    def end_window(
+        self, buf: bytes, first_line: int, next_line: int, starts: Optional[List[int]] = None
+    ) -> None:
+        """Remember the last progress line of ``buf`` (its lines are ``first_line`` to ``next_line - 1``;
+        ``starts``: where each line starts in ``buf`` when it is a wrapped window's view)."""
         self._buf = self._here = None
+        self._last = (buf, first_line, starts)
+        if self._wanted:
+            self._look(buf)
         if self._head is not None:
             self._take_head(buf)
         self._head = _trailing_head(buf, next_line)

@@ -290,7 +290,10 @@ class _SourceScan:
                     if lines:
                         self.view = (*attribution_view(buf, lines), first_line)
                 next_line = self._window(buf, first_line, self.finder(buf), joined)
-                self.tracker.end_window(self.view[0] if self.view is not None else buf, first_line, next_line)
+                if self.view is not None:
+                    self.tracker.end_window(self.view[0], first_line, next_line, self.view[1])
+                else:
+                    self.tracker.end_window(buf, first_line, next_line)
                 first_line = next_line
                 if self.pending:
                     yield from self._flush()

@@ -56,15 +56,15 @@ class LogScan:
         if not path_kept(path, self.catalogue):
             self._result = LogFindings(path, ignored=True)
             return
-        state = LogState(path, self.catalogue, self.on_event, preliminary_finding)
         scanner = source_scanner(self.source, self.prepared)
         tracker = scanner.tracker
+        state = LogState(path, self.catalogue, self.on_event, preliminary_finding, tracker.want)
         for match in scanner.run(self.source):
             state.feed(match)
             if len(tracker.outcomes) > _PRUNE_OUTCOMES:
                 wanted = state.progress_lines()
                 tracker.outcomes = {k: v for k, v in tracker.outcomes.items() if k in wanted}
-        self._result = state.finish(tracker.carry, tracker.outcomes)
+        self._result = state.finish(tracker.carry, tracker.outcomes, tracker.ids)
 
     def result(self) -> LogFindings:
         """The log's state for ``combine``; raises ``RuntimeError`` before ``run`` returned."""

@@ -67,6 +67,9 @@ FAILING_SECTIONS = ("failures", "errors")
 # of which says it was inner.
 INNER_IN_PASSING = ("errors", "failures", "xfailures")
 SHORT_SUMMARY = "short test summary info"
+# pytest lists each warning under the node id of the test that raised it ("test_x.py::test_y" alone on its
+# line), after every test ran: those lines are not tests starting.
+WARNINGS_SUMMARY = "warnings summary"
 RUN_STARTED = "run-started"
 ECHO_MARKER = "echo"
 # pytester's "running: PYTHON -mpytest ..." (_pytest/pytester.py runpytest_subprocess): the next session is
@@ -139,6 +142,8 @@ class LogFindings:
     unfinished: Optional[TestLine] = None  # the test running when the log ended, if it never reported
     last_traceback: Optional[Match] = None  # the log's last Python traceback
     ignored: bool = False  # the whole log matched an ignore.paths glob
+    # (report header's name, the node id the log spells it with elsewhere) of the headers events were under
+    header_ids: Tuple[Tuple[str, str], ...] = ()
 
     @property
     def rerun_passed(self) -> bool:
@@ -147,9 +152,13 @@ class LogFindings:
         return self.final_verdict is not None and bool(self.final_verdict.groups.get("rerun"))
 
     def test_of(self, raw: Optional[str]) -> Optional[str]:
-        """The node id for a failure header's name (``TestC.test_y[p]`` -> ``x.py::TestC::test_y[p]``)."""
+        """The node id for a report header's name (``TestC.test_y[p]`` -> ``x.py::TestC::test_y[p]``): the
+        one the log spelled elsewhere (``header_ids``), else the failed test's."""
         if raw is None or "::" in raw or raw in self.failed:
             return raw
+        for name, node_id in self.header_ids:
+            if name == raw:
+                return node_id
         if raw.endswith(".py"):  # xdist's report of a crashed worker is headed by the test's file
             return next((t for t in self.failed if t.startswith(raw + "::")), raw)
         head, bracket, rest = raw.partition("[")
@@ -220,8 +229,12 @@ class LogState:
         catalogue: Catalogue,
         on_event: Optional[Callable[[Finding], None]] = None,
         preliminary: Optional[Callable[[Match], Finding]] = None,
+        want_id: Optional[Callable[[str, int], None]] = None,
     ) -> None:
+        """``want_id(name, line)`` is told each report header's name an event happened under, and the
+        event's line (``TestTracker.want``)."""
         self.path = path
+        self.want_id = want_id
         self.catalogue = catalogue
         self.on_event = on_event
         self.preliminary = preliminary
@@ -274,6 +287,9 @@ class LogState:
         self.tentative: Optional[List[Match]] = None
         self.echo_lines = (0, -1)  # the first and last line of the latest echo (its matches are dropped)
         self.inner_run_next = False  # pytester announced a subprocess run: its session is an inner one
+        # A session started glued to the outer run's progress line: the outer run is running in-process
+        # inner runs, until its own verdict.
+        self.outer_open = False
 
     # -- context ----------------------------------------------------------------------------------
 
@@ -285,7 +301,8 @@ class LogState:
         if self.ctx_kind == "header":
             # Progress lines after a pytest failure header are the captured output of an inner run.
             return ("test", self.ctx_test, _HEADER_PASSED if self.ctx_passed else _HEADER_FAILED)
-        if progress is not None and progress.line > self.ctx_line:
+        if progress is not None and progress.line > self.ctx_line and not (
+                self.ctx_kind == "reset" and self.section == WARNINGS_SUMMARY):
             if progress.xdist:
                 return ("xdist", None, progress)
             return ("test", progress.test, progress)
@@ -330,13 +347,27 @@ class LogState:
         elif marker == SECTION_MARKER:
             section = (match.groups.get("section") or "").strip().lower()
             if section == SESSION_STARTS:
-                self.session_seen = self.session_seen or not self.depth
+                # Printed after the outer run's file name or progress characters on the same line: a test
+                # that runs pytest in its own process (pytester's runpytest) under -s, the outer run at its
+                # outer level again (an inner run killed before its verdict is over); the sessions that
+                # start before the outer run's verdict are inner too, glued or not.
+                glued = bool((match.groups.get("glued") or "").strip())
+                if glued:
+                    self.depth = 0
+                    self.outer_open = True
+                    if self.ctx_kind == "verdict":
+                        # The outer run prints its progress after that verdict: it was an inner run's whose
+                        # glued start a terminal's cut hid ("=== test session starts ===" alone on a row).
+                        self._set_context("reset", match.line)
+                        self.run_framed = self.run_framed or self.session_seen
+                self.session_seen = self.session_seen or not (self.depth or glued or self.outer_open)
                 kind, test, progress = self._context(match)
                 announced, self.inner_run_next = self.inner_run_next, False
-                if self.depth or announced or (kind == "test" and (progress is None or progress.line == 0
-                                                                   or not progress.finished)):
+                if self.depth or announced or self.outer_open or (
+                        kind == "test" and (progress is None or progress.line == 0 or not progress.finished)):
                     if not self.depth:
-                        self.inner_ctx = (kind, test, progress)
+                        # (an xdist line, an earlier inner run's, says nothing of the lines after it)
+                        self.inner_ctx = ("", None, None) if kind == "xdist" else (kind, test, progress)
                     self.depth += 1
                     return
                 self.run_events = {}  # the log's own run starts: what came before is not in it
@@ -370,6 +401,7 @@ class LogState:
                 # prints nothing when it ends, so the verdict after it is the run's own).
                 return
             self.verdict = match
+            self.outer_open = False
             self._set_context("verdict", match.line)
             for opened in self.awaiting_verdict:
                 opened.verdict_after = True
@@ -487,6 +519,9 @@ class LogState:
 
     def _event(self, match: Match) -> None:
         kind, test, progress = self._context(match)
+        if test is not None and progress is not None and not progress.line and self.want_id is not None \
+                and "::" not in test:
+            self.want_id(test, match.line)  # a report header's name (a header's context has no progress line)
         key = _repeat_key(match, test)
         found = self.events.get(key)
         if found is not None:
@@ -592,8 +627,14 @@ class LogState:
 
     # -- the end ------------------------------------------------------------------------------------
 
-    def finish(self, final: Optional[TestLine], outcomes: Dict[int, bool]) -> LogFindings:
-        """The log ended: ``final`` is the last progress line, ``outcomes`` the watched tests' outcomes."""
+    def finish(
+        self,
+        final: Optional[TestLine],
+        outcomes: Dict[int, bool],
+        ids: Optional[Dict[str, Optional[str]]] = None,
+    ) -> LogFindings:
+        """The log ended: ``final`` is the last progress line, ``outcomes`` the watched tests' outcomes,
+        ``ids`` the node ids found for report headers' names (``TestTracker.ids``)."""
         self._commit_tentative()
         final_verdict = None
         unfinished = None
@@ -645,6 +686,7 @@ class LogState:
             final_verdict=final_verdict,
             unfinished=unfinished,
             last_traceback=self.last_traceback,
+            header_ids=tuple((name, node_id) for name, node_id in (ids or {}).items() if node_id),
         )
 
 

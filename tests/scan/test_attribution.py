@@ -253,7 +253,8 @@ def test_an_exit_path_event_stays_an_error_even_when_a_green_run_follows():
 
 def test_an_inner_run_belongs_to_the_outer_test_its_failures_are_not_the_logs():
     (finding,) = scan({"job.log": INNER_RUN_IN_A_PASSING_TEST})
-    assert summary([finding]) == [("fatal-python-error", "notice", 13, "test_timeout")]
+    # Named by the node id the short summary spells, not by the report header's bare name.
+    assert summary([finding]) == [("fatal-python-error", "notice", 13, "tests/test_pt.py::test_timeout")]
 
 
 def test_an_inner_verdict_is_not_the_outer_verdict_a_guard_hang_reads():
@@ -282,7 +283,7 @@ def test_an_inner_run_killed_before_its_verdict_does_not_swallow_the_outer_one()
     findings = scan({"job.log": log})
     assert summary(findings) == [
         ("atexit-callback-ignored", "error", 13, None),
-        ("pytest-timeout-dump", "notice", 7, "test_thread"),
+        ("pytest-timeout-dump", "notice", 7, "tests/test_pt.py::test_thread"),
     ]
     (hang,) = scan({"job.log": log}, guard=[HANG])[1:2]
     assert "(1 passed in 2.01s)" in hang.message

@@ -51,6 +51,7 @@ BROKEN = '''
             assert False, "the loader did not raise"
 '''
 PASSING = CLASS + ".test_worker_killed_by_signal_is_reported_to_the_main_process"
+PASSING_ID = "test_torch_like.py::" + PASSING.replace(".", "::")
 FAILING = "test_torch_like.py::" + CLASS + "::test_loader_raises_timeout_when_the_worker_sleeps_for_too_long"
 
 
@@ -64,7 +65,8 @@ def test_a_handled_event_under_a_long_passing_header_is_a_notice(tmp_path, engin
     assert "\n_ " + PASSING + " _\n" in log and " 1 passed in " in log
     findings = scan({"job.log": log}, engine=engine)
     assert [s for s in summary(findings) if s[1] != "notice"] == []
-    assert [(s[0], s[3]) for s in summary(findings)] == [("dataloader-worker-killed", PASSING)]
+    # named by the node id -rA's short summary spells for the header
+    assert [(s[0], s[3]) for s in summary(findings)] == [("dataloader-worker-killed", PASSING_ID)]
     assert decide(findings)[1] == 0
 
 
@@ -76,7 +78,7 @@ def test_the_same_event_under_a_long_failing_header_is_an_error_naming_it(tmp_pa
     findings = scan({"job.log": log}, engine=engine)
     worker = [(s[1], s[3]) for s in summary(findings) if s[0] == "dataloader-worker-killed"]
     # The failing test's report comes first (FAILURES), the passing one's after it (PASSES).
-    assert worker == [("error", FAILING), ("notice", PASSING)]
+    assert worker == [("error", FAILING), ("notice", PASSING_ID)]
     assert ("pytest-test-outcome", "error") in {(s[0], s[1]) for s in summary(findings)}
     assert decide(findings)[1] == 1
 

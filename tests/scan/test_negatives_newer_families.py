@@ -61,7 +61,7 @@ def test_a_child_aborted_on_purpose_in_a_passing_test_is_a_notice(tmp_path, engi
     findings = scan({"job.log": log}, engine=engine)
     assert [s for s in summary(findings) if s[1] != "notice"] == []
     assert [(s[0], s[3]) for s in summary(findings)] == [
-        ("glibc-heap-corruption", "test_double_free_aborts_the_child")]
+        ("glibc-heap-corruption", "test_heap_checks.py::test_double_free_aborts_the_child")]
     assert decide(findings)[1] == 0
 
 
@@ -73,7 +73,7 @@ def test_the_same_abort_in_a_failing_test_is_an_error_naming_it(tmp_path, engine
     heap = [(s[1], s[3]) for s in summary(findings) if s[0] == "glibc-heap-corruption"]
     # The failing test's report comes first (FAILURES), the passing one's after it (PASSES).
     assert heap == [("error", "test_heap_checks.py::test_child_survives"),
-                    ("notice", "test_double_free_aborts_the_child")]
+                    ("notice", "test_heap_checks.py::test_double_free_aborts_the_child")]
     assert decide(findings)[1] == 1
 
 
