@@ -27,7 +27,6 @@ import io
 import mmap
 import os
 import pickle
-import re
 import secrets
 import select
 import signal
@@ -52,7 +51,7 @@ from .model import (
 from .report import github as github_report
 from .rules.model import Catalogue, Rule
 from .scan import attribution, pipeline, rank  # noqa: F401 - rank: imported now, used by the scan after the run
-from .scan.clean import clean_stripped, strip_controls
+from .scan.clean import strip_controls
 from .scan.sources import Source
 from .supervise.guard import STDERR_LOG, STDOUT_LOG, GuardOptions, Supervision, supervise
 from .verdict import decide
@@ -115,22 +114,6 @@ ACTION_VARIABLES = (
     "GHG_ABORT_GRACE",
     "GHG_ANNOTATION_SLOTS",
     "GHG_NAME",
-)
-# A test's outcome alone on its line: pytest -s prints it after the test's own output, unittest after a
-# test that printed; those of a test that passed (an event inside it was handled).
-# Only the word (and pytest's percentage): "ERROR: ..." and "ok, retrying" are the test's own output.
-_BARE_OUTCOME = re.compile(
-    r"\s*(?:PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS|ok|FAIL|skipped|expected failure|unexpected success)"
-    r"(?:\s+\[\s*\d+%\])?\s*$"
-)
-_OUTCOME_WORDS = re.compile(
-    r"\b(PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS|ok|FAIL|skipped|expected failure|unexpected success)\b"
-)
-_PASSING = frozenset({"PASSED", "SKIPPED", "XFAIL", "ok", "skipped", "expected failure"})
-# Bytes without which a line is neither a progress line (attribution.NEEDLES) nor an outcome.
-_MAY_GO_ON = re.compile(
-    b"|".join(re.escape(needle) for needle in attribution.NEEDLES)
-    + rb"|PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS|ok|FAIL|skipped|expected failure|unexpected success"
 )
 # How long a live --abort-on event may wait for the other log's scan to catch up with it before it is sent
 # without a place in that log (the scan of a flooded log may lag for long).
@@ -497,49 +480,13 @@ class _AbortOn:
                 after = os.pread(fd, ABORT_LOOK_BYTES, offset)
             except OSError:
                 continue
+            lines = after.split(b"\n")
             if path == finding.path and finding.test is not None:
-                if handled(after.split(b"\n")[1:], finding.test):
+                if attribution.event_handled(lines[1:], finding.test):
                     return True
-            elif path != finding.path and finding.test is None and handled(after.split(b"\n"), None):
+            elif path != finding.path and finding.test is None and attribution.event_handled(lines, None):
                 return True
         return False
-
-
-def handled(lines: Sequence[bytes], test: Optional[str]) -> bool:
-    """Whether ``lines`` show that the test an event happened in passed (as issue 7 has it, an event in a
-    test that then passed was handled by the test): its progress line with a passing outcome (``PASSED``,
-    ``XFAIL``, ``SKIPPED``, unittest's ``ok``), or a bare one as ``pytest -s`` and unittest print it
-    after a test's own output, before another test's progress line.
-
-    ``test`` None: ``lines`` are another log's from a little before the event (stderr's event, stdout's
-    test lines), and the first progress line names the test that was running. A failed test, a verdict
-    (the command still runs after it: stuck at exit), the last line (maybe still being written) and
-    xdist's reports of other workers' tests never count."""
-    for raw in lines[:-1]:
-        if _MAY_GO_ON.search(raw) is None:
-            continue  # an ordinary line: no Python cleaning for the megabytes a run may print in a grace
-        stripped = strip_controls(raw)  # pytest --color=yes, PY_COLORS=1: "\x1b[32mPASSED\x1b[0m"
-        parsed = attribution.parse_progress(stripped)
-        if parsed is not None:
-            name, finished, xdist, _ = parsed
-            if xdist:
-                continue
-            if test is None:
-                test = name
-            if name != test:
-                return False  # another test began and no passing outcome of this one came first
-            if finished:
-                return _passed(stripped)
-            continue
-        if test is not None and _BARE_OUTCOME.match(clean_stripped(stripped)[0]):
-            return _passed(stripped)
-    return False
-
-
-def _passed(stripped: bytes) -> bool:
-    """Whether the last outcome word on a line that reports one is a pass."""
-    words = _OUTCOME_WORDS.findall(clean_stripped(stripped, keep_progress=True)[0])
-    return bool(words) and words[-1] in _PASSING
 
 
 @dataclasses.dataclass(frozen=True)
@@ -866,13 +813,13 @@ def _in_force(follow: _Follow, start: int) -> int:
     offset = start - len(lines[-1])  # lines[-1] is b"" when start is a line start
     for raw in reversed(lines[:-1] if lo == 0 else lines[1:-1]):  # the first may be cut
         offset -= len(raw) + 1
-        if _MAY_GO_ON.search(raw) is None:
+        if not attribution.may_report_progress(raw):
             continue
         stripped = strip_controls(raw)
         parsed = attribution.parse_progress(stripped)
         if parsed is not None and not parsed[2]:
             return start if parsed[1] else offset
-        if _BARE_OUTCOME.match(clean_stripped(stripped)[0]):
+        if attribution.outcome_alone(stripped):
             return start  # the test before it had ended
     return start
 

@@ -14,7 +14,7 @@ from typing import Any, Dict, Optional, Tuple
 
 import pytest
 
-from analyzer.guarded import handled
+from analyzer.scan.attribution import event_handled
 from tests.supervise.conftest import no_process_left_behind  # noqa: F401 - autouse in this module too
 
 # py-spy names a method with its class only on Python 3.11+ (co_qualname): before that the guard
@@ -204,7 +204,7 @@ def test_abort_on_leaves_a_suite_that_handled_the_event_and_went_on(tmp_path, st
     ([b"t.py::a \x1b[31mFAILED\x1b[0m", b""], None, False),
 ])
 def test_what_says_a_test_handled_an_abort_event(after, test, expected):
-    assert handled(after, test) is expected
+    assert event_handled(after, test) is expected
 
 
 STUCK_SUITE = """

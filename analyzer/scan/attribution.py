@@ -37,6 +37,9 @@ log from that event on is searched for the node id it spells the name with (the 
 x.py::TestC::test_y[p]``, which comes after every report), so the finding names ``x.py::TestC::test_y[p]``;
 only what follows, so the answer does not depend on where windows end. A name two files share stays as it
 is: which one it was, the log does not say.
+
+``event_handled`` reads the same lines for the guard's ``--abort-on``: whether the test a live event
+happened in went on to pass within the grace, so the event was handled and the run must not be ended.
 """
 
 from __future__ import annotations
@@ -44,9 +47,9 @@ from __future__ import annotations
 import re
 import dataclasses
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Set, Tuple
+from typing import Dict, List, Optional, Sequence, Set, Tuple
 
-from .clean import clean_stripped
+from .clean import clean_stripped, strip_controls
 
 PYTEST_NEEDLE = b".py::"
 UNITTEST_NEEDLE = b") ..."
@@ -462,3 +465,69 @@ class TestTracker:
         """The log ended: a test still watched never reported an outcome."""
         if self._watch is not None:
             self._settle(self._watch, False)
+
+
+# A test's outcome alone on its line: pytest -s prints it after the test's own output, unittest after a
+# test that printed; those of a test that passed (an event inside it was handled).
+# Only the word (and pytest's percentage): "ERROR: ..." and "ok, retrying" are the test's own output.
+_OUTCOME_ALONE = re.compile(
+    r"\s*(?:PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS|ok|FAIL|skipped|expected failure|unexpected success)"
+    r"(?:\s+\[\s*\d+%\])?\s*$"
+)
+_OUTCOME_WORDS = re.compile(
+    r"\b(PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS|ok|FAIL|skipped|expected failure|unexpected success)\b"
+)
+_PASSING = frozenset({"PASSED", "SKIPPED", "XFAIL", "ok", "skipped", "expected failure"})
+# Bytes without which a line is neither a progress line (NEEDLES) nor an outcome.
+_MAY_GO_ON = re.compile(
+    b"|".join(re.escape(needle) for needle in NEEDLES)
+    + rb"|PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS|ok|FAIL|skipped|expected failure|unexpected success"
+)
+
+
+def may_report_progress(raw: bytes) -> bool:
+    """Whether ``raw`` holds a progress line's needle or an outcome word: a line without one needs no
+    Python cleaning to be read."""
+    return _MAY_GO_ON.search(raw) is not None
+
+
+def outcome_alone(stripped: bytes) -> bool:
+    """Whether ``stripped`` (``strip_controls``-ed) is a test's outcome alone on its line."""
+    return _OUTCOME_ALONE.match(clean_stripped(stripped)[0]) is not None
+
+
+def event_handled(lines: Sequence[bytes], test: Optional[str]) -> bool:
+    """Whether ``lines`` show that the test an event happened in passed (as issue 7 has it, an event in a
+    test that then passed was handled by the test): its progress line with a passing outcome (``PASSED``,
+    ``XFAIL``, ``SKIPPED``, unittest's ``ok``), or a bare one as ``pytest -s`` and unittest print it
+    after a test's own output, before another test's progress line.
+
+    ``test`` None: ``lines`` are another log's from a little before the event (stderr's event, stdout's
+    test lines), and the first progress line names the test that was running. A failed test, a verdict
+    (the command still runs after it: stuck at exit), the last line (maybe still being written) and
+    xdist's reports of other workers' tests never count."""
+    for raw in lines[:-1]:
+        if not may_report_progress(raw):
+            continue  # an ordinary line: no Python cleaning for the megabytes a run may print in a grace
+        stripped = strip_controls(raw)  # pytest --color=yes, PY_COLORS=1: "\x1b[32mPASSED\x1b[0m"
+        parsed = parse_progress(stripped)
+        if parsed is not None:
+            name, finished, xdist, _ = parsed
+            if xdist:
+                continue
+            if test is None:
+                test = name
+            if name != test:
+                return False  # another test began and no passing outcome of this one came first
+            if finished:
+                return _passed(stripped)
+            continue
+        if test is not None and outcome_alone(stripped):
+            return _passed(stripped)
+    return False
+
+
+def _passed(stripped: bytes) -> bool:
+    """Whether the last outcome word on a line that reports one is a pass."""
+    words = _OUTCOME_WORDS.findall(clean_stripped(stripped, keep_progress=True)[0])
+    return bool(words) and words[-1] in _PASSING
