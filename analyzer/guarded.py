@@ -417,15 +417,38 @@ class _LiveLog:
         )
 
 
+class _EventGate:
+    """Which live findings may trigger ``--abort-on``: errors of the named kinds, the first of each test
+    (outside a test, each one), at most ``MAX_ABORT_EVENTS``. The scanner process filters with it before
+    it sends an event, and ``_AbortOn`` with it for the scans in this process."""
+
+    def __init__(self, kinds: FrozenSet[Kind]) -> None:
+        self.kinds = kinds
+        self._lock = threading.Lock()
+        self._tests: Set[str] = set()
+        self._taken = 0
+
+    def admit(self, finding: Finding) -> bool:
+        if finding.kind not in self.kinds or finding.severity is not Severity.ERROR:
+            return False
+        with self._lock:
+            if finding.test in self._tests or self._taken >= MAX_ABORT_EVENTS:
+                return False
+            self._taken += 1
+            if finding.test is not None:
+                self._tests.add(finding.test)
+            return True
+
+
 class _AbortOn:
     """``--abort-on``: the live error findings of the named kinds, and when the grace of the first ends.
 
     A test suite that tests failure handling prints these events inside a test that then passes (torch's
     store tests: "Timed out after 1 seconds waiting for clients"): the test handled it. A trigger whose
-    test passed before its grace ran out (``handled``: in the event's log from its line when the scan
-    put it in a test, else in the other log from the line in force when it arrived) is withdrawn, and a
-    later event may trigger. A failed test, or a verdict the command does not exit after, still ends the
-    run. ``log_fd(path)`` gives a read-only descriptor on the log at ``path``.
+    test passed before its grace ran out (``attribution.event_handled``: in the event's log from its line
+    when the scan put it in a test, else in the other log from the line in force when it arrived) is
+    withdrawn, and a later event may trigger. A failed test, or a verdict the command does not exit
+    after, still ends the run. ``log_fd(path)`` gives a read-only descriptor on the log at ``path``.
     """
 
     def __init__(
@@ -434,22 +457,16 @@ class _AbortOn:
         self.kinds = kinds
         self.grace_s = grace_s
         self._log_fd = log_fd
+        self._gate = _EventGate(kinds)
         self._lock = threading.Lock()
         self._triggers: Deque[Tuple[Finding, Mapping[str, int], float]] = collections.deque()
-        self._tests: Set[str] = set()
-        self._taken = 0
 
     def on_event(self, finding: Finding, offsets: Optional[Mapping[str, int]] = None) -> None:
         """A live finding; ``offsets``: per log path, where to look for the run going on after it (its
         own log: where its line starts), or None when unknown (the trigger is never withdrawn)."""
-        if finding.kind not in self.kinds or finding.severity is not Severity.ERROR:
+        if not self._gate.admit(finding):
             return
         with self._lock:
-            if finding.test in self._tests or self._taken >= MAX_ABORT_EVENTS:
-                return
-            self._taken += 1
-            if finding.test is not None:
-                self._tests.add(finding.test)
             self._triggers.append((finding, dict(offsets or {}), time.monotonic()))
 
     def abort_requested(self) -> Optional[str]:
@@ -876,21 +893,15 @@ def _child_main(
     _FIELD.pack_into(shm, _PID_AT, os.getpid())
     rules = tuple(catalogue.rules)
     send_lock = threading.Lock()
-    sent: Set[str] = set()  # the tests an event was sent for
-    count = [0]
+    gate = _EventGate(abort_kinds)
     # (finding, when its line arrived, offsets, when it was seen): sent by the poll loop once the other
     # logs' scans have caught up with it, or EVENT_PLACE_WAIT_S after it was seen.
     pending: List[Tuple[Finding, float, Dict[str, int], float]] = []
 
     def on_event(finding: Finding) -> None:
-        if finding.kind not in abort_kinds or finding.severity is not Severity.ERROR:
+        if not gate.admit(finding):
             return
         with send_lock:
-            if finding.test in sent or count[0] >= MAX_ABORT_EVENTS:
-                return
-            count[0] += 1
-            if finding.test is not None:
-                sent.add(finding.test)
             pending.append((finding, *_event_place(logs, finding), time.monotonic()))
 
     def send_placed() -> None:
