@@ -24,7 +24,7 @@ import itertools
 import re
 from typing import Iterable, Iterator, List, Optional, Tuple
 
-from .clean import clean_stripped, starts_with_runner_stamp
+from .clean import clean_speaking, starts_with_runner_stamp
 
 SAMPLE_BYTES = 64 * 1024
 MIN_WIDTH = 60  # no terminal people paste from is narrower
@@ -77,7 +77,8 @@ def _starts_a_record(row: bytes, before: bytes = b"") -> bool:
         return False  # no prefix starts with a dot: a dot leader's rest, or unittest's progress dots
     if _ELAPSED.match(row) is not None or starts_with_runner_stamp(row):
         return True  # the stamp alone settles it: every line of a GitHub log has one, cleaning is dear
-    return clean_stripped(row)[0] != row.decode("utf-8", "backslashreplace")
+    # "724: failed assertion" after a cut "file.mm:" is the rest of a location, not srun's task label
+    return clean_speaking(row, task_labels=False)[0] != row.decode("utf-8", "backslashreplace")
 
 
 def _cut_in_a_word(row: bytes, after: bytes) -> bool:

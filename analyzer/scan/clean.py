@@ -23,7 +23,9 @@ C++ logging at levels I, W and E (``E0325 12:00:00.123 1234 file.cpp:12] ``,
 ``service  | ``, torchrun ``--tee``'s ``[default0]:`` (a local rank, so it is not returned as the
 rank), pdsh's ``10.0.0.6: `` or ``worker-1: `` (DeepSpeed's multi-node launcher), Determined's trial
 ``13047a84-9fa2-4afe-b5b4-6475139b76b3 || `` (the master's ``<>  [2021-12-07 10:43:01] 087c0ee7 || ``),
-horovodrun's ``[4]<stderr>:`` (mpirun's without the job number), and unittest
+horovodrun's ``[4]<stderr>:`` (mpirun's without the job number), srun ``--label``'s task ``0: ``
+(ctest ``-V`` numbers its tests' lines alike: a log that shows ctest's keeps them), kubectl logs
+``--prefix``'s ``[pod/NAME/CONTAINER] ``, and unittest
 ``-v``'s ``test_m (mod.Class) ... `` when a child's output (a glibc abort, a crash report) continues
 that line instead of the outcome, and a plain run's progress letters (``.``, ``E``, ``F``...) that the
 first line a child printed next continues (``.Process worker-3:``, ``Fsubprocess.CalledProcessError:``).
@@ -81,7 +83,10 @@ _RANK = re.compile(r"\[rank(\d+)\]: ?")
 _HOST = r"(?:\d{1,3}(?:\.\d{1,3}){3}|[a-z][a-z\d.-]*\d)"
 # Other loggers' line prefixes (see the module docstring); each alternative must consume some text.
 _LOGGER_PREFIX = re.compile(
-    r"(?:[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d [\w.-]+ [\w./@-]+(?:\[\d+\])?: "  # syslog, journald
+    # syslog, journald: a host in lower case or with a digit or "-" ("gpu-node-3", "DESKTOP-1A2B"), then
+    # the program; "Dec 05 01:50:10 CUDA error: ..." (the stamp alone, then the message) is no host's
+    r"(?:[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d (?:[a-z\d][a-z\d_.-]*|[A-Za-z]*[\d-][\w.-]*) "
+    r"(?!(?:error|warning|warn|failure|failed|fatal|exception)\b)[\w./@-]+(?:\[\d+\])?: "
     r"|[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d(?:\.\d+)? "  # the same stamp alone (CircleCI, old PyTorch CI)
     # loguru's default format, "2024-01-09 18:41:23.123 | ERROR    | train:main:42 - " (loguru/_defaults.py)
     r"|\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \| (?:TRACE|DEBUG|INFO|SUCCESS|WARNING|ERROR|CRITICAL) *\| "
@@ -111,13 +116,22 @@ _LOGGER_PREFIX = re.compile(
     # Determined's trial (or container) before each line of it, after the master's own stamp
     r"|(?:<> +\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\] )?"
     r"(?P<trial>[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}|[0-9a-f]{8}) \|\| "
-    r"|(?P<host>" + _HOST + r": ))"  # pdsh's "host: " (DeepSpeed's multi-node launcher), then the line
+    r"|(?P<host>" + _HOST + r": )"  # pdsh's "host: " (DeepSpeed's multi-node launcher), then the line
+    # kubectl logs --prefix: "[pod/NAME/CONTAINER] " (kubectl/pkg/cmd/logs/logs.go, addPrefixIfNeeded)
+    r"|(?P<pod>\[pod/[a-z0-9][\w.-]*/[\w.-]*\]) "
+    # srun --label: the task id, zero-padded to the widest ("%0*d: ", Slurm's
+    # src/common/write_labelled_message.c, _write_label); ctest -V numbers its tests' lines the same way
+    r"|(?P<task>\d{1,6}): )"
 )
 # The groups of the prefixes above that name the process a line came from (vLLM's "(VllmWorker rank=2
 # pid=808339) ", Ray's "(pid=123) ", torchrun --tee's "[default0]:", mpirun's "[1,0]<stderr>:", pdsh's
 # host): when several processes die at once their tracebacks interleave, and each block reads only its
 # own process's lines.
-_SPEAKER_GROUPS = ("process", "tee", "host", "job", "trial")
+_SPEAKER_GROUPS = ("process", "tee", "host", "job", "trial", "pod", "task")
+# ctest -V numbers each line a test prints with the test's number, as srun --label does with the task's,
+# before its "Test command:" line. Such a log keeps its numbers: what a test printed inside its own run
+# ("2: Segmentation fault" from a death test that passed) is not matched as the run's own line.
+CTEST_VERBOSE = b": Test command: "
 # A plain run's progress (unittest without -v, pytest -q -s: one of ". E F s x u" per test, no newline)
 # glued to the start of a child's line: ".Process worker-3:", "._queue.Empty", ".[E1202 ...",
 # "EException in thread", "Fsubprocess.CalledProcessError: ". The line must start with a capitalised
@@ -193,9 +207,11 @@ def clean_stripped(raw: bytes, keep_progress: bool = False) -> Tuple[str, Option
     return text, rank
 
 
-def clean_speaking(raw: bytes, keep_progress: bool = False) -> Tuple[str, Optional[int], Optional[str]]:
+def clean_speaking(
+    raw: bytes, keep_progress: bool = False, task_labels: bool = True
+) -> Tuple[str, Optional[int], Optional[str]]:
     """``clean_stripped``, and the prefix that named the process the line came from (``_SPEAKER_GROUPS``),
-    None when no prefix did."""
+    None when no prefix did. ``task_labels``: whether "N: " is srun --label's task (``CTEST_VERBOSE``)."""
     if raw.endswith(b"\n"):
         raw = raw[:-1]
     while raw.endswith(b"\r"):
@@ -223,7 +239,7 @@ def clean_speaking(raw: bytes, keep_progress: bool = False) -> Tuple[str, Option
     rank = None
     speaker = None
     glued = keep_progress  # a plain run's progress may precede a child's line once
-    for _ in range(4):  # e.g. journald, then [rankN]:, then progress dots, then torch's [E... file.cpp:N]
+    for _ in range(6):  # e.g. srun's task, journald, [rankN]:, progress dots, torch's [E... file.cpp:N]
         if not glued and text[:1] in _PROGRESS_CHARS:
             glued = True
             run = _PROGRESS_RUN.match(text).end()
@@ -241,7 +257,7 @@ def clean_speaking(raw: bytes, keep_progress: bool = False) -> Tuple[str, Option
                 text = text[m.end():]
                 continue
         m = _LOGGER_PREFIX.match(text)
-        if m is not None and m.end() < len(text):
+        if m is not None and m.end() < len(text) and (task_labels or m.group("task") is None):
             named = next((m.group(name) for name in _SPEAKER_GROUPS if m.group(name)), None)
             if named is not None:
                 speaker = (speaker or "") + named

@@ -36,7 +36,7 @@ from ._engine_literals import Plan, build_plan
 from .attribution import TestLine, TestTracker
 from ._engine_prefilter import Candidates, Finder, hyperscan_available, hyperscan_finder, python_finder
 from ._engine_wrap import Piece, WrapReader, attribution_view, logical_lines
-from .clean import clean_speaking, split_segments, strip_controls, visible_excerpt
+from .clean import CTEST_VERBOSE, clean_speaking, split_segments, strip_controls, visible_excerpt
 from .match import Match
 from .sources import Source, Unscannable
 
@@ -265,6 +265,7 @@ class _SourceScan:
         self.tracker = TestTracker()
         self.loose = loose if loose is not None else LoosePatterns(rules)
         self.window_ascii = True  # whether the window being matched is ASCII
+        self.task_labels = True  # whether "N: " is srun's task label, until the log shows ctest -V's
         self.joined_to: Dict[int, int] = {}  # rule index -> last row a joined line matched it into
         # A wrapped window as attribution reads it: (text, where each line starts, its first line number).
         self.view: Optional[Tuple[bytes, List[int], int]] = None
@@ -282,6 +283,8 @@ class _SourceScan:
             reader = WrapReader(windows) if source.may_be_wrapped else None
             for buf in reader if reader is not None else windows:
                 self.window_ascii = buf.isascii()
+                if self.task_labels and CTEST_VERBOSE in buf:
+                    self.task_labels = False
                 joined: Dict[int, tuple] = {}
                 self.view = None
                 if reader is not None and reader.width:
@@ -353,7 +356,7 @@ class _SourceScan:
         if not indices and not self.open:
             return
         raw = buf[pos:stop]
-        text, rank, speaker = clean_speaking(raw)
+        text, rank, speaker = clean_speaking(raw, task_labels=self.task_labels)
         progress: Any = _UNKNOWN
         segments = split_segments(text)
         excerpt_line = None
@@ -434,7 +437,7 @@ class _SourceScan:
         indices = [i for i in kept if not self.first[i][2]]
         if not indices:
             return
-        cleaned, rank, speaker = clean_speaking(text)
+        cleaned, rank, speaker = clean_speaking(text, task_labels=self.task_labels)
         pieces = [clean_speaking(buf[start:end])[0] for start, end in rows]
         last_row = line + len(rows) - 1
         progress: Any = _UNKNOWN

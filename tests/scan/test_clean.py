@@ -137,10 +137,32 @@ def test_buildkite_stamps_are_stripped():
     assert clean_speaking(raw) == (raw[23:].decode(), None, None)
     raw = b"[2026-01-27T09:24:41Z] (EngineCore_DP0 pid=6819) ERROR 01-27 01:24:41 [dump_input.py:79] Dumping"
     assert clean_speaking(raw) == ("Dumping", None, "(EngineCore_DP0 pid=6819")
-    # srun --label's task number and ctest -V's test number look alike ("2: Segmentation fault" is a ctest
-    # test's own output): kept, so test attribution still reads ctest's numbers
+    # srun --label's task (NOAA-EMC/global-workflow#1301) names the process, zero-padded to the widest id
     raw = b"0: slurmstepd: error: *** STEP 25981927.1 ON k65 CANCELLED AT 2023-04-13T18:23:49 ***"
-    assert clean_speaking(raw) == (raw.decode(), None, None)
+    assert clean_speaking(raw) == (raw[3:].decode(), None, "0")
+    assert clean_speaking(b"07: [rank7]:Traceback (most recent call last):") == (
+        "Traceback (most recent call last):", 7, "07[rank7]:")
+    # ctest -V's test number looks the same ("2: Segmentation fault" is a death test's own output): a log
+    # that shows ctest -V keeps it (the engine passes task_labels=False once it has seen CTEST_VERBOSE)
+    kept = b"2: Segmentation fault"
+    assert clean_speaking(kept, task_labels=False) == (kept.decode(), None, None)
+
+
+def test_kubectl_prefix_names_the_pod_and_container():
+    # kubectl logs --prefix (kubectl/pkg/cmd/logs/logs.go, addPrefixIfNeeded): "[pod/NAME/CONTAINER] "
+    raw = b"[pod/trainer-0/pytorch] Traceback (most recent call last):"
+    assert clean_speaking(raw) == ("Traceback (most recent call last):", None, "[pod/trainer-0/pytorch]")
+
+
+def test_a_bare_stamp_before_a_message_is_not_taken_for_a_syslog_host():
+    # moreutils ts (and CircleCI) put only "Mon DD HH:MM:SS " before the line; "CUDA error: " is the message
+    for message in (b"CUDA error: an illegal memory access was encountered",
+                    b"rocBLAS error: Could not initialize Tensile host: No devices found",
+                    b"cuda error: out of memory"):
+        assert clean_speaking(b"Dec 05 01:50:10 " + message)[0] == message.decode()
+    for host in (b"gpu-node-3", b"DESKTOP-1A2B", b"host"):
+        raw = b"Nov 29 17:59:56 " + host + b" kernel: Out of memory: Killed process 12 (python)"
+        assert clean_speaking(raw)[0] == "Out of memory: Killed process 12 (python)"
 
 
 def test_fatal_glog_prefix_and_lookalikes_are_kept():

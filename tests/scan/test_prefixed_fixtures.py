@@ -1,0 +1,76 @@
+"""The failure fixtures keep their findings when every line went through another tool's line prefix.
+
+Real logs reach us through launchers and log collectors that put their own text before each line: srun
+--label's task (Slurm's src/common/write_labelled_message.c, "%0*d: "), kubectl logs --prefix's
+"[pod/NAME/CONTAINER] " (kubectl/pkg/cmd/logs/logs.go), journald, moreutils' ts, torchrun --tee, mpirun
+--tag-output, docker compose, Ray, pdsh and torch's own "[rankN]:". Each fixture is a real log; here its
+lines are given such a prefix (the header left out, so line numbers stay comparable) and every error and
+warning the plain log gives must still be found at its line. A sample of the corpus keeps this quick.
+
+Left out: copies of a terminal (cut at its width, which a prefix would have moved) and Markdown pastes
+(the prefix would sit inside the quote or the code span, not before it).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from analyzer.model import Severity
+from analyzer.rules.loader import load_catalogue
+from analyzer.scan import scan_paths
+from analyzer.scan.clean import CTEST_VERBOSE
+
+REPO = Path(__file__).resolve().parents[2]
+PREFIXES = {
+    "srun-label": b"0: ",
+    "srun-label-padded": b"07: ",
+    "kubectl": b"[pod/trainer-0/main] ",
+    "journald": b"Nov 29 17:59:56 gpu-node-3 python3[1234]: ",
+    "ts": b"Dec 05 01:50:10 ",
+    "rank": b"[rank0]: ",
+    "torchrun-tee": b"[default0]:",
+    "mpirun": b"[1,0]<stderr>:",
+    "compose": b"trainer-1  | ",
+    "ray": b"(RayTrainWorker pid=3211) ",
+    "pdsh": b"gpu-node-3: ",
+}
+_PASTED = ("tmux", "wrapped", "blockquot", "markdown", "backtick", "midword", "italic", "-cols-")
+SAMPLE_EVERY = 9
+
+
+def _sample():
+    logs = sorted(p for p in (REPO / "fixtures").glob("*/*.log") if p.parent.name != "negative")
+    kept = [p for p in logs if not any(word in p.name for word in _PASTED) and b"\n```" not in p.read_bytes()]
+    return kept[::SAMPLE_EVERY]
+
+
+@pytest.fixture(scope="module")
+def catalogue():
+    return load_catalogue()
+
+
+def _failing(path: Path, catalogue):
+    return {(f.rule, f.line) for f in scan_paths([str(path)], catalogue) if f.severity is not Severity.NOTICE}
+
+
+@pytest.mark.parametrize("name", sorted(PREFIXES))
+def test_a_prefix_before_every_line_loses_no_finding(name, catalogue, tmp_path):
+    lost = []
+    for fixture in _sample():
+        body = [line for line in fixture.read_bytes().split(b"\n") if not line.startswith(b"#! ")]
+        if name.startswith("srun") and any(CTEST_VERBOSE in line for line in body):
+            continue  # ctest -V numbers its tests' lines as srun does its tasks': such a log keeps both
+        plain, prefixed = tmp_path / "plain.log", tmp_path / "prefixed.log"
+        plain.write_bytes(b"\n".join(body))
+        prefixed.write_bytes(b"\n".join(PREFIXES[name] + line if line else line for line in body))
+        missing = _failing(plain, catalogue) - _failing(prefixed, catalogue)
+        if missing:
+            lost.append(f"{fixture.relative_to(REPO)}: {sorted(missing)}")
+    assert not lost, "\n".join(lost)
+
+
+def test_the_sample_holds_failures():
+    # A sample of logs without findings would make the test above pass whatever the cleaner does.
+    assert len(_sample()) > 60
