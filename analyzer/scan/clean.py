@@ -91,8 +91,12 @@ _LOGGER_PREFIX = re.compile(
     # loguru's default format, "2024-01-09 18:41:23.123 | ERROR    | train:main:42 - " (loguru/_defaults.py)
     r"|\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \| (?:TRACE|DEBUG|INFO|SUCCESS|WARNING|ERROR|CRITICAL) *\| "
     r"[\w.<>-]+:[\w.<>-]+:\d+ - "
-    # a bare date-time, and a container log's stream after it
+    # a bare date-time, and a container log's stream after it; Hugging Face's examples' "%m/%d/%Y %H:%M:%S"
     r"| *\d{4}-\d\d-\d\d[ T]\d\d:\d\d(?::\d\d(?:[.,]\d+)?)?(?:Z|[+-]\d\d:?\d\d)? " + _CRI_STREAM +
+    r"|\d\d/\d\d/\d{4} \d\d:\d\d:\d\d "
+    # what logging's "%(asctime)s - %(name)s - %(levelname)s - %(message)s" (the logging cookbook's) and
+    # "%(asctime)s - %(levelname)s - %(name)s - " (transformers' and accelerate's examples) leave after it
+    r"|- (?:[\w.<>-]+ - )?(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) - (?:[\w.<>-]+ - )?"
     # Hydra's job logging, "[2024-01-09 18:41:23,123][__main__][ERROR] - " (hydra/conf/hydra/job_logging)
     r"|\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)?\]\[[^\]\s]+\]\[(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\] - "
     r"|\d\d:\d\d:\d\d(?:\.\d+)?  ?"  # Jenkins' timestamper (one space or two; never more: indentation)

@@ -32,6 +32,7 @@ from ..model import SCAN_INCOMPLETE_RULE
 from ..rules.budget import MatchBudget
 from ..rules.model import CUT_SHORT_GROUP, DEFAULT_MATCH_BUDGET_S, Catalogue, Rule
 from ._engine_approx import LoosePatterns
+from ._engine_indent import dedented
 from ._engine_literals import Plan, build_plan
 from .attribution import TestLine, TestTracker
 from ._engine_prefilter import Candidates, Finder, hyperscan_available, hyperscan_finder, python_finder
@@ -280,6 +281,8 @@ class _SourceScan:
         try:
             first_line = 1
             windows: Iterable[bytes] = (strip_controls(window) for window in _windows(stream, self.path))
+            if source.may_be_wrapped:  # a pasted copy: maybe indented as code, maybe cut by a terminal
+                windows = dedented(windows)
             reader = WrapReader(windows) if source.may_be_wrapped else None
             for buf in reader if reader is not None else windows:
                 self.window_ascii = buf.isascii()

@@ -148,6 +148,14 @@ def test_buildkite_stamps_are_stripped():
     assert clean_speaking(kept, task_labels=False) == (kept.decode(), None, None)
 
 
+def test_python_logging_dashed_formats_are_stripped():
+    # the logging cookbook's "%(asctime)s - %(name)s - %(levelname)s - %(message)s", and transformers'
+    # examples (run_glue_no_trainer.py: levelname before name, datefmt "%m/%d/%Y %H:%M:%S")
+    assert clean_line(b"2024-01-09 18:41:23,123 - root - ERROR - Killed") == ("Killed", None)
+    assert clean_line(b"01/09/2024 18:41:23 - ERROR - __main__ - Killed") == ("Killed", None)
+    assert clean_line(b"step 3 - ERROR - x") == ("step 3 - ERROR - x", None)
+
+
 def test_kubectl_prefix_names_the_pod_and_container():
     # kubectl logs --prefix (kubectl/pkg/cmd/logs/logs.go, addPrefixIfNeeded): "[pod/NAME/CONTAINER] "
     raw = b"[pod/trainer-0/pytorch] Traceback (most recent call last):"

@@ -3,9 +3,10 @@
 Real logs reach us through launchers and log collectors that put their own text before each line: srun
 --label's task (Slurm's src/common/write_labelled_message.c, "%0*d: "), kubectl logs --prefix's
 "[pod/NAME/CONTAINER] " (kubectl/pkg/cmd/logs/logs.go), journald, moreutils' ts, torchrun --tee, mpirun
---tag-output, docker compose, Ray, pdsh and torch's own "[rankN]:". Each fixture is a real log; here its
-lines are given such a prefix (the header left out, so line numbers stay comparable) and every error and
-warning the plain log gives must still be found at its line. A sample of the corpus keeps this quick.
+--tag-output, docker compose, Ray, pdsh, Python logging's dashed formats, torch's own "[rankN]:", and a
+paste indented as Markdown code. Each fixture is a real log; here its lines are given such a prefix (the
+header left out, so line numbers stay comparable) and every error and warning the plain log gives must
+still be found at its line. A sample of the corpus keeps this quick.
 
 Left out: copies of a terminal (cut at its width, which a prefix would have moved) and Markdown pastes
 (the prefix would sit inside the quote or the code span, not before it).
@@ -20,6 +21,7 @@ import pytest
 from analyzer.model import Severity
 from analyzer.rules.loader import load_catalogue
 from analyzer.scan import scan_paths
+from analyzer.scan._engine_indent import MIN_LINES, dedented
 from analyzer.scan.clean import CTEST_VERBOSE
 
 REPO = Path(__file__).resolve().parents[2]
@@ -35,6 +37,12 @@ PREFIXES = {
     "compose": b"trainer-1  | ",
     "ray": b"(RayTrainWorker pid=3211) ",
     "pdsh": b"gpu-node-3: ",
+    # logging's "%(asctime)s - %(name)s - %(levelname)s - " (the cookbook's) and transformers' examples' order
+    "logging": b"2024-01-09 18:41:23,123 - root - ERROR - ",
+    "transformers-examples": b"01/09/2024 18:41:23 - INFO - __main__ - ",
+    # a paste indented as a Markdown code block (analyzer/scan/_engine_indent.py)
+    "indented": b"    ",
+    "indented-tab": b"\t",
 }
 _PASTED = ("tmux", "wrapped", "blockquot", "markdown", "backtick", "midword", "italic", "-cols-")
 SAMPLE_EVERY = 9
@@ -62,6 +70,8 @@ def test_a_prefix_before_every_line_loses_no_finding(name, catalogue, tmp_path):
         body = [line for line in fixture.read_bytes().split(b"\n") if not line.startswith(b"#! ")]
         if name.startswith("srun") and any(CTEST_VERBOSE in line for line in body):
             continue  # ctest -V numbers its tests' lines as srun does its tasks': such a log keeps both
+        if name.startswith("indented") and sum(1 for line in body if line.strip()) < MIN_LINES:
+            continue  # too few lines to tell an indented paste from a line's own indent
         plain, prefixed = tmp_path / "plain.log", tmp_path / "prefixed.log"
         plain.write_bytes(b"\n".join(body))
         prefixed.write_bytes(b"\n".join(PREFIXES[name] + line if line else line for line in body))
@@ -74,3 +84,18 @@ def test_a_prefix_before_every_line_loses_no_finding(name, catalogue, tmp_path):
 def test_the_sample_holds_failures():
     # A sample of logs without findings would make the test above pass whatever the cleaner does.
     assert len(_sample()) > 60
+
+
+def test_an_indented_paste_is_read_without_its_indent_and_a_traceback_keeps_its_own(tmp_path):
+    log = tmp_path / "pasted.log"
+    log.write_bytes(b"    Traceback (most recent call last):\n      File \"train.py\", line 3, in <module>\n"
+                    b"        main()\n    RuntimeError: CUDA error: an illegal memory access was encountered"
+                    b"\n"
+                    b"    Segmentation fault (core dumped)\n")
+    rules = {f.rule for f in scan_paths([str(log)], load_catalogue())}
+    assert {"cuda-error", "crash-core-dumped"} <= rules
+    # a log whose lines are not all indented is read as it is; an indent is removed once per line
+    mixed = [b"step 1\n    Segmentation fault (core dumped)\n", b"step 2\n"]
+    assert list(dedented(mixed)) == mixed
+    windows = [b"    a\n        b\n    c\n", b"    d\n\n\t e\n"]
+    assert list(dedented(windows)) == [b"a\n    b\nc\n", b"d\n\n\t e\n"]
