@@ -78,7 +78,7 @@ def _starts_a_record(row: bytes, before: bytes = b"") -> bool:
     if _ELAPSED.match(row) is not None or starts_with_runner_stamp(row):
         return True  # the stamp alone settles it: every line of a GitHub log has one, cleaning is dear
     # "724: failed assertion" after a cut "file.mm:" is the rest of a location, not srun's task label
-    return clean_speaking(row, task_labels=False)[0] != row.decode("utf-8", "backslashreplace")
+    return clean_speaking(row, task_labels=False)[0] != row.decode("utf-8", "backslashreplace").rstrip(" \t")
 
 
 def _cut_in_a_word(row: bytes, after: bytes) -> bool:

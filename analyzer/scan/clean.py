@@ -272,7 +272,9 @@ def clean_speaking(
         m = _UNITTEST_CONTINUED.match(text)
         if m is not None:
             text = text[m.end():]
-    return text, rank, speaker
+    # Blanks after the last word: a console or a paste padded the line ("Error: Process completed with
+    # exit code 1.   "); no program's wording ends in them.
+    return text.rstrip(" \t"), rank, speaker
 
 
 def _unemphasised(text: str) -> str:

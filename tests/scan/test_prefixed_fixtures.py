@@ -63,8 +63,7 @@ def _failing(path: Path, catalogue):
     return {(f.rule, f.line) for f in scan_paths([str(path)], catalogue) if f.severity is not Severity.NOTICE}
 
 
-@pytest.mark.parametrize("name", sorted(PREFIXES))
-def test_a_prefix_before_every_line_loses_no_finding(name, catalogue, tmp_path):
+def _lost(name, edit, catalogue, tmp_path):
     lost = []
     for fixture in _sample():
         body = [line for line in fixture.read_bytes().split(b"\n") if not line.startswith(b"#! ")]
@@ -72,12 +71,24 @@ def test_a_prefix_before_every_line_loses_no_finding(name, catalogue, tmp_path):
             continue  # ctest -V numbers its tests' lines as srun does its tasks': such a log keeps both
         if name.startswith("indented") and sum(1 for line in body if line.strip()) < MIN_LINES:
             continue  # too few lines to tell an indented paste from a line's own indent
-        plain, prefixed = tmp_path / "plain.log", tmp_path / "prefixed.log"
+        plain, edited = tmp_path / "plain.log", tmp_path / "edited.log"
         plain.write_bytes(b"\n".join(body))
-        prefixed.write_bytes(b"\n".join(PREFIXES[name] + line if line else line for line in body))
-        missing = _failing(plain, catalogue) - _failing(prefixed, catalogue)
+        edited.write_bytes(b"\n".join(edit(line) if line else line for line in body))
+        missing = _failing(plain, catalogue) - _failing(edited, catalogue)
         if missing:
             lost.append(f"{fixture.relative_to(REPO)}: {sorted(missing)}")
+    return lost
+
+
+@pytest.mark.parametrize("name", sorted(PREFIXES))
+def test_a_prefix_before_every_line_loses_no_finding(name, catalogue, tmp_path):
+    lost = _lost(name, lambda line: PREFIXES[name] + line, catalogue, tmp_path)
+    assert not lost, "\n".join(lost)
+
+
+def test_blanks_after_every_line_lose_no_finding(catalogue, tmp_path):
+    # a console or a paste that pads each line to its width
+    lost = _lost("padded", lambda line: line + b"   ", catalogue, tmp_path)
     assert not lost, "\n".join(lost)
 
 
