@@ -201,6 +201,13 @@ def _function_of(test: str) -> str:
     return test.rpartition("::")[2].partition("[")[0]
 
 
+def _names_of(test: str) -> Set[str]:
+    """The names a test's events may carry: its node id, and its report header's (``TestC.test_y[p]``,
+    ``test_y[p]``; pytest's header drops the file)."""
+    in_file = test.partition("::")[2]
+    return {test, in_file.replace("::", "."), in_file.rpartition("::")[2]} - {""}
+
+
 class _Open:
     """A folded event while its log is still being read (mutable, internal)."""
 
@@ -277,6 +284,14 @@ class LogState:
         # (``pytest -q``, unittest) says they were its run's.
         self.run_events: Dict[int, _Open] = {}
         self.run_framed = False
+        # The tests that failed in the current run (since its start or the last verdict), and, once a verdict
+        # closed it, that run's failures and events with the verdict before it: a verdict the outer run's
+        # progress then follows was an inner run's (``_verdict_was_inner``).
+        self.run_failed: List[str] = []
+        self.closed_run: Tuple[List[str], List[_Open], Optional[Match]] = ([], [], None)
+        # The events opened on the latest line that opened one: a short summary's "FAILED t.py::t - REASON"
+        # may retell as its reason an event the test's report already showed (``_summary_retold``).
+        self.line_events: Tuple[int, List[tuple]] = (0, [])
         # A supervisor's attempts (torch elastic): the current one's number, the events that happened in
         # it outside any test, and the events of restarted attempts with the restart that ended each.
         self.attempt = 0
@@ -489,12 +504,32 @@ class LogState:
             return
         if header:
             self._set_context("uheader", match.line, test)
-        elif self.tentative is not None and not self.depth:
+        elif match.groups.get("reason"):
+            self._summary_retold(match, test)
+        if not header and self.tentative is not None and not self.depth:
             if len(self.tentative) < MAX_TENTATIVE:
                 self.tentative.append(match)
                 return
             self._commit_tentative()  # too long for an inner run's summary: the log's own
         self._failed(match, test)
+
+    def _summary_retold(self, match: Match, test: str) -> None:
+        """Fold the events on a failure line that names its reason ("FAILED t.py::test_y - RuntimeError: CUDA
+        error: ...") into the same rule's event of that test's report: one event, told again as the test's
+        failure reason (which the test failure's finding names). With no such event (``--tb=no``) it stays."""
+        line, opened_here = self.line_events
+        if line != match.line:
+            return
+        names = _names_of(test)
+        for key, opened in opened_here:
+            if self.events.get(key) is not opened:
+                continue
+            told = next((other for other in self.events.values() if other is not opened
+                         and other.event.match.rule.id == opened.event.match.rule.id
+                         and other.event.test in names), None)
+            if told is not None:  # the same occurrence, not a repeat: ``told`` keeps its count
+                del self.events[key]
+                self.run_events.pop(id(opened), None)
 
     def _commit_tentative(self) -> None:
         """The short summary the held failures came under was the log's own: they failed."""
@@ -560,6 +595,10 @@ class LogState:
             if earlier is not None and not match.line <= earlier.line <= match.end_line:
                 event = dataclasses.replace(event, traceback=(_who(identity), earlier))
         opened = self._add(key, match, event, identity)
+        if opened is not None:
+            if self.line_events[0] != match.line:
+                self.line_events = (match.line, [])
+            self.line_events[1].append((key, opened))
         if opened is not None and kind == "test" and self.ctx_kind == "header" and self.ctx_unsure:
             opened.outcome_by_verdict = True
         if opened is not None and match.rule.kind is Kind.CRASH:
