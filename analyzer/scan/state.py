@@ -372,7 +372,9 @@ class LogState:
                     self.outer_open = True
                     if self.ctx_kind == "verdict":
                         # The outer run prints its progress after that verdict: it was an inner run's whose
-                        # glued start a terminal's cut hid ("=== test session starts ===" alone on a row).
+                        # glued start a terminal's cut hid ("=== test session starts ===" alone on a row), or
+                        # a quiet inner run's that printed no start at all (pytester's in-process runs).
+                        self._verdict_was_inner()
                         self._set_context("reset", match.line)
                         self.run_framed = self.run_framed or self.session_seen
                 self.session_seen = self.session_seen or not (self.depth or glued or self.outer_open)
@@ -381,11 +383,14 @@ class LogState:
                 if self.depth or announced or self.outer_open or (
                         kind == "test" and (progress is None or progress.line == 0 or not progress.finished)):
                     if not self.depth:
-                        # (an xdist line, an earlier inner run's, says nothing of the lines after it)
-                        self.inner_ctx = ("", None, None) if kind == "xdist" else (kind, test, progress)
+                        # (an xdist line, an earlier inner run's, says nothing of the lines after it; nor
+                        # does an outcome reported before the last verdict: an earlier inner run's summary)
+                        stale = kind == "xdist" or self._reported_before_verdict(progress)
+                        self.inner_ctx = ("", None, None) if stale else (kind, test, progress)
                     self.depth += 1
                     return
                 self.run_events = {}  # the log's own run starts: what came before is not in it
+                self.run_failed = []
                 self.run_framed = True
             if not self.depth:
                 # In a passing test's report, or one whose section this log lost (it starts inside the
@@ -415,6 +420,8 @@ class LogState:
                 # Printed while a test was still running: an inner run's verdict (a quiet runner's test
                 # prints nothing when it ends, so the verdict after it is the run's own).
                 return
+            self.closed_run = (self.run_failed, list(self.run_events.values()), self.verdict)
+            self.run_failed = []
             self.verdict = match
             self.outer_open = False
             self._set_context("verdict", match.line)
@@ -422,10 +429,7 @@ class LogState:
                 opened.verdict_after = True
             self.awaiting_verdict.clear()
             if (self.run_framed or match.rule.unframed_run) and not verdict_failed(match):
-                for opened in self.run_events.values():
-                    # A session cut short still ends in "3 passed": that verdict is the lie, not a handler.
-                    if not opened.event.match.rule.voids_verdict or opened.inner:
-                        opened.run_passed = match
+                self._run_passed(match)
             self.run_events = {}
             self.run_framed = False
         elif marker == INNER_RUN_MARKER:
@@ -453,6 +457,34 @@ class LogState:
                 if len(self.shutdowns_by_pid) >= MAX_IDENTITIES:
                     self.shutdowns_by_pid.pop(next(iter(self.shutdowns_by_pid)))
                 self.shutdowns_by_pid[(marker, pid)] = match
+
+    def _reported_before_verdict(self, progress: Optional[TestLine]) -> bool:
+        """Whether ``progress`` is a test's outcome line printed before the last verdict of any run."""
+        last = self.last_verdict
+        return progress is not None and 0 < progress.line and progress.finished and last is not None \
+            and progress.line < last.line
+
+    def _run_passed(self, verdict: Match) -> None:
+        """The current run's passing ``verdict`` handled its events on no test's lines."""
+        for opened in self.run_events.values():
+            # A session cut short still ends in "3 passed": that verdict is the lie, not a handler.
+            if not opened.event.match.rule.voids_verdict or opened.inner:
+                opened.run_passed = verdict
+
+    def _verdict_was_inner(self) -> None:
+        """The verdict taken for the log's own was an inner run's: the failures reported under it were that
+        run's (the outer test that ran it is judged by the outer run), and its events on no test's lines
+        wait for the outer run's verdict."""
+        failed, events, before = self.closed_run
+        self.closed_run = ([], [], None)
+        self.tentative = None  # failures held under its short summary were its own
+        for test in failed:
+            self.failed.pop(test, None)
+            self.events.pop(("test-failure", test), None)
+        for opened in events:
+            opened.inner, opened.run_passed = True, None
+            self.run_events[id(opened)] = opened
+        self.verdict = before
 
     def _attempt_marker(self, match: Match, marker: str) -> None:
         """A supervised run started, restarted an attempt, or succeeded: a restarted attempt's events were
@@ -541,6 +573,7 @@ class LogState:
         if test not in self.failed:
             if len(self.failed) < MAX_FAILED_TESTS:
                 self.failed[test] = None
+                self.run_failed.append(test)
             else:
                 self.failed_overflow = True
         reason = (match.groups.get("reason") or "").strip() or None
@@ -565,6 +598,7 @@ class LogState:
             found.recovered = None
             found.run_passed = None
             self._in_attempt(found, test, kind)
+            self._in_run(found, test, kind)
             if match.rule.kind is Kind.CRASH:
                 self.last_crash = (found, match.end_line)
             return
@@ -607,10 +641,14 @@ class LogState:
             self.awaiting_verdict.append(opened)
         if opened is not None:
             self._in_attempt(opened, test, kind)
-            if kind == "" and test is None:
-                # (in an inner run the outer run's context is in force: an announced one under -q has none)
-                opened.inner = opened.inner or bool(self.depth)
-                self.run_events[id(opened)] = opened
+            self._in_run(opened, test, kind)
+
+    def _in_run(self, opened: _Open, test: Optional[str], kind: str) -> None:
+        """An event on no test's lines (first told, or told again) waits for the current run's verdict."""
+        if kind == "" and test is None:
+            # (in an inner run the outer run's context is in force: an announced one under -q has none)
+            opened.inner = opened.inner or bool(self.depth)
+            self.run_events[id(opened)] = opened
 
     def _add(
         self, key: tuple, match: Match, event: LogEvent, identity: Optional[Identity]
@@ -686,6 +724,8 @@ class LogState:
             final_verdict = self.verdict
         elif last is not None and last is not self.verdict and (final is None or final.line < last.line):
             final_verdict, off_by_one = last, True
+            if (self.run_framed or last.rule.unframed_run) and not verdict_failed(last):
+                self._run_passed(last)
         elif final is not None and final.line > self.ctx_line and not final.finished and not final.xdist:
             unfinished = final
         # After a verdict with failures, a test the log's summary does not name as failed did not fail;
