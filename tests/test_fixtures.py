@@ -34,7 +34,7 @@ FIXTURES = REPO / "fixtures"
 HEADER = "#! "
 LOGS = sorted(FIXTURES.rglob("*.log"))
 MAX_FIXTURE_BYTES = 256 * 1024  # a healthy suite kept whole (negative/*-suite.log) is the largest
-MAX_CORPUS_BYTES = 7 * 512 * 1024  # 3.5 MiB: whole healthy suites of torch and pytest are most of it
+MAX_CORPUS_BYTES = 7 * 512 * 1024 + 100_000  # 3.5 MiB + 0.1 MB (misses): whole healthy suites are most of it
 
 
 def _engines() -> List[str]:

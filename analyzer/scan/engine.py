@@ -24,7 +24,7 @@ import dataclasses
 import zipfile
 import zlib
 from dataclasses import dataclass
-from typing import IO, Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
+from typing import IO, Any, Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tuple
 
 from ..errors import InputError, UsageError
 from ..durations import format_duration
@@ -270,6 +270,7 @@ class _SourceScan:
         self.joined_to: Dict[int, int] = {}  # rule index -> last row a joined line matched it into
         # A wrapped window as attribution reads it: (text, where each line starts, its first line number).
         self.view: Optional[Tuple[bytes, List[int], int]] = None
+        self.continued_rows: Set[int] = set()  # rows of the window that continue a cut line
 
     def run(self, source: Source) -> Iterator[Match]:
         try:
@@ -290,9 +291,12 @@ class _SourceScan:
                     self.task_labels = False
                 joined: Dict[int, tuple] = {}
                 self.view = None
+                self.continued_rows = set()
                 if reader is not None and reader.width:
                     lines = logical_lines(buf, reader.width)
                     joined = self._joined_lines(lines)
+                    # Rows that continue a line the terminal cut end no echo block: their text is that line's.
+                    self.continued_rows = {start for _pos, rows, _text in lines for start, _ in rows[1:]}
                     if lines:
                         self.view = (*attribution_view(buf, lines), first_line)
                 next_line = self._window(buf, first_line, self.finder(buf), joined)
@@ -365,9 +369,10 @@ class _SourceScan:
         excerpt_line = None
         if self.open:
             excerpt_line = _excerpt_line(visible_excerpt(raw))
+            continued = pos in self.continued_rows
             for block in list(self.open):
                 if line > block.last_row and (speaker is None or block.speaker in (None, speaker)):
-                    self._feed(block, segments, excerpt_line, line)
+                    self._feed(block, segments, excerpt_line, line, continued)
         first = self.first
         for index in indices:
             is_block, compiled, user = first[index]
@@ -485,10 +490,18 @@ class _SourceScan:
             chosen.update(self.literal_rules[lit])
         return sorted(chosen)
 
-    def _feed(self, block: _Block, segments: List[str], excerpt_line: str, line: int) -> None:
+    def _feed(self, block: _Block, segments: List[str], excerpt_line: str, line: int,
+              continued: bool = False) -> None:
+        """Give ``block`` its next line; ``continued``: the row continues a line a terminal cut. An echo
+        marker's block (which drops every match on its lines) only keeps such a row in its excerpt: its end is
+        read on whole lines, so a cut traceback frame does not end it before the line it must cover."""
         rule = self.rules[block.index]
         block.add(excerpt_line)
         block.fed_to = line
+        if continued and rule.marker == "echo":
+            if block.count >= rule.max_lines:
+                self._drop(block.index, block.speaker)
+            return
         if rule.capture_re is not None and not rule.capture_re.groupindex.keys() <= block.groups.keys():
             captured = self._search(block.index, rule.capture_re, segments, rule.user_defined)
             if captured is not None:

@@ -201,6 +201,13 @@ def _function_of(test: str) -> str:
     return test.rpartition("::")[2].partition("[")[0]
 
 
+def _names_of(test: str) -> Set[str]:
+    """The names a test's events may carry: its node id, and its report header's (``TestC.test_y[p]``,
+    ``test_y[p]``; pytest's header drops the file)."""
+    in_file = test.partition("::")[2]
+    return {test, in_file.replace("::", "."), in_file.rpartition("::")[2]} - {""}
+
+
 class _Open:
     """A folded event while its log is still being read (mutable, internal)."""
 
@@ -277,6 +284,14 @@ class LogState:
         # (``pytest -q``, unittest) says they were its run's.
         self.run_events: Dict[int, _Open] = {}
         self.run_framed = False
+        # The tests that failed in the current run (since its start or the last verdict), and, once a verdict
+        # closed it, that run's failures and events with the verdict before it: a verdict the outer run's
+        # progress then follows was an inner run's (``_verdict_was_inner``).
+        self.run_failed: List[str] = []
+        self.closed_run: Tuple[List[str], List[_Open], Optional[Match]] = ([], [], None)
+        # The events opened on the latest line that opened one: a short summary's "FAILED t.py::t - REASON"
+        # may retell as its reason an event the test's report already showed (``_summary_retold``).
+        self.line_events: Tuple[int, List[tuple]] = (0, [])
         # A supervisor's attempts (torch elastic): the current one's number, the events that happened in
         # it outside any test, and the events of restarted attempts with the restart that ended each.
         self.attempt = 0
@@ -357,7 +372,9 @@ class LogState:
                     self.outer_open = True
                     if self.ctx_kind == "verdict":
                         # The outer run prints its progress after that verdict: it was an inner run's whose
-                        # glued start a terminal's cut hid ("=== test session starts ===" alone on a row).
+                        # glued start a terminal's cut hid ("=== test session starts ===" alone on a row), or
+                        # a quiet inner run's that printed no start at all (pytester's in-process runs).
+                        self._verdict_was_inner()
                         self._set_context("reset", match.line)
                         self.run_framed = self.run_framed or self.session_seen
                 self.session_seen = self.session_seen or not (self.depth or glued or self.outer_open)
@@ -366,11 +383,14 @@ class LogState:
                 if self.depth or announced or self.outer_open or (
                         kind == "test" and (progress is None or progress.line == 0 or not progress.finished)):
                     if not self.depth:
-                        # (an xdist line, an earlier inner run's, says nothing of the lines after it)
-                        self.inner_ctx = ("", None, None) if kind == "xdist" else (kind, test, progress)
+                        # (an xdist line, an earlier inner run's, says nothing of the lines after it; nor
+                        # does an outcome reported before the last verdict: an earlier inner run's summary)
+                        stale = kind == "xdist" or self._reported_before_verdict(progress)
+                        self.inner_ctx = ("", None, None) if stale else (kind, test, progress)
                     self.depth += 1
                     return
                 self.run_events = {}  # the log's own run starts: what came before is not in it
+                self.run_failed = []
                 self.run_framed = True
             if not self.depth:
                 # In a passing test's report, or one whose section this log lost (it starts inside the
@@ -400,6 +420,8 @@ class LogState:
                 # Printed while a test was still running: an inner run's verdict (a quiet runner's test
                 # prints nothing when it ends, so the verdict after it is the run's own).
                 return
+            self.closed_run = (self.run_failed, list(self.run_events.values()), self.verdict)
+            self.run_failed = []
             self.verdict = match
             self.outer_open = False
             self._set_context("verdict", match.line)
@@ -407,10 +429,7 @@ class LogState:
                 opened.verdict_after = True
             self.awaiting_verdict.clear()
             if (self.run_framed or match.rule.unframed_run) and not verdict_failed(match):
-                for opened in self.run_events.values():
-                    # A session cut short still ends in "3 passed": that verdict is the lie, not a handler.
-                    if not opened.event.match.rule.voids_verdict or opened.inner:
-                        opened.run_passed = match
+                self._run_passed(match)
             self.run_events = {}
             self.run_framed = False
         elif marker == INNER_RUN_MARKER:
@@ -438,6 +457,34 @@ class LogState:
                 if len(self.shutdowns_by_pid) >= MAX_IDENTITIES:
                     self.shutdowns_by_pid.pop(next(iter(self.shutdowns_by_pid)))
                 self.shutdowns_by_pid[(marker, pid)] = match
+
+    def _reported_before_verdict(self, progress: Optional[TestLine]) -> bool:
+        """Whether ``progress`` is a test's outcome line printed before the last verdict of any run."""
+        last = self.last_verdict
+        return progress is not None and 0 < progress.line and progress.finished and last is not None \
+            and progress.line < last.line
+
+    def _run_passed(self, verdict: Match) -> None:
+        """The current run's passing ``verdict`` handled its events on no test's lines."""
+        for opened in self.run_events.values():
+            # A session cut short still ends in "3 passed": that verdict is the lie, not a handler.
+            if not opened.event.match.rule.voids_verdict or opened.inner:
+                opened.run_passed = verdict
+
+    def _verdict_was_inner(self) -> None:
+        """The verdict taken for the log's own was an inner run's: the failures reported under it were that
+        run's (the outer test that ran it is judged by the outer run), and its events on no test's lines
+        wait for the outer run's verdict."""
+        failed, events, before = self.closed_run
+        self.closed_run = ([], [], None)
+        self.tentative = None  # failures held under its short summary were its own
+        for test in failed:
+            self.failed.pop(test, None)
+            self.events.pop(("test-failure", test), None)
+        for opened in events:
+            opened.inner, opened.run_passed = True, None
+            self.run_events[id(opened)] = opened
+        self.verdict = before
 
     def _attempt_marker(self, match: Match, marker: str) -> None:
         """A supervised run started, restarted an attempt, or succeeded: a restarted attempt's events were
@@ -489,12 +536,32 @@ class LogState:
             return
         if header:
             self._set_context("uheader", match.line, test)
-        elif self.tentative is not None and not self.depth:
+        elif match.groups.get("reason"):
+            self._summary_retold(match, test)
+        if not header and self.tentative is not None and not self.depth:
             if len(self.tentative) < MAX_TENTATIVE:
                 self.tentative.append(match)
                 return
             self._commit_tentative()  # too long for an inner run's summary: the log's own
         self._failed(match, test)
+
+    def _summary_retold(self, match: Match, test: str) -> None:
+        """Fold the events on a failure line that names its reason ("FAILED t.py::test_y - RuntimeError: CUDA
+        error: ...") into the same rule's event of that test's report: one event, told again as the test's
+        failure reason (which the test failure's finding names). With no such event (``--tb=no``) it stays."""
+        line, opened_here = self.line_events
+        if line != match.line:
+            return
+        names = _names_of(test)
+        for key, opened in opened_here:
+            if self.events.get(key) is not opened:
+                continue
+            told = next((other for other in self.events.values() if other is not opened
+                         and other.event.match.rule.id == opened.event.match.rule.id
+                         and other.event.test in names), None)
+            if told is not None:  # the same occurrence, not a repeat: ``told`` keeps its count
+                del self.events[key]
+                self.run_events.pop(id(opened), None)
 
     def _commit_tentative(self) -> None:
         """The short summary the held failures came under was the log's own: they failed."""
@@ -506,6 +573,7 @@ class LogState:
         if test not in self.failed:
             if len(self.failed) < MAX_FAILED_TESTS:
                 self.failed[test] = None
+                self.run_failed.append(test)
             else:
                 self.failed_overflow = True
         reason = (match.groups.get("reason") or "").strip() or None
@@ -530,6 +598,7 @@ class LogState:
             found.recovered = None
             found.run_passed = None
             self._in_attempt(found, test, kind)
+            self._in_run(found, test, kind)
             if match.rule.kind is Kind.CRASH:
                 self.last_crash = (found, match.end_line)
             return
@@ -560,6 +629,10 @@ class LogState:
             if earlier is not None and not match.line <= earlier.line <= match.end_line:
                 event = dataclasses.replace(event, traceback=(_who(identity), earlier))
         opened = self._add(key, match, event, identity)
+        if opened is not None:
+            if self.line_events[0] != match.line:
+                self.line_events = (match.line, [])
+            self.line_events[1].append((key, opened))
         if opened is not None and kind == "test" and self.ctx_kind == "header" and self.ctx_unsure:
             opened.outcome_by_verdict = True
         if opened is not None and match.rule.kind is Kind.CRASH:
@@ -568,10 +641,14 @@ class LogState:
             self.awaiting_verdict.append(opened)
         if opened is not None:
             self._in_attempt(opened, test, kind)
-            if kind == "" and test is None:
-                # (in an inner run the outer run's context is in force: an announced one under -q has none)
-                opened.inner = opened.inner or bool(self.depth)
-                self.run_events[id(opened)] = opened
+            self._in_run(opened, test, kind)
+
+    def _in_run(self, opened: _Open, test: Optional[str], kind: str) -> None:
+        """An event on no test's lines (first told, or told again) waits for the current run's verdict."""
+        if kind == "" and test is None:
+            # (in an inner run the outer run's context is in force: an announced one under -q has none)
+            opened.inner = opened.inner or bool(self.depth)
+            self.run_events[id(opened)] = opened
 
     def _add(
         self, key: tuple, match: Match, event: LogEvent, identity: Optional[Identity]
@@ -647,6 +724,8 @@ class LogState:
             final_verdict = self.verdict
         elif last is not None and last is not self.verdict and (final is None or final.line < last.line):
             final_verdict, off_by_one = last, True
+            if (self.run_framed or last.rule.unframed_run) and not verdict_failed(last):
+                self._run_passed(last)
         elif final is not None and final.line > self.ctx_line and not final.finished and not final.xdist:
             unfinished = final
         # After a verdict with failures, a test the log's summary does not name as failed did not fail;

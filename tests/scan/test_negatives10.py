@@ -32,7 +32,7 @@ TWINS = {
     "crash/doctest-expected-output-wrong": "doctest-example-failed",
     "crash/urllib3-retries-exhausted": "ci-step-failed",
     "crash/tenacity-retries-exhausted": "ci-step-failed",
-    "crash/cpu-oom-uncaught": "ci-step-failed",
+    "crash/cpu-oom-uncaught": "cpu-out-of-memory",
     "crash/cpu-only-smoke-cuda-call": "cuda-not-usable",
     "pytest/classifier-ubsan-case-fails": "pytest-test-outcome",
     "crash/gha-crash-marker-check-found": "c-assertion-failed",
