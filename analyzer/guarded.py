@@ -52,6 +52,7 @@ from .report import github as github_report
 from .rules.model import Catalogue, Rule
 from .scan import attribution, pipeline, rank  # noqa: F401 - rank: imported now, used by the scan after the run
 from .scan.clean import strip_controls
+from .scan.match import Match
 from .scan.sources import Source
 from .supervise.guard import STDERR_LOG, STDOUT_LOG, GuardOptions, Supervision, supervise
 from .verdict import decide
@@ -119,6 +120,9 @@ ACTION_VARIABLES = (
 # without a place in that log (the scan of a flooded log may lag for long).
 EVENT_PLACE_WAIT_S = 0.5
 IN_FORCE_LOOK_BYTES = 64 << 10
+# How much later than a stdout chunk a stderr chunk printed before it may be timed (each pump thread
+# times its chunk once it has the GIL back): the tests that ended that close before are judged too.
+ACROSS_SLACK_S = _CLOCK_STEP_S
 # The events of a log whose scan was cut inside a window that still go in the report (each is a distinct
 # event: the scan reports an event the first time it sees it).
 MAX_SEEN_EVENTS = 256
@@ -187,6 +191,33 @@ class _LineClock:
         return self.times[min(index, len(self.times) - 1)]
 
 
+class _ByteClock:
+    """When each byte of one log arrived: ``(bytes in the log, monotonic time)`` at every offer, exact
+    (the pump's own times, not a step's), so that an event on stderr is set among stdout's lines to the
+    chunk; past ``_CLOCK_POINTS`` points every other one is dropped, so a log of any length keeps a
+    bounded list and only loses precision."""
+
+    def __init__(self) -> None:
+        self.totals: List[int] = []
+        self.times: List[float] = []
+
+    def add(self, total: int, arrived: float) -> None:
+        self.totals.append(total)
+        self.times.append(arrived)
+        if len(self.times) > _CLOCK_POINTS:
+            del self.totals[::2], self.times[::2]
+
+    def arrival(self, offset: int) -> Optional[float]:
+        """When the byte at ``offset`` had arrived, or None when it has not been offered."""
+        index = bisect.bisect_right(self.totals, offset)
+        return self.times[index] if index < len(self.times) else None
+
+    def bytes_by(self, when: float) -> int:
+        """How many bytes had arrived by ``when``."""
+        index = bisect.bisect_right(self.times, when)
+        return self.totals[index - 1] if index else 0
+
+
 class _Follow:
     """A binary file over the guard's log that follows it: ``read`` blocks until the pump wrote more.
 
@@ -208,6 +239,7 @@ class _Follow:
         self._want: Optional[int] = None
         self._points: Deque[Tuple[int, float]] = collections.deque()
         self.clock = _LineClock()
+        self._arrivals = _ByteClock()
         # (offset, complete lines before it) of the last reads: where a line the engine just matched is.
         self._reads: Deque[Tuple[int, int]] = collections.deque(maxlen=_READS_KEPT)
 
@@ -221,6 +253,7 @@ class _Follow:
                 points[-1] = (total, points[-1][1])
             else:
                 points.append((total, arrived))
+            self._arrivals.add(total, arrived)
             self.written = total
             if self._want is not None and total >= self._want:
                 self._cond.notify()
@@ -228,6 +261,16 @@ class _Follow:
     @property
     def fd(self) -> Optional[int]:
         return self._fd
+
+    def arrival(self, offset: int) -> Optional[float]:
+        """When the byte at ``offset`` arrived (``_ByteClock.arrival``); any thread."""
+        with self._cond:
+            return self._arrivals.arrival(offset)
+
+    def bytes_by(self, when: float) -> int:
+        """How many bytes had arrived by ``when`` (``_ByteClock.bytes_by``); any thread."""
+        with self._cond:
+            return self._arrivals.bytes_by(when)
 
     def unread_since(self) -> Optional[float]:
         """When the oldest byte offered but not yet read arrived (None when the reader is caught up)."""
@@ -363,17 +406,20 @@ class _LiveLog:
         catalogue: Catalogue,
         prepared: pipeline.Prepared,
         on_event: Callable[[Finding], None],
+        tests_from: Optional[_Follow] = None,
     ) -> None:
+        """``tests_from``: the follower of the log whose test lines this log's events are set among."""
         self.display_path = display_path
         self.follow = _Follow(fd)
         self.error: Optional[str] = None
         self.seen: List[Finding] = []  # appended by the scan thread only; read once it is cut
         self._on_event = on_event
+        self._across = None if tests_from is None else _Across(self.follow, tests_from)
         self.scan = pipeline.LogScan(
             # The command's output came through a pipe: no terminal wrapped it, and the live scan must
             # not wait for 64 KiB of it before matching the first line.
             Source(display_path, lambda: self.follow, may_be_wrapped=False), catalogue, engine=prepared,
-            on_event=self._event,
+            on_event=self._event, across=self._across,
         )
         self.thread = threading.Thread(target=self._run, name=f"guard-scan-{os.path.basename(display_path)}",
                                        daemon=True)
@@ -394,6 +440,8 @@ class _LiveLog:
         finally:
             self.follow.cut()
             self.follow.close()
+            if self._across is not None:
+                self._across.close()
 
     def incomplete(self, severity: Severity) -> Optional[Finding]:
         """The finding that says this log was not scanned to its end, or None when it was."""
@@ -415,6 +463,67 @@ class _LiveLog:
             line=0,
             message=message,
         )
+
+
+class _Across:
+    """``state.Across`` for the guard's stderr: the test stdout showed running when an event's line
+    arrived (pytest ``-v -s`` prints its test lines on stdout, the code's warnings and tracebacks go to
+    stderr). The line's arrival comes from stderr's byte clock, stdout's bytes by then from stdout's,
+    and the test in force from at most ``IN_FORCE_LOOK_BYTES`` of stdout before that point, read on a
+    descriptor of its own (stdout's scan closes its own when it ends, maybe before stderr's)."""
+
+    def __init__(self, own: _Follow, other: _Follow) -> None:
+        self._own = own
+        self._other = other
+        self._fd: Optional[int] = None if other.fd is None else os.dup(other.fd)
+
+    def __call__(self, match: Match) -> Optional[Tuple[str, Tuple[int, Optional[str]]]]:
+        """The test in force when the line arrived, and where the other log stood ``ACROSS_SLACK_S``
+        before with the test in force there: each pump times its own pipe once its thread has the GIL
+        back, so a stderr line printed at a test's end may be timed after the next test's start (measured:
+        up to 6.5 ms after, with torch's store timeout logged just before its test PASSED). It is named
+        after the later test, and handled only if every test from the earlier point on passed."""
+        try:
+            when = self._own.arrival(self._own.line_offset(match.line))
+            if when is None:
+                return None
+            test = self._test_at(self._other.bytes_by(when))
+            if test is None:
+                return None
+            early = self._other.bytes_by(when - ACROSS_SLACK_S)
+            return test, (early, self._test_at(early))
+        except (OSError, ValueError):
+            return None
+
+    def _test_at(self, at: int) -> Optional[str]:
+        fd = self._fd
+        if fd is None:
+            return None
+        lo = max(0, at - IN_FORCE_LOOK_BYTES)
+        return attribution.test_in_force(os.pread(fd, at - lo, lo), from_start=lo == 0)
+
+    def close(self) -> None:
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            os.close(fd)
+
+
+def _live_logs(
+    paths: Mapping[str, str],
+    fds: Mapping[str, int],
+    catalogue: Catalogue,
+    prepared: Mapping[str, pipeline.Prepared],
+    on_event: Callable[[Finding], None],
+) -> Dict[str, _LiveLog]:
+    """A live scan per log (each takes its descriptor); stderr's events are set among stdout's tests."""
+    logs: Dict[str, _LiveLog] = {}
+    for stream, _ in STREAMS:
+        if stream in fds:
+            tests_from = logs["stdout"].follow if stream == "stderr" and "stdout" in logs else None
+            logs[stream] = _LiveLog(
+                paths[stream], fds[stream], catalogue, prepared[stream], on_event, tests_from
+            )
+    return logs
 
 
 class _EventGate:
@@ -917,7 +1026,7 @@ def _child_main(
         for event in ready:
             _write_all(res, _frame(("event", event), rules, key))
 
-    logs = {name: _LiveLog(paths[name], fd, catalogue, prepared[name], on_event) for name, fd in fds.items()}
+    logs = _live_logs(paths, fds, catalogue, prepared, on_event)
     by_index = [(index, logs[stream]) for index, (stream, _) in enumerate(STREAMS) if stream in logs]
     finished = cut = False
     polls = 0
@@ -1024,10 +1133,13 @@ class GuardedRun:
                 return
             except OSError:
                 self._child = None
-        for name, own in self._fds.items():
-            self._logs[name] = _LiveLog(
-                self._path(name), os.dup(own), self.catalogue, self._prepared[name], self._on_live_event
-            )
+        self._logs = self._scan_here(self._on_live_event)
+
+    def _scan_here(self, on_event: Callable[[Finding], None]) -> Dict[str, _LiveLog]:
+        """Live scans in this process, on descriptors of their own (no scanner process)."""
+        fds = {name: os.dup(own) for name, own in self._fds.items()}
+        paths = {name: self._path(name) for name in fds}
+        return _live_logs(paths, fds, self.catalogue, self._prepared, on_event)
 
     def _on_live_event(self, finding: Finding) -> None:
         """A live finding of a scan in this process (no scanner process could be started)."""
@@ -1074,11 +1186,9 @@ class GuardedRun:
             if cancelled or is_cut():
                 return {stream: _Outcome(None, self._unscanned(stream, severity)) for stream in self._fds}
             # The child failed without the runner's window pressing: scan the logs here, as after the run.
-            for name, own in self._fds.items():
-                self._logs[name] = _LiveLog(
-                    self._path(name), os.dup(own), self.catalogue, self._prepared[name], lambda f: None
-                )
-                self._logs[name].follow.offer(*self._totals.get(name, (0, 0.0)))
+            self._logs = self._scan_here(lambda f: None)
+            for name, log in self._logs.items():
+                log.follow.offer(*self._totals.get(name, (0, 0.0)))
         for log in self._logs.values():
             log.follow.finish()
         return _collect(self._logs, bound_s, is_cut, severity)
@@ -1118,7 +1228,7 @@ class GuardedRun:
             if outcome.result is None:
                 incomplete.extend(outcome.seen)
             if outcome.result is not None:
-                results.append(outcome.result)
+                results.append(_settle_across(outcome.result, self._fds.get("stdout")))
                 clocks[self._path(stream)] = outcome.clock()
         failed = _failed_exit(supervision.command)
         findings = pipeline.combine(
@@ -1160,6 +1270,41 @@ class GuardedRun:
             os.close(fd)
         self._fds = {}
         self.files.close()
+
+
+def _settle_across(result: pipeline.LogFindings, fd: Optional[int]) -> pipeline.LogFindings:
+    """Whether each test that ``result``'s events were set in from another log (``_Across``) then passed,
+    and the one running a little before if another: read in that log (``fd``) from where it stood then,
+    at most ``ABORT_LOOK_BYTES`` (``attribution.passed_through``). A test that passed handled its event;
+    one that failed, or never said, did not. Once per place and test."""
+    if fd is None or all(event.across is None for event in result.events):
+        return result
+    passed: Dict[Tuple[int, Optional[str], str], bool] = {}
+    events = []
+    for event in result.events:
+        if event.across is not None and event.test is not None:
+            key = (*event.across, event.test)
+            if key not in passed:
+                passed[key] = _passed_after(fd, *key)
+            event = dataclasses.replace(event, test_finished=passed[key])
+        events.append(event)
+    return dataclasses.replace(result, events=tuple(events))
+
+
+def _passed_after(fd: int, offset: int, running: Optional[str], test: str) -> bool:
+    start = max(0, offset - 1)
+    try:
+        after = os.pread(fd, ABORT_LOOK_BYTES + offset - start, start)
+    except OSError:
+        return False
+    lines = after.split(b"\n")
+    if len(after) < ABORT_LOOK_BYTES:
+        lines.append(b"")  # the log ends here, after the run: its last line is whole
+    if offset > 0:
+        # Read from the byte before ``offset``: a line's end (lines[0] is empty), or a line cut there,
+        # whose rest is no line of its own.
+        lines[0] = b""
+    return attribution.passed_through(lines, running, test)
 
 
 def _name_the_hangs_test(finding: Finding) -> Finding:
