@@ -500,7 +500,7 @@ class _Across:
         if fd is None:
             return None
         lo = max(0, at - IN_FORCE_LOOK_BYTES)
-        return attribution.test_in_force(os.pread(fd, at - lo, lo), from_start=lo == 0)
+        return attribution.running_test(os.pread(fd, at - lo, lo), from_start=lo == 0)
 
     def close(self) -> None:
         fd, self._fd = self._fd, None

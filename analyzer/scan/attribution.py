@@ -533,7 +533,7 @@ def _passed(stripped: bytes) -> bool:
     return bool(words) and words[-1] in _PASSING
 
 
-def test_in_force(before: bytes, from_start: bool) -> Optional[str]:
+def running_test(before: bytes, from_start: bool) -> Optional[str]:
     """The test still running at the end of ``before`` (another log's bytes up to a moment; from its
     start, or else its first line may be cut and is skipped): the last progress line's test when no
     outcome of it came after it, else None (between tests, after a verdict, or no progress line:
