@@ -330,6 +330,20 @@ class _Follow:
         self.read_bytes = end
         return data
 
+    def read_within(self, size: int, wait_s: float) -> Optional[bytes]:
+        """``read``, or None when no byte came within ``wait_s`` (the scan's early look at a line that
+        a progress display keeps rewriting with ``\\r``: ``scan.engine.EARLY_WAIT_S``)."""
+        deadline = time.monotonic() + wait_s
+        with self._cond:
+            while not self._final and self.written <= self.read_bytes:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return None
+                self._want = self.read_bytes + 1
+                self._cond.wait(left)
+            self._want = None
+        return self.read(size)
+
     def line_offset(self, line: int) -> int:
         """Where line ``line`` (1-based) of the log starts, for a line of the last few reads (the scan
         thread's, where the engine matched it); the start of the oldest read kept for an older line."""
