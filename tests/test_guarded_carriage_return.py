@@ -58,7 +58,7 @@ def placed(report: Dict[str, Any]) -> List[Tuple[str, int, str]]:
 
 def test_abort_on_fires_on_an_event_in_a_line_that_only_carriage_returns_end(tmp_path):
     # Before: the watchdog's text waited in the scan's carry for a "\n" that never came, and the run
-    # went on to its 100 s --timeout (exit 124, timeout_reason "timeout", no guard-aborted).
+    # went on to its 100 s --timeout (exit 124, timeout_reason "wall", no guard-aborted).
     prog = write(tmp_path, STUCK_IN_A_PROGRESS_LINE)
     started = time.monotonic()
     code, report = guard(
