@@ -123,6 +123,8 @@ IN_FORCE_LOOK_BYTES = 64 << 10
 # How much later than a stdout chunk a stderr chunk printed before it may be timed (each pump thread
 # times its chunk once it has the GIL back): the tests that ended that close before are judged too.
 ACROSS_SLACK_S = _CLOCK_STEP_S
+# All the reading after stderr's events for their tests' outcomes, per report.
+ACROSS_READ_BUDGET = 256 << 20
 # The events of a log whose scan was cut inside a window that still go in the report (each is a distinct
 # event: the scan reports an event the first time it sees it).
 MAX_SEEN_EVENTS = 256
@@ -205,7 +207,7 @@ class _ByteClock:
         self.totals.append(total)
         self.times.append(arrived)
         if len(self.times) > _CLOCK_POINTS:
-            del self.totals[::2], self.times[::2]
+            del self.totals[1::2], self.times[1::2]  # an odd count: the first and the newest stay
 
     def arrival(self, offset: int) -> Optional[float]:
         """When the byte at ``offset`` had arrived, or None when it has not been offered."""
@@ -1294,31 +1296,44 @@ def _settle_across(result: pipeline.LogFindings, fd: Optional[int]) -> pipeline.
     if fd is None or all(event.across is None for event in result.events):
         return result
     passed: Dict[Tuple[int, Optional[str], str], bool] = {}
+    budget = [ACROSS_READ_BUDGET]
     events = []
     for event in result.events:
         if event.across is not None and event.test is not None:
             key = (*event.across, event.test)
             if key not in passed:
-                passed[key] = _passed_after(fd, *key)
+                passed[key] = _passed_after(fd, *key, budget)
             event = dataclasses.replace(event, test_finished=passed[key])
         events.append(event)
     return dataclasses.replace(result, events=tuple(events))
 
 
-def _passed_after(fd: int, offset: int, running: Optional[str], test: str) -> bool:
+def _passed_after(fd: int, offset: int, running: Optional[str], test: str, budget: List[int]) -> bool:
+    """``attribution.passed_through`` of the log at ``fd`` from ``offset``: read ``IN_FORCE_LOOK_BYTES``
+    first (the outcome is most often near), then more, up to ``ABORT_LOOK_BYTES``, while ``budget[0]``
+    (bytes, shared by all events of the report: a cancel leaves seconds) lasts; False when unread."""
     start = max(0, offset - 1)
-    try:
-        after = os.pread(fd, ABORT_LOOK_BYTES + offset - start, start)
-    except OSError:
-        return False
-    lines = after.split(b"\n")
-    if len(after) < ABORT_LOOK_BYTES:
-        lines.append(b"")  # the log ends here, after the run: its last line is whole
-    if offset > 0:
-        # Read from the byte before ``offset``: a line's end (lines[0] is empty), or a line cut there,
-        # whose rest is no line of its own.
-        lines[0] = b""
-    return attribution.passed_through(lines, running, test)
+    size = IN_FORCE_LOOK_BYTES
+    while budget[0] > 0:
+        want = min(size, budget[0]) + offset - start
+        try:
+            after = os.pread(fd, want, start)
+        except OSError:
+            return False
+        budget[0] -= len(after)
+        lines = after.split(b"\n")
+        whole = len(after) < want
+        if whole:
+            lines.append(b"")  # the log ends here, after the run: its last line is whole
+        if offset > 0:
+            # Read from the byte before ``offset``: a line's end (lines[0] is empty), or a line cut
+            # there, whose rest is no line of its own.
+            lines[0] = b""
+        said = attribution.passed_through(lines, running, test)
+        if said is not None or whole or size >= ABORT_LOOK_BYTES:
+            return bool(said)
+        size = min(size * 8, ABORT_LOOK_BYTES)
+    return False
 
 
 def _name_the_hangs_test(finding: Finding) -> Finding:

@@ -126,10 +126,22 @@ def test_which_test_stdout_showed_running(before: bytes, from_start: bool, expec
     ([b"PASSED", b"t.py::b starting", b"FAILED", b""], "t.py::a", "t.py::b", False),
     ([b"t.py::b PASSED", b""], None, "t.py::b", True),  # between tests, then b
     ([b"t.py::a output", b"t.py::c starting", b"PASSED", b""], "t.py::a", "t.py::a", False),
-    ([b"output", b"PASSED"], "t.py::a", "t.py::a", False),  # an outcome still being written
-    ([b"==== 2 passed in 0.1s ====", b""], "t.py::a", "t.py::a", False),  # a verdict is no outcome
+    ([b"output", b"PASSED"], "t.py::a", "t.py::a", None),  # an outcome still being written: unsaid
+    ([b"==== 2 passed in 0.1s ====", b""], "t.py::a", "t.py::a", None),  # a verdict is no outcome
 ])
 def test_whether_the_tests_around_a_stderr_event_passed(
-    after: Sequence[bytes], running: Optional[str], test: str, expected: bool
+    after: Sequence[bytes], running: Optional[str], test: str, expected: Optional[bool]
 ):
     assert passed_through(after, running, test) is expected
+
+
+def test_a_byte_clock_stays_bounded_and_keeps_its_newest_point():
+    from analyzer.guarded import _CLOCK_POINTS, _ByteClock
+
+    clock = _ByteClock()
+    for index in range(3 * _CLOCK_POINTS):
+        clock.add(10 * (index + 1), float(index))
+        assert len(clock.times) <= _CLOCK_POINTS
+        # the bytes that just came have a time: the stderr line the scan is on was among them
+        assert clock.arrival(10 * index + 5) == float(index)
+    assert clock.bytes_by(-1.0) == 0 and clock.bytes_by(1e9) == 30 * _CLOCK_POINTS

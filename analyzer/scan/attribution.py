@@ -553,11 +553,12 @@ def running_test(before: bytes, from_start: bool) -> Optional[str]:
     return test
 
 
-def passed_through(lines: Sequence[bytes], running: Optional[str], test: str) -> bool:
+def passed_through(lines: Sequence[bytes], running: Optional[str], test: str) -> Optional[bool]:
     """Whether ``test`` passed and so did every test that reported before it in ``lines`` (another log
     from a moment ``running`` was in force, None when none was): an event that came while stdout went
-    from one test to the next was handled only if both passed. As ``event_handled``, the last line
-    (maybe still being written), verdicts and xdist's reports never count."""
+    from one test to the next was handled only if both passed. None when ``lines`` end before it says.
+    As ``event_handled``, the last line (maybe still being written), verdicts and xdist's reports never
+    count."""
     current = running
     for raw in lines[:-1]:
         if not may_report_progress(raw):
@@ -580,4 +581,4 @@ def passed_through(lines: Sequence[bytes], running: Optional[str], test: str) ->
         if current == test:
             return True
         current = None
-    return False
+    return None
