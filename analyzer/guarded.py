@@ -82,6 +82,7 @@ _PENDING_POINTS = 4_096
 _JOIN_SLICE_S = 0.1
 _READS_KEPT = 4
 CHUNK_LOOK_BYTES = 1 << 20
+_FIRST_LOOK_BYTES = 4096
 # The scanner process: per log (bytes in it, arrival time) in shared memory, then the state (run,
 # finish, cut), the scanner's pid and its done flag; length-prefixed signed pickles come back.
 _SLOT = struct.Struct("<qd")
@@ -209,10 +210,11 @@ class _ByteClock:
         if len(self.times) > _CLOCK_POINTS:
             del self.totals[1::2], self.times[1::2]  # an odd count: the first and the newest stay
 
-    def arrival(self, offset: int) -> Optional[float]:
-        """When the byte at ``offset`` had arrived, or None when it has not been offered."""
+    def arrival(self, offset: int) -> Optional[Tuple[int, float]]:
+        """When the byte at ``offset`` had arrived, with the end of the bytes that came with it (by that
+        time); None when it has not been offered."""
         index = bisect.bisect_right(self.totals, offset)
-        return self.times[index] if index < len(self.times) else None
+        return (self.totals[index], self.times[index]) if index < len(self.times) else None
 
     def bytes_by(self, when: float) -> int:
         """How many bytes had arrived by ``when``."""
@@ -264,8 +266,9 @@ class _Follow:
     def fd(self) -> Optional[int]:
         return self._fd
 
-    def arrival(self, offset: int) -> Optional[float]:
-        """When the byte at ``offset`` arrived (``_ByteClock.arrival``); any thread."""
+    def arrival(self, offset: int) -> Optional[Tuple[int, float]]:
+        """When the byte at ``offset`` arrived, and the end of what came with it (``_ByteClock.arrival``);
+        any thread."""
         with self._cond:
             return self._arrivals.arrival(offset)
 
@@ -346,16 +349,21 @@ class _Follow:
             self._want = None
         return self.read(size)
 
-    def line_offset(self, line: int) -> int:
+    def line_offset(self, line: int, hint: Optional[Tuple[int, int]] = None) -> int:
         """Where line ``line`` (1-based) of the log starts, for a line of the last few reads (the scan
-        thread's, where the engine matched it); the start of the oldest read kept for an older line."""
+        thread's, where the engine matched it); the start of the oldest read kept for an older line.
+        ``hint``: (a line, where it starts) from an earlier call, to count on from, not from the read's
+        start (a flood of matches in one read would count its lines again for each)."""
         reads = list(self._reads)
         for start, before in reversed(reads):
             if before > line - 1:
                 continue
             offset, skip = start, line - 1 - before
+            if hint is not None and before < hint[0] <= line and hint[1] >= start:
+                offset, skip = hint[1], line - hint[0]
+            size = _FIRST_LOOK_BYTES  # most often the next line or so: read little first
             while skip > 0 and offset < self.read_bytes:
-                chunk = os.pread(self._fd, min(CHUNK_LOOK_BYTES, self.read_bytes - offset), offset) \
+                chunk = os.pread(self._fd, min(size, self.read_bytes - offset), offset) \
                     if self._fd is not None else b""
                 if not chunk:
                     break
@@ -363,6 +371,7 @@ class _Follow:
                 if count < skip:
                     skip -= count
                     offset += len(chunk)
+                    size = min(2 * size, CHUNK_LOOK_BYTES)
                     continue
                 at = -1
                 for _ in range(skip):
@@ -492,6 +501,11 @@ class _Across:
         self._own = own
         self._other = other
         self._fd: Optional[int] = None if other.fd is None else os.dup(other.fd)
+        # A flood of matches costs what their distinct places cost: the last line found (counted on
+        # from), and the last places in the other log with what they gave.
+        self._hint: Optional[Tuple[int, int]] = None
+        self._last: Optional[Tuple[Tuple[int, int], Optional[Tuple[str, Tuple[int, Optional[str]]]]]] = None
+        self._span: Tuple[int, int] = (0, 0)  # the lines that start in the chunk of the last place
 
     def __call__(self, match: Match) -> Optional[Tuple[str, Tuple[int, Optional[str]]]]:
         """The test in force when the line arrived, and where the other log stood ``ACROSS_SLACK_S``
@@ -499,17 +513,32 @@ class _Across:
         back, so a stderr line printed at a test's end may be timed after the next test's start (measured:
         up to 6.5 ms after, with torch's store timeout logged just before its test PASSED). It is named
         after the later test, and handled only if every test from the earlier point on passed."""
+        if self._last is not None and self._span[0] <= match.line < self._span[1]:
+            return self._last[1]  # a line of the same chunk: it arrived at the same time
         try:
-            when = self._own.arrival(self._own.line_offset(match.line))
-            if when is None:
+            offset = self._own.line_offset(match.line, self._hint)
+            self._hint = (match.line, offset)
+            arrived = self._own.arrival(offset)
+            if arrived is None:
                 return None
-            test = self._test_at(self._other.bytes_by(when))
-            if test is None:
-                return None
-            early = self._other.bytes_by(when - ACROSS_SLACK_S)
-            return test, (early, self._test_at(early))
+            end, when = arrived
+            self._span = (match.line, match.line + self._lines_starting(offset, end))
+            places = (self._other.bytes_by(when), self._other.bytes_by(when - ACROSS_SLACK_S))
+            if self._last is not None and self._last[0] == places:
+                return self._last[1]
+            test = self._test_at(places[0])
+            found = None if test is None else (test, (places[1], self._test_at(places[1])))
+            self._last = (places, found)
+            return found
         except (OSError, ValueError):
             return None
+
+    def _lines_starting(self, offset: int, end: int) -> int:
+        """How many lines start in this log from ``offset`` (a line start) to ``end``."""
+        fd = self._own.fd
+        if fd is None or end <= offset:
+            return 0
+        return 1 + os.pread(fd, end - offset - 1, offset).count(b"\n")
 
     def _test_at(self, at: int) -> Optional[str]:
         fd = self._fd

@@ -143,5 +143,5 @@ def test_a_byte_clock_stays_bounded_and_keeps_its_newest_point():
         clock.add(10 * (index + 1), float(index))
         assert len(clock.times) <= _CLOCK_POINTS
         # the bytes that just came have a time: the stderr line the scan is on was among them
-        assert clock.arrival(10 * index + 5) == float(index)
+        assert clock.arrival(10 * index + 5) == (10 * (index + 1), float(index))
     assert clock.bytes_by(-1.0) == 0 and clock.bytes_by(1e9) == 30 * _CLOCK_POINTS
