@@ -52,6 +52,7 @@ from .report import github as github_report
 from .rules.model import Catalogue, Rule
 from .scan import attribution, pipeline, rank  # noqa: F401 - rank: imported now, used by the scan after the run
 from .scan.clean import strip_controls
+from .scan.match import Match
 from .scan.sources import Source
 from .supervise.guard import STDERR_LOG, STDOUT_LOG, GuardOptions, Supervision, supervise
 from .verdict import decide
@@ -81,6 +82,7 @@ _PENDING_POINTS = 4_096
 _JOIN_SLICE_S = 0.1
 _READS_KEPT = 4
 CHUNK_LOOK_BYTES = 1 << 20
+_FIRST_LOOK_BYTES = 4096
 # The scanner process: per log (bytes in it, arrival time) in shared memory, then the state (run,
 # finish, cut), the scanner's pid and its done flag; length-prefixed signed pickles come back.
 _SLOT = struct.Struct("<qd")
@@ -119,6 +121,11 @@ ACTION_VARIABLES = (
 # without a place in that log (the scan of a flooded log may lag for long).
 EVENT_PLACE_WAIT_S = 0.5
 IN_FORCE_LOOK_BYTES = 64 << 10
+# How much later than a stdout chunk a stderr chunk printed before it may be timed (each pump thread
+# times its chunk once it has the GIL back): the tests that ended that close before are judged too.
+ACROSS_SLACK_S = _CLOCK_STEP_S
+# All the reading after stderr's events for their tests' outcomes, per report.
+ACROSS_READ_BUDGET = 256 << 20
 # The events of a log whose scan was cut inside a window that still go in the report (each is a distinct
 # event: the scan reports an event the first time it sees it).
 MAX_SEEN_EVENTS = 256
@@ -187,6 +194,34 @@ class _LineClock:
         return self.times[min(index, len(self.times) - 1)]
 
 
+class _ByteClock:
+    """When each byte of one log arrived: ``(bytes in the log, monotonic time)`` at every offer, exact
+    (the pump's own times, not a step's), so that an event on stderr is set among stdout's lines to the
+    chunk; past ``_CLOCK_POINTS`` points every other one is dropped, so a log of any length keeps a
+    bounded list and only loses precision."""
+
+    def __init__(self) -> None:
+        self.totals: List[int] = []
+        self.times: List[float] = []
+
+    def add(self, total: int, arrived: float) -> None:
+        self.totals.append(total)
+        self.times.append(arrived)
+        if len(self.times) > _CLOCK_POINTS:
+            del self.totals[1::2], self.times[1::2]  # an odd count: the first and the newest stay
+
+    def arrival(self, offset: int) -> Optional[Tuple[int, float]]:
+        """When the byte at ``offset`` had arrived, with the end of the bytes that came with it (by that
+        time); None when it has not been offered."""
+        index = bisect.bisect_right(self.totals, offset)
+        return (self.totals[index], self.times[index]) if index < len(self.times) else None
+
+    def bytes_by(self, when: float) -> int:
+        """How many bytes had arrived by ``when``."""
+        index = bisect.bisect_right(self.times, when)
+        return self.totals[index - 1] if index else 0
+
+
 class _Follow:
     """A binary file over the guard's log that follows it: ``read`` blocks until the pump wrote more.
 
@@ -208,6 +243,7 @@ class _Follow:
         self._want: Optional[int] = None
         self._points: Deque[Tuple[int, float]] = collections.deque()
         self.clock = _LineClock()
+        self._arrivals = _ByteClock()
         # (offset, complete lines before it) of the last reads: where a line the engine just matched is.
         self._reads: Deque[Tuple[int, int]] = collections.deque(maxlen=_READS_KEPT)
 
@@ -221,6 +257,7 @@ class _Follow:
                 points[-1] = (total, points[-1][1])
             else:
                 points.append((total, arrived))
+            self._arrivals.add(total, arrived)
             self.written = total
             if self._want is not None and total >= self._want:
                 self._cond.notify()
@@ -228,6 +265,17 @@ class _Follow:
     @property
     def fd(self) -> Optional[int]:
         return self._fd
+
+    def arrival(self, offset: int) -> Optional[Tuple[int, float]]:
+        """When the byte at ``offset`` arrived, and the end of what came with it (``_ByteClock.arrival``);
+        any thread."""
+        with self._cond:
+            return self._arrivals.arrival(offset)
+
+    def bytes_by(self, when: float) -> int:
+        """How many bytes had arrived by ``when`` (``_ByteClock.bytes_by``); any thread."""
+        with self._cond:
+            return self._arrivals.bytes_by(when)
 
     def unread_since(self) -> Optional[float]:
         """When the oldest byte offered but not yet read arrived (None when the reader is caught up)."""
@@ -287,16 +335,35 @@ class _Follow:
         self.read_bytes = end
         return data
 
-    def line_offset(self, line: int) -> int:
+    def read_within(self, size: int, wait_s: float) -> Optional[bytes]:
+        """``read``, or None when no byte came within ``wait_s`` (the scan's early look at a line that
+        a progress display keeps rewriting with ``\\r``: ``scan.engine.EARLY_WAIT_S``)."""
+        deadline = time.monotonic() + wait_s
+        with self._cond:
+            while not self._final and self.written <= self.read_bytes:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return None
+                self._want = self.read_bytes + 1
+                self._cond.wait(left)
+            self._want = None
+        return self.read(size)
+
+    def line_offset(self, line: int, hint: Optional[Tuple[int, int]] = None) -> int:
         """Where line ``line`` (1-based) of the log starts, for a line of the last few reads (the scan
-        thread's, where the engine matched it); the start of the oldest read kept for an older line."""
+        thread's, where the engine matched it); the start of the oldest read kept for an older line.
+        ``hint``: (a line, where it starts) from an earlier call, to count on from, not from the read's
+        start (a flood of matches in one read would count its lines again for each)."""
         reads = list(self._reads)
         for start, before in reversed(reads):
             if before > line - 1:
                 continue
             offset, skip = start, line - 1 - before
+            if hint is not None and before < hint[0] <= line and hint[1] >= start:
+                offset, skip = hint[1], line - hint[0]
+            size = _FIRST_LOOK_BYTES  # most often the next line or so: read little first
             while skip > 0 and offset < self.read_bytes:
-                chunk = os.pread(self._fd, min(CHUNK_LOOK_BYTES, self.read_bytes - offset), offset) \
+                chunk = os.pread(self._fd, min(size, self.read_bytes - offset), offset) \
                     if self._fd is not None else b""
                 if not chunk:
                     break
@@ -304,6 +371,7 @@ class _Follow:
                 if count < skip:
                     skip -= count
                     offset += len(chunk)
+                    size = min(2 * size, CHUNK_LOOK_BYTES)
                     continue
                 at = -1
                 for _ in range(skip):
@@ -363,17 +431,20 @@ class _LiveLog:
         catalogue: Catalogue,
         prepared: pipeline.Prepared,
         on_event: Callable[[Finding], None],
+        tests_from: Optional[_Follow] = None,
     ) -> None:
+        """``tests_from``: the follower of the log whose test lines this log's events are set among."""
         self.display_path = display_path
         self.follow = _Follow(fd)
         self.error: Optional[str] = None
         self.seen: List[Finding] = []  # appended by the scan thread only; read once it is cut
         self._on_event = on_event
+        self._across = None if tests_from is None else _Across(self.follow, tests_from)
         self.scan = pipeline.LogScan(
             # The command's output came through a pipe: no terminal wrapped it, and the live scan must
             # not wait for 64 KiB of it before matching the first line.
             Source(display_path, lambda: self.follow, may_be_wrapped=False), catalogue, engine=prepared,
-            on_event=self._event,
+            on_event=self._event, across=self._across,
         )
         self.thread = threading.Thread(target=self._run, name=f"guard-scan-{os.path.basename(display_path)}",
                                        daemon=True)
@@ -394,6 +465,8 @@ class _LiveLog:
         finally:
             self.follow.cut()
             self.follow.close()
+            if self._across is not None:
+                self._across.close()
 
     def incomplete(self, severity: Severity) -> Optional[Finding]:
         """The finding that says this log was not scanned to its end, or None when it was."""
@@ -415,6 +488,87 @@ class _LiveLog:
             line=0,
             message=message,
         )
+
+
+class _Across:
+    """``state.Across`` for the guard's stderr: the test stdout showed running when an event's line
+    arrived (pytest ``-v -s`` prints its test lines on stdout, the code's warnings and tracebacks go to
+    stderr). The line's arrival comes from stderr's byte clock, stdout's bytes by then from stdout's,
+    and the test in force from at most ``IN_FORCE_LOOK_BYTES`` of stdout before that point, read on a
+    descriptor of its own (stdout's scan closes its own when it ends, maybe before stderr's)."""
+
+    def __init__(self, own: _Follow, other: _Follow) -> None:
+        self._own = own
+        self._other = other
+        self._fd: Optional[int] = None if other.fd is None else os.dup(other.fd)
+        # A flood of matches costs what their distinct places cost: the last line found (counted on
+        # from), and the last places in the other log with what they gave.
+        self._hint: Optional[Tuple[int, int]] = None
+        self._last: Optional[Tuple[Tuple[int, int], Optional[Tuple[str, Tuple[int, Optional[str]]]]]] = None
+        self._span: Tuple[int, int] = (0, 0)  # the lines that start in the chunk of the last place
+
+    def __call__(self, match: Match) -> Optional[Tuple[str, Tuple[int, Optional[str]]]]:
+        """The test in force when the line arrived, and where the other log stood ``ACROSS_SLACK_S``
+        before with the test in force there: each pump times its own pipe once its thread has the GIL
+        back, so a stderr line printed at a test's end may be timed after the next test's start (measured:
+        up to 6.5 ms after, with torch's store timeout logged just before its test PASSED). It is named
+        after the later test, and handled only if every test from the earlier point on passed."""
+        if self._last is not None and self._span[0] <= match.line < self._span[1]:
+            return self._last[1]  # a line of the same chunk: it arrived at the same time
+        try:
+            offset = self._own.line_offset(match.line, self._hint)
+            self._hint = (match.line, offset)
+            arrived = self._own.arrival(offset)
+            if arrived is None:
+                return None
+            end, when = arrived
+            self._span = (match.line, match.line + self._lines_starting(offset, end))
+            places = (self._other.bytes_by(when), self._other.bytes_by(when - ACROSS_SLACK_S))
+            if self._last is not None and self._last[0] == places:
+                return self._last[1]
+            test = self._test_at(places[0])
+            found = None if test is None else (test, (places[1], self._test_at(places[1])))
+            self._last = (places, found)
+            return found
+        except (OSError, ValueError):
+            return None
+
+    def _lines_starting(self, offset: int, end: int) -> int:
+        """How many lines start in this log from ``offset`` (a line start) to ``end``."""
+        fd = self._own.fd
+        if fd is None or end <= offset:
+            return 0
+        return 1 + os.pread(fd, end - offset - 1, offset).count(b"\n")
+
+    def _test_at(self, at: int) -> Optional[str]:
+        fd = self._fd
+        if fd is None:
+            return None
+        lo = max(0, at - IN_FORCE_LOOK_BYTES)
+        return attribution.running_test(os.pread(fd, at - lo, lo), from_start=lo == 0)
+
+    def close(self) -> None:
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            os.close(fd)
+
+
+def _live_logs(
+    paths: Mapping[str, str],
+    fds: Mapping[str, int],
+    catalogue: Catalogue,
+    prepared: Mapping[str, pipeline.Prepared],
+    on_event: Callable[[Finding], None],
+) -> Dict[str, _LiveLog]:
+    """A live scan per log (each takes its descriptor); stderr's events are set among stdout's tests."""
+    logs: Dict[str, _LiveLog] = {}
+    for stream, _ in STREAMS:
+        if stream in fds:
+            tests_from = logs["stdout"].follow if stream == "stderr" and "stdout" in logs else None
+            logs[stream] = _LiveLog(
+                paths[stream], fds[stream], catalogue, prepared[stream], on_event, tests_from
+            )
+    return logs
 
 
 class _EventGate:
@@ -917,7 +1071,7 @@ def _child_main(
         for event in ready:
             _write_all(res, _frame(("event", event), rules, key))
 
-    logs = {name: _LiveLog(paths[name], fd, catalogue, prepared[name], on_event) for name, fd in fds.items()}
+    logs = _live_logs(paths, fds, catalogue, prepared, on_event)
     by_index = [(index, logs[stream]) for index, (stream, _) in enumerate(STREAMS) if stream in logs]
     finished = cut = False
     polls = 0
@@ -1024,10 +1178,13 @@ class GuardedRun:
                 return
             except OSError:
                 self._child = None
-        for name, own in self._fds.items():
-            self._logs[name] = _LiveLog(
-                self._path(name), os.dup(own), self.catalogue, self._prepared[name], self._on_live_event
-            )
+        self._logs = self._scan_here(self._on_live_event)
+
+    def _scan_here(self, on_event: Callable[[Finding], None]) -> Dict[str, _LiveLog]:
+        """Live scans in this process, on descriptors of their own (no scanner process)."""
+        fds = {name: os.dup(own) for name, own in self._fds.items()}
+        paths = {name: self._path(name) for name in fds}
+        return _live_logs(paths, fds, self.catalogue, self._prepared, on_event)
 
     def _on_live_event(self, finding: Finding) -> None:
         """A live finding of a scan in this process (no scanner process could be started)."""
@@ -1074,11 +1231,9 @@ class GuardedRun:
             if cancelled or is_cut():
                 return {stream: _Outcome(None, self._unscanned(stream, severity)) for stream in self._fds}
             # The child failed without the runner's window pressing: scan the logs here, as after the run.
-            for name, own in self._fds.items():
-                self._logs[name] = _LiveLog(
-                    self._path(name), os.dup(own), self.catalogue, self._prepared[name], lambda f: None
-                )
-                self._logs[name].follow.offer(*self._totals.get(name, (0, 0.0)))
+            self._logs = self._scan_here(lambda f: None)
+            for name, log in self._logs.items():
+                log.follow.offer(*self._totals.get(name, (0, 0.0)))
         for log in self._logs.values():
             log.follow.finish()
         return _collect(self._logs, bound_s, is_cut, severity)
@@ -1118,7 +1273,7 @@ class GuardedRun:
             if outcome.result is None:
                 incomplete.extend(outcome.seen)
             if outcome.result is not None:
-                results.append(outcome.result)
+                results.append(_settle_across(outcome.result, self._fds.get("stdout")))
                 clocks[self._path(stream)] = outcome.clock()
         failed = _failed_exit(supervision.command)
         findings = pipeline.combine(
@@ -1160,6 +1315,54 @@ class GuardedRun:
             os.close(fd)
         self._fds = {}
         self.files.close()
+
+
+def _settle_across(result: pipeline.LogFindings, fd: Optional[int]) -> pipeline.LogFindings:
+    """Whether each test that ``result``'s events were set in from another log (``_Across``) then passed,
+    and the one running a little before if another: read in that log (``fd``) from where it stood then,
+    at most ``ABORT_LOOK_BYTES`` (``attribution.passed_through``). A test that passed handled its event;
+    one that failed, or never said, did not. Once per place and test."""
+    if fd is None or all(event.across is None for event in result.events):
+        return result
+    passed: Dict[Tuple[int, Optional[str], str], bool] = {}
+    budget = [ACROSS_READ_BUDGET]
+    events = []
+    for event in result.events:
+        if event.across is not None and event.test is not None:
+            key = (*event.across, event.test)
+            if key not in passed:
+                passed[key] = _passed_after(fd, *key, budget)
+            event = dataclasses.replace(event, test_finished=passed[key])
+        events.append(event)
+    return dataclasses.replace(result, events=tuple(events))
+
+
+def _passed_after(fd: int, offset: int, running: Optional[str], test: str, budget: List[int]) -> bool:
+    """``attribution.passed_through`` of the log at ``fd`` from ``offset``: read ``IN_FORCE_LOOK_BYTES``
+    first (the outcome is most often near), then more, up to ``ABORT_LOOK_BYTES``, while ``budget[0]``
+    (bytes, shared by all events of the report: a cancel leaves seconds) lasts; False when unread."""
+    start = max(0, offset - 1)
+    size = IN_FORCE_LOOK_BYTES
+    while budget[0] > 0:
+        want = min(size, budget[0]) + offset - start
+        try:
+            after = os.pread(fd, want, start)
+        except OSError:
+            return False
+        budget[0] -= len(after)
+        lines = after.split(b"\n")
+        whole = len(after) < want
+        if whole:
+            lines.append(b"")  # the log ends here, after the run: its last line is whole
+        if offset > 0:
+            # Read from the byte before ``offset``: a line's end (lines[0] is empty), or a line cut
+            # there, whose rest is no line of its own.
+            lines[0] = b""
+        said = attribution.passed_through(lines, running, test)
+        if said is not None or whole or size >= ABORT_LOOK_BYTES:
+            return bool(said)
+        size = min(size * 8, ABORT_LOOK_BYTES)
+    return False
 
 
 def _name_the_hangs_test(finding: Finding) -> Finding:

@@ -184,7 +184,8 @@ def test_abort_on_leaves_a_suite_that_handled_the_event_and_went_on(tmp_path, st
     assert report["command"]["timeout_reason"] is None, report["findings"]
     assert not [f for f in report["findings"] if f["rule"] == "guard-aborted"], report["findings"]
     assert b"4 passed" in (tmp_path / "logs" / "stdout.log").read_bytes()
-    assert code in (0, 1), console  # 1 while the scan reads a handled event on stderr as an error
+    # The event on stderr is set in the test stdout showed running (test_guarded_across.py): a notice.
+    assert code == 0, (console, report["findings"])
 
 
 @pytest.mark.parametrize("after, test, expected", [

@@ -531,3 +531,54 @@ def _passed(stripped: bytes) -> bool:
     """Whether the last outcome word on a line that reports one is a pass."""
     words = _OUTCOME_WORDS.findall(clean_stripped(stripped, keep_progress=True)[0])
     return bool(words) and words[-1] in _PASSING
+
+
+def running_test(before: bytes, from_start: bool) -> Optional[str]:
+    """The test still running at the end of ``before`` (another log's bytes up to a moment; from its
+    start, or else its first line may be cut and is skipped): the last progress line's test when no
+    outcome of it came after it, else None (between tests, after a verdict, or no progress line:
+    ``pytest -q`` names no running test).
+
+    The guard reads stdout this way for an event on stderr, whose log shows no test lines (``pytest -v
+    -s``: the runner's lines go to stdout, the code's warnings and tracebacks to stderr)."""
+    floor = 0 if from_start else before.find(b"\n") + 1
+    if not from_start and floor == 0:
+        return None  # one cut line: no progress line can be read in it
+    found = _last_progress(before, len(before), floor)
+    if found is None:
+        return None
+    start, end, (test, finished, xdist, quiet) = found
+    if finished or xdist or quiet or _BARE_OUTCOME.search(before, end) is not None:
+        return None
+    return test
+
+
+def passed_through(lines: Sequence[bytes], running: Optional[str], test: str) -> Optional[bool]:
+    """Whether ``test`` passed and so did every test that reported before it in ``lines`` (another log
+    from a moment ``running`` was in force, None when none was): an event that came while stdout went
+    from one test to the next was handled only if both passed. None when ``lines`` end before it says.
+    As ``event_handled``, the last line (maybe still being written), verdicts and xdist's reports never
+    count."""
+    current = running
+    for raw in lines[:-1]:
+        if not may_report_progress(raw):
+            continue
+        stripped = strip_controls(raw)
+        parsed = parse_progress(stripped)
+        if parsed is not None:
+            name, finished, xdist, _ = parsed
+            if xdist:
+                continue
+            if current == test and name != test:
+                return False  # another test began and no outcome of this one came first
+            current = name
+            if not finished:
+                continue
+        elif current is None or not outcome_alone(stripped):
+            continue
+        if not _passed(stripped):
+            return False
+        if current == test:
+            return True
+        current = None
+    return None

@@ -21,6 +21,7 @@ its first and last ``LINE_CAP // 2`` bytes only; the middle is read, counted and
 from __future__ import annotations
 
 import dataclasses
+import time
 import zipfile
 import zlib
 from dataclasses import dataclass
@@ -44,6 +45,13 @@ from .sources import Source, Unscannable
 ENGINES = ("auto", "hyperscan", "python")
 READ_SIZE = 1 << 20
 LINE_CAP = 1 << 20  # longer lines are matched on their first and last LINE_CAP // 2 bytes
+# A live log's line that a progress display keeps rewriting with ``\r`` may end with ``\n`` only when the
+# command exits: its ``\r``-ended states are matched once the first of them not yet matched has waited
+# this long for the line's end, or once this many bytes of them wait (--abort-on must see an NCCL
+# timeout a training loop printed between two progress states). Only for streams that can say nothing
+# came (``read_within``): a file read after the fact has its line ends.
+EARLY_WAIT_S = 0.5
+EARLY_BYTES = 64 * 1024
 EXCERPT_MAX_LINES = 200
 EXCERPT_MAX_CHARS = 64 * 1024
 EXCERPT_LINE_CHARS = 4096
@@ -145,11 +153,31 @@ def make_finder(plan: Plan, engine: str, loose: Optional[LoosePatterns] = None) 
     return python_finder(plan, loose)
 
 
-def _windows(stream: IO[bytes], path: str) -> Iterator[bytes]:
-    """Cut a stream into windows that end with ``\\n`` (except the last), one giant line cut short."""
+class _Early(bytes):
+    """``\\r``-ended states of the line a window will start with, matched before its ``\\n`` came."""
+
+
+def _windows(stream: IO[bytes], path: str, early: bool = False) -> Iterator[bytes]:
+    """Cut a stream into windows that end with ``\\n`` (except the last), one giant line cut short; with
+    ``early`` (a stream with ``read_within``), also ``_Early`` windows of a line's ``\\r``-ended states
+    that waited ``EARLY_WAIT_S`` or ``EARLY_BYTES`` for its end, each state once."""
     carry = b""
+    done = 0  # how much of ``carry`` went out in ``_Early`` windows
+    since: Optional[float] = None  # when ``carry`` first held a state not yet sent
     while True:
-        data = _read(stream, path)
+        data: Optional[bytes]
+        if early and carry.find(b"\r", done) != -1:
+            since = time.monotonic() if since is None else since
+            left = EARLY_WAIT_S - (time.monotonic() - since)
+            waiting = len(carry) - done < EARLY_BYTES and left > 0
+            data = _read_within(stream, path, left) if waiting else None
+            if data is None:
+                cut = carry.rfind(b"\r") + 1
+                yield _Early(carry[done:cut])
+                done, since = cut, None
+                continue
+        else:
+            data = _read(stream, path)
         if not data:
             break
         buf = carry + data if carry else data
@@ -157,11 +185,13 @@ def _windows(stream: IO[bytes], path: str) -> Iterator[bytes]:
         if cut != -1:
             yield buf[: cut + 1]
             carry = buf[cut + 1:]
+            done, since = 0, None
             continue
         if len(buf) <= LINE_CAP:
             carry = buf
             continue
         line, carry = _giant_line(stream, path, buf)
+        done, since = 0, None
         yield line
     if carry:
         yield carry
@@ -187,6 +217,14 @@ def _giant_line(stream: IO[bytes], path: str, buf: bytes) -> Tuple[bytes, bytes]
 def _read(stream: IO[bytes], path: str) -> bytes:
     try:
         return stream.read(READ_SIZE)
+    except _READ_ERRORS as err:
+        raise InputError(f"{path}: cannot read: {_reason(err)}") from None
+
+
+def _read_within(stream: IO[bytes], path: str, wait_s: float) -> Optional[bytes]:
+    """``stream.read_within``: what came within ``wait_s`` (None: nothing did; b"": the end)."""
+    try:
+        return stream.read_within(READ_SIZE, wait_s)  # type: ignore[attr-defined]
     except _READ_ERRORS as err:
         raise InputError(f"{path}: cannot read: {_reason(err)}") from None
 
@@ -271,6 +309,10 @@ class _SourceScan:
         # A wrapped window as attribution reads it: (text, where each line starts, its first line number).
         self.view: Optional[Tuple[bytes, List[int], int]] = None
         self.continued_rows: Set[int] = set()  # rows of the window that continue a cut line
+        self.next_line = 1  # the number of the next window's first line
+        # The line whose ``\r``-ended states were matched before it ended, and the rules they matched.
+        self.early_line = 0
+        self.early_rules: Set[int] = set()
 
     def run(self, source: Source) -> Iterator[Match]:
         try:
@@ -281,11 +323,16 @@ class _SourceScan:
             return
         try:
             first_line = 1
-            windows: Iterable[bytes] = (strip_controls(window) for window in _windows(stream, self.path))
+            # A terminal never wrapped a stream that can say nothing came: the guard's pipe.
+            early = not source.may_be_wrapped and hasattr(stream, "read_within")
+            windows: Iterable[bytes] = self._stripped(_windows(stream, self.path, early), first_line)
             if source.may_be_wrapped:  # a pasted copy: maybe indented as code, maybe cut by a terminal
                 windows = dedented(windows)
             reader = WrapReader(windows) if source.may_be_wrapped else None
             for buf in reader if reader is not None else windows:
+                if not buf:  # after an early pass (``_stripped``): its matches go out now
+                    yield from self._flush()
+                    continue
                 self.window_ascii = buf.isascii()
                 if self.task_labels and CTEST_VERBOSE in buf:
                     self.task_labels = False
@@ -304,7 +351,7 @@ class _SourceScan:
                     self.tracker.end_window(self.view[0], first_line, next_line, self.view[1])
                 else:
                     self.tracker.end_window(buf, first_line, next_line)
-                first_line = next_line
+                first_line = self.next_line = next_line
                 if self.pending:
                     yield from self._flush()
                 if self.notices:
@@ -317,6 +364,25 @@ class _SourceScan:
         self.open_rules.clear()
         yield from self._flush()
         yield from self._notices()
+
+    def _stripped(self, windows: Iterator[bytes], first_line: int) -> Iterator[bytes]:
+        """``windows`` without their controls; ``_Early`` ones are matched here and become an empty
+        window, on which ``run`` hands their matches on."""
+        self.next_line = first_line
+        for window in windows:
+            if type(window) is _Early:
+                self._early(strip_controls(bytes(window)), self.next_line)
+                yield b""
+            else:
+                yield strip_controls(window)
+
+    def _early(self, buf: bytes, line: int) -> None:
+        """Match ``\\r``-ended states of line ``line`` before its end came (``_windows``): each rule they
+        match is not tried on that line again, so the whole line, once it ends, adds no repeat."""
+        if self.early_line != line:
+            self.early_line, self.early_rules = line, set()
+        self.window_ascii = buf.isascii()
+        self._line(buf, 0, len(buf), line, self.finder(buf).get(0), early=True)
 
     def _window(self, buf: bytes, line: int, cands: Candidates, joined: Dict[int, tuple]) -> int:
         """Match the candidate lines of ``buf`` (its first line is ``line``) and the candidate
@@ -355,19 +421,22 @@ class _SourceScan:
         return line + count(b"\n", pos) if pos < n else line
 
     def _line(self, buf: bytes, pos: int, stop: int, line: int, lits: Optional[set],
-              riders_too: bool = False) -> None:
+              riders_too: bool = False, early: bool = False) -> None:
         """Match one line holding the literals ``lits``; ``riders_too``: try the riders even when no
-        other rule is a candidate."""
+        other rule is a candidate; ``early``: states of a line not ended yet (``_early``), which open
+        blocks are not fed and whose test is the one in force before it."""
         self.line_now = line
         indices = self._kept(self._candidate_rules(lits), buf, pos, stop, riders_too)
-        if not indices and not self.open:
+        if line == self.early_line and not early:
+            indices = [index for index in indices if index not in self.early_rules]
+        if not indices and (early or not self.open):
             return
         raw = buf[pos:stop]
         text, rank, speaker = clean_speaking(raw, task_labels=self.task_labels)
-        progress: Any = _UNKNOWN
+        progress: Any = self.tracker.carry if early else _UNKNOWN
         segments = split_segments(text)
         excerpt_line = None
-        if self.open:
+        if self.open and not early:
             excerpt_line = _excerpt_line(visible_excerpt(raw))
             continued = pos in self.continued_rows
             for block in list(self.open):
@@ -392,6 +461,8 @@ class _SourceScan:
             if found is None:
                 continue
             seg, m = found
+            if early:
+                self.early_rules.add(index)
             if progress is _UNKNOWN:
                 progress = self._progress(buf, pos, line)
             if is_block:
@@ -446,7 +517,7 @@ class _SourceScan:
         if not indices:
             return
         cleaned, rank, speaker = clean_speaking(text, task_labels=self.task_labels)
-        pieces = [clean_speaking(buf[start:end])[0] for start, end in rows]
+        pieces = [clean_speaking(buf[start:end], task_labels=self.task_labels)[0] for start, end in rows]
         last_row = line + len(rows) - 1
         progress: Any = _UNKNOWN
         for index in indices:

@@ -97,6 +97,10 @@ FRAME = regex.compile(r'^\s*File "(?P<path>[^"]+)", line (?P<line>\d+)(?:,? in (
 _FAILING_VERDICT = regex.compile(r"\b(?:failed|errors?)\b")
 
 Identity = Tuple[str, str]
+# For a match on no test's lines: the test another log of the same command showed running when the
+# match's line arrived, and where that log stood a little before with the test running there (the
+# guard's stderr, read against its stdout: the two pipes' order is known only to a few milliseconds).
+Across = Callable[[Match], Optional[Tuple[str, Tuple[int, Optional[str]]]]]
 # The context of a failure header, as if it were a progress line (line 0: no line of its own).
 _HEADER_PASSED = TestLine("", 0, True)
 _HEADER_FAILED = TestLine("", 0, False)
@@ -127,6 +131,10 @@ class LogEvent:
     recovered: Optional[Tuple[Match, Match]] = None
     last_traceback: Optional[Match] = None  # a fallback rule's: the last traceback printed before it
     run_passed: Optional[Match] = None  # the passing verdict of its test run (it was on no test's lines)
+    # Its ``test`` is the one another log showed running when its line arrived (``Across``): where that
+    # log stood a little before, and the test running there (None: none), from which the outcomes are
+    # read once the run is over.
+    across: Optional[Tuple[int, Optional[str]]] = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -237,10 +245,12 @@ class LogState:
         on_event: Optional[Callable[[Finding], None]] = None,
         preliminary: Optional[Callable[[Match], Finding]] = None,
         want_id: Optional[Callable[[str, int], None]] = None,
+        across: Optional[Across] = None,
     ) -> None:
         """``want_id(name, line)`` is told each report header's name an event happened under, and the
-        event's line (``TestTracker.want``)."""
+        event's line (``TestTracker.want``); ``across`` names the test of an event on no test's lines."""
         self.path = path
+        self.across = across
         self.want_id = want_id
         self.catalogue = catalogue
         self.on_event = on_event
@@ -587,6 +597,11 @@ class LogState:
 
     def _event(self, match: Match) -> None:
         kind, test, progress = self._context(match)
+        across = None
+        if kind == "" and test is None and self.across is not None and not self.depth:
+            found = self.across(match)
+            if found is not None:
+                test, across = found  # folded per test, as if the log showed it: each test's event is its own
         if test is not None and progress is not None and not progress.line and self.want_id is not None \
                 and "::" not in test:
             self.want_id(test, match.line)  # a report header's name (a header's context has no progress line)
@@ -622,6 +637,7 @@ class LogState:
             verdict_before=self.verdict if kind == "verdict" else None,
             shutdown=self._shutdown_before(match),
             last_traceback=self.last_traceback if match.rule.fallback else None,
+            across=across,
         )
         identity = identity_of(match, use_rank_prefix=False)
         if identity is not None:
@@ -664,7 +680,9 @@ class LogState:
         if identity is not None and event.traceback is None:
             self.wanting.setdefault(identity, []).append(opened)
         if self.on_event is not None and self.preliminary is not None:
-            self.on_event(dataclasses.replace(self.preliminary(match), test=event.test))
+            # A test from another log is not the live event's: --abort-on reads that log itself.
+            test = None if event.across is not None else event.test
+            self.on_event(dataclasses.replace(self.preliminary(match), test=test))
         return opened
 
     def _shutdown_before(self, match: Match) -> Optional[Match]:
