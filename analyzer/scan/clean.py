@@ -83,10 +83,10 @@ _RANK = re.compile(r"\[rank(\d+)\]: ?")
 _HOST = r"(?:\d{1,3}(?:\.\d{1,3}){3}|[a-z][a-z\d.-]*\d)"
 # Other loggers' line prefixes (see the module docstring); each alternative must consume some text.
 _LOGGER_PREFIX = re.compile(
-    # syslog, journald: a host in lower case or with a digit or "-" ("gpu-node-3", "DESKTOP-1A2B"), then
-    # the program; "Dec 05 01:50:10 CUDA error: ..." (the stamp alone, then the message) is no host's
-    r"(?:[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d (?:[a-z\d][a-z\d_.-]*|[A-Za-z]*[\d-][\w.-]*) "
-    r"(?!(?:error|warning|warn|failure|failed|fatal|exception)\b)[\w./@-]+(?:\[\d+\])?: "
+    # syslog, journald: the host, then the program with its pid ("python3[1234]: ") or the kernel's; the
+    # stamp alone before a message ("Dec 05 01:50:10 CUDA error: ...", "... Worker-2 exitcode: -15", as
+    # moreutils' ts prints) names no host and program
+    r"(?:[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d [\w.-]+ (?:[\w./@-]+\[\d+\]|kernel): "
     r"|[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d(?:\.\d+)? "  # the same stamp alone (CircleCI, old PyTorch CI)
     # loguru's default format, "2024-01-09 18:41:23.123 | ERROR    | train:main:42 - " (loguru/_defaults.py)
     r"|\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \| (?:TRACE|DEBUG|INFO|SUCCESS|WARNING|ERROR|CRITICAL) *\| "
@@ -95,8 +95,10 @@ _LOGGER_PREFIX = re.compile(
     r"| *\d{4}-\d\d-\d\d[ T]\d\d:\d\d(?::\d\d(?:[.,]\d+)?)?(?:Z|[+-]\d\d:?\d\d)? " + _CRI_STREAM +
     r"|\d\d/\d\d/\d{4} \d\d:\d\d:\d\d "
     # what logging's "%(asctime)s - %(name)s - %(levelname)s - %(message)s" (the logging cookbook's) and
-    # "%(asctime)s - %(levelname)s - %(name)s - " (transformers' and accelerate's examples) leave after it
-    r"|- (?:[\w.<>-]+ - )?(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) - (?:[\w.<>-]+ - )?"
+    # "%(asctime)s - %(levelname)s - %(name)s - " (transformers' and accelerate's examples) leave after it;
+    # a WARNING record keeps its level: a traceback under it was logged and carried on past (the marker
+    # python-logged-warning-traceback reads it)
+    r"|- (?:[\w.<>-]+ - )?(?:DEBUG|INFO|ERROR|CRITICAL) - (?:[\w.<>-]+ - )?"
     # Hydra's job logging, "[2024-01-09 18:41:23,123][__main__][ERROR] - " (hydra/conf/hydra/job_logging)
     r"|\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)?\]\[[^\]\s]+\]\[(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\] - "
     r"|\d\d:\d\d:\d\d(?:\.\d+)?  ?"  # Jenkins' timestamper (one space or two; never more: indentation)
