@@ -20,6 +20,7 @@ import pytest
 
 from analyzer.scan.attribution import passed_through, running_test
 from tests.supervise.conftest import no_process_left_behind  # noqa: F401 - autouse in this module too
+from tests.supervise.test_guard_torchrun import require_torch
 
 # A passing test that expects the store's timeout and logs it (on stderr, with its traceback, as torch's
 # store tests do), and a failing one that logs the same timeout and raises it: one wording, two tests.
@@ -63,6 +64,7 @@ FAILED = "test_store.py::test_store_times_out_and_fails"
 
 
 def guarded_pytest(tmp_path: Path, *pytest_args: str) -> Tuple[int, Dict[str, Any]]:
+    require_torch()  # the suite's TCPStore is torch's (installed by .ci/run for its Python 3.11 run)
     (tmp_path / "test_store.py").write_text(textwrap.dedent(STORE_SUITE))
     # CI and BUILD_NUMBER change how pytest cuts its short summary (_pytest/terminal.py running_on_ci).
     env = {k: v for k, v in os.environ.items() if k not in ("CI", "BUILD_NUMBER")}

@@ -18,7 +18,7 @@ from analyzer.model import Kind
 from .conftest import BIN
 
 
-def _require_torch() -> None:
+def require_torch() -> None:
     # find_spec, not import: torch runs in the guarded workers, never in the test process.
     if importlib.util.find_spec("torch") is None:
         if os.environ.get("GHG_REQUIRE_TORCH") == "1":
@@ -27,7 +27,7 @@ def _require_torch() -> None:
 
 
 def test_torchrun_worker_that_never_reaches_the_collective_is_named(guard):
-    _require_torch()
+    require_torch()
     argv = (sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
             str(BIN / "torch_hung_rank.py"))
     # The idle clock starts over with every byte, so a slow torch import on a busy machine cannot
