@@ -66,19 +66,28 @@ class Literal:
 @dataclass(frozen=True)
 class Plan:
     """The prefilter for a catalogue: distinct literals, rules that must see every line, and rules
-    tried on every line another rule is a candidate of (``riders``)."""
+    tried on every line another rule is a candidate of (``riders``). A probe is a literal of no rule
+    that the engine wants to hear of in the same pass (a line holding it is a candidate)."""
 
     literals: Tuple[Literal, ...]
     always: Tuple[int, ...]
     riders: Tuple[int, ...] = ()
+
+    def probe(self, needle: bytes) -> Optional[int]:
+        """The index of the probe literal ``needle`` (``build_plan``'s ``probes``), None if not one."""
+        for index, lit in enumerate(self.literals):
+            if not lit.rules and lit.needle == needle:
+                return index
+        return None
 
     @property
     def any_caseless(self) -> bool:
         return any(lit.caseless for lit in self.literals)
 
 
-def build_plan(rules: Sequence[Rule]) -> Plan:
-    """Compute each rule's requirement and merge identical needles into one ``Literal``."""
+def build_plan(rules: Sequence[Rule], probes: Sequence[bytes] = ()) -> Plan:
+    """Compute each rule's requirement and merge identical needles into one ``Literal``; ``probes``
+    (case-sensitive needles) are added as literals of no rule."""
     needles: Dict[Tuple[bytes, bool], List[int]] = {}
     always: List[int] = []
     riders: List[int] = []
@@ -97,7 +106,7 @@ def build_plan(rules: Sequence[Rule]) -> Plan:
             needles.setdefault((needle, req.caseless), []).append(index)
     literals = tuple(
         Literal(needle, caseless, tuple(sorted(set(idx)))) for (needle, caseless), idx in needles.items()
-    )
+    ) + tuple(Literal(needle, False, ()) for needle in probes)
     return Plan(literals=literals, always=tuple(always), riders=tuple(riders))
 
 

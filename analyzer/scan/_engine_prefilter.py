@@ -479,8 +479,8 @@ class _LooseSwitch:
             return None
         line_hits, taken = found
         literals = self.plan.literals
-        gone = [i for i, lit in enumerate(literals) if set(lit.rules) <= set(taken)]
-        rest = [i for i, lit in enumerate(literals) if not set(lit.rules) <= set(taken)]
+        gone = [i for i, lit in enumerate(literals) if lit.rules and set(lit.rules) <= set(taken)]
+        rest = [i for i, lit in enumerate(literals) if not (lit.rules and set(lit.rules) <= set(taken))]
         rest_finder = self.literals([literals[i] for i in rest], rest)
         gone_finder = self.literals([literals[i] for i in gone], gone)
         return line_hits, rest_finder, gone_finder, {rule: tuple(needles[rule]) for rule in taken}

@@ -95,7 +95,7 @@ def prepare(catalogue: Catalogue, engine: str = "auto") -> Prepared:
     # A guard: true rule has no pattern (the program makes its findings); a loaded catalogue keeps them
     # in guard_rules, but a hand-built one may not.
     rules = tuple(rule for rule in catalogue.rules if not rule.guard)
-    plan = build_plan(rules)
+    plan = build_plan(rules, probes=(CTEST_VERBOSE,))
     budget = MatchBudget(catalogue.match_timeout_s, catalogue.match_budget_s)
     incomplete = catalogue.guard_rule(SCAN_INCOMPLETE_RULE)
     loose = LoosePatterns(rules)
@@ -305,6 +305,7 @@ class _SourceScan:
         self.loose = loose if loose is not None else LoosePatterns(rules)
         self.window_ascii = True  # whether the window being matched is ASCII
         self.task_labels = True  # whether "N: " is srun's task label, until the log shows ctest -V's
+        self.ctest_probe = plan.probe(CTEST_VERBOSE)  # the literal that finds ctest -V's header
         self.joined_to: Dict[int, int] = {}  # rule index -> last row a joined line matched it into
         # A wrapped window as attribution reads it: (text, where each line starts, its first line number).
         self.view: Optional[Tuple[bytes, List[int], int]] = None
@@ -334,8 +335,6 @@ class _SourceScan:
                     yield from self._flush()
                     continue
                 self.window_ascii = buf.isascii()
-                if self.task_labels and CTEST_VERBOSE in buf:
-                    self.task_labels = False
                 joined: Dict[int, tuple] = {}
                 self.view = None
                 self.continued_rows = set()
@@ -410,6 +409,8 @@ class _SourceScan:
             if ki < nkeys and keys[ki] == pos:
                 lits = cands.get(pos)
                 ki += 1
+                if lits and self.ctest_probe in lits:
+                    self.task_labels = False
             if joined and pos in joined:
                 # The joined line's match is at this row: an echo on the row must be tried to drop it.
                 self._line(buf, pos, stop, line, lits, riders_too=True)
