@@ -72,13 +72,13 @@ class Plan:
     literals: Tuple[Literal, ...]
     always: Tuple[int, ...]
     riders: Tuple[int, ...] = ()
+    probes: Tuple[bytes, ...] = ()  # the last literals, in this order
 
     def probe(self, needle: bytes) -> Optional[int]:
         """The index of the probe literal ``needle`` (``build_plan``'s ``probes``), None if not one."""
-        for index, lit in enumerate(self.literals):
-            if not lit.rules and lit.needle == needle:
-                return index
-        return None
+        if needle not in self.probes:
+            return None
+        return len(self.literals) - len(self.probes) + self.probes.index(needle)
 
     @property
     def any_caseless(self) -> bool:
@@ -107,7 +107,7 @@ def build_plan(rules: Sequence[Rule], probes: Sequence[bytes] = ()) -> Plan:
     literals = tuple(
         Literal(needle, caseless, tuple(sorted(set(idx)))) for (needle, caseless), idx in needles.items()
     ) + tuple(Literal(needle, False, ()) for needle in probes)
-    return Plan(literals=literals, always=tuple(always), riders=tuple(riders))
+    return Plan(literals=literals, always=tuple(always), riders=tuple(riders), probes=tuple(probes))
 
 
 def rule_requirement(rule: Rule) -> Optional[Requirement]:

@@ -76,6 +76,14 @@ _UNKNOWN = object()  # the progress line of a line not yet looked up
 _READ_ERRORS = (OSError, EOFError, ValueError, RuntimeError, zipfile.BadZipFile, zlib.error)
 
 
+RuleLookup = Tuple[bool, Any, bool]  # (is_block, the pattern that finds it, user_defined)
+
+
+def rule_lookups(rules: Sequence[Rule]) -> List[RuleLookup]:
+    """Per rule, what matching a line looks up in it, read once."""
+    return [(rule.is_block, rule.start_re if rule.is_block else rule.pattern_re, rule.user_defined) for rule in rules]
+
+
 @dataclass(frozen=True)
 class Prepared:
     """A catalogue's rules compiled for one engine, shared by every source scanned with them."""
@@ -88,6 +96,7 @@ class Prepared:
     incomplete: Optional[Rule] = None  # the scan-incomplete rule in force
     loose: Optional[LoosePatterns] = None  # mutable: compiled as lines need them, shared by sources
     long_lines: Optional[MatchBudget] = None  # mutable: the built-in patterns' time on long lines
+    first: Sequence[RuleLookup] = ()  # rule_lookups(rules)
 
 
 def prepare(catalogue: Catalogue, engine: str = "auto") -> Prepared:
@@ -101,7 +110,7 @@ def prepare(catalogue: Catalogue, engine: str = "auto") -> Prepared:
     loose = LoosePatterns(rules)
     return Prepared(
         rules, plan, make_finder(plan, engine, loose), catalogue.match_timeout_s, budget, incomplete, loose,
-        MatchBudget(LONG_SEARCH_S, LONG_BUDGET_S),
+        MatchBudget(LONG_SEARCH_S, LONG_BUDGET_S), rule_lookups(rules),
     )
 
 
@@ -110,7 +119,7 @@ def source_scanner(source: Source, prepared: Prepared, seq: int = 0) -> "_Source
     up from ``seq``); ``.tracker`` holds its test attribution state (``analyzer.scan.attribution``)."""
     return _SourceScan(
         source.display_path, prepared.rules, prepared.plan, prepared.finder, prepared.timeout_s, seq,
-        prepared.budget, prepared.incomplete, prepared.loose, prepared.long_lines,
+        prepared.budget, prepared.incomplete, prepared.loose, prepared.long_lines, prepared.first or None,
     )
 
 
@@ -276,7 +285,9 @@ class _SourceScan:
         self, path: str, rules: Sequence[Rule], plan: Plan, finder: Finder, timeout_s: float, seq: int,
         budget: Optional[MatchBudget] = None, incomplete: Optional[Rule] = None,
         loose: Optional[LoosePatterns] = None, long_lines: Optional[MatchBudget] = None,
+        first: Optional[Sequence[RuleLookup]] = None,
     ) -> None:
+        """``first``: ``rule_lookups(rules)``, made once per catalogue (an archive has hundreds of logs)."""
         self.path = path
         self.rules = rules
         self.finder = finder
@@ -287,11 +298,7 @@ class _SourceScan:
         self.riders = plan.riders
         self.literal_rules = [lit.rules for lit in plan.literals]
         self.always = plan.always
-        # Per rule, looked up once: (is_block, the pattern that finds it, user_defined).
-        self.first = [
-            (rule.is_block, rule.start_re if rule.is_block else rule.pattern_re, rule.user_defined)
-            for rule in rules
-        ]
+        self.first = first if first is not None else rule_lookups(rules)
         self.open: List[_Block] = []
         self.open_rules: set = set()  # (rule index, speaker) of the open blocks
         # (line, rule index, end_line, text, excerpt, groups, rank, progress) until earlier blocks close
