@@ -1354,9 +1354,11 @@ def _passed_after(fd: int, offset: int, running: Optional[str], test: str, budge
         whole = len(after) < want
         if whole:
             lines.append(b"")  # the log ends here, after the run: its last line is whole
-        if offset > 0:
+        if offset > 0 and not attribution.outcome_alone(strip_controls(lines[0][1:])):
             # Read from the byte before ``offset``: a line's end (lines[0] is empty), or a line cut
-            # there, whose rest is no line of its own.
+            # there, whose rest is no line of its own, unless it is an outcome alone: pytest -v -s
+            # ends a test's line with it, after whatever the test printed there ("t.py::test_a PASSED"
+            # when the test printed nothing on stdout and its event went to stderr).
             lines[0] = b""
         said = attribution.passed_through(lines, running, test)
         if said is not None or whole or size >= ABORT_LOOK_BYTES:

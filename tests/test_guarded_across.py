@@ -59,13 +59,28 @@ STORE_SUITE = """
             log.exception("the store timed out")
             raise
 """
+# The passing test prints nothing on stdout: pytest -v -s writes its outcome on the test's own line,
+# "test_store.py::test_store_times_out_quietly PASSED", which had begun before the event arrived.
+QUIET_SUITE = """
+    import datetime
+    import sys
+
+    import torch.distributed as dist
+
+
+    def test_store_times_out_quietly():
+        try:
+            dist.TCPStore("127.0.0.1", 0, 2, True, timeout=datetime.timedelta(seconds=1))
+        except dist.DistStoreError as err:
+            print(f"expected: {err}", file=sys.stderr, flush=True)
+"""
 HANDLED = "test_store.py::test_store_times_out_as_expected"
 FAILED = "test_store.py::test_store_times_out_and_fails"
 
 
-def guarded_pytest(tmp_path: Path, *pytest_args: str) -> Tuple[int, Dict[str, Any]]:
+def guarded_pytest(tmp_path: Path, *pytest_args: str, suite: str = STORE_SUITE) -> Tuple[int, Dict[str, Any]]:
     require_torch()  # the suite's TCPStore is torch's (installed by .ci/run for its Python 3.11 run)
-    (tmp_path / "test_store.py").write_text(textwrap.dedent(STORE_SUITE))
+    (tmp_path / "test_store.py").write_text(textwrap.dedent(suite))
     # CI and BUILD_NUMBER change how pytest cuts its short summary (_pytest/terminal.py running_on_ci).
     env = {k: v for k, v in os.environ.items() if k not in ("CI", "BUILD_NUMBER")}
     proc = subprocess.run(
@@ -92,6 +107,16 @@ def test_a_stderr_event_is_set_in_the_test_stdout_showed_running(tmp_path):
     assert notice["message"].endswith(f"during {HANDLED}, which passed"), notice["message"]
     first = report["findings"][0]
     assert first["severity"] == "error" and first["test"] == FAILED, report["findings"]
+
+
+def test_an_outcome_on_the_line_the_event_arrived_during_counts(tmp_path):
+    # Before: an error "c10d store timed out ... during test_store.py::test_store_times_out_quietly": the
+    # rest of stdout's line cut where the event arrived (" PASSED") was dropped as no line of its own.
+    code, report = guarded_pytest(tmp_path, "-v", "-s", suite=QUIET_SUITE)
+    assert code == 0, report["findings"]
+    found = [(f["severity"], f["test"]) for f in report["findings"] if f["path"].endswith("stderr.log")]
+    assert found and set(found) == {("notice", "test_store.py::test_store_times_out_quietly")}, report["findings"]
+    assert b"test_store_times_out_quietly PASSED" in (tmp_path / "logs" / "stdout.log").read_bytes()
 
 
 def test_without_test_lines_on_stdout_the_stderr_events_stay_errors(tmp_path):
