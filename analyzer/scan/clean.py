@@ -9,7 +9,8 @@ both in a row.
 Other loggers' prefixes are removed so that a rule anchored at ``^`` (a traceback's last line, "Process
 NAME:", "Segmentation fault") still finds its wording when the log went through them: journald/syslog
 (``Nov 29 17:59:56 host proc[12]: ``, or the stamp alone as CircleCI shows it), a bare date-time
-(``2026-09-17 13:40:05 ``), a Kubernetes container log's ``2024-01-09T18:41:23.123456789Z stderr F ``,
+(``2026-09-17 13:40:05 ``, pm2's ``2022-11-16T13:12:10: ``), a Kubernetes container log's
+``2024-01-09T18:41:23.123456789Z stderr F ``, a GitLab job log's ``2024-06-11T14:25:33.123456Z 00O ``,
 loguru's ``2024-01-09 18:41:23.123 | ERROR    | train:main:42 - ``, Hydra's
 ``[2024-01-09 18:41:23,123][__main__][ERROR] - ``, Jenkins' timestamper (``14:13:08 ``), docker
 buildkit (``#9 31.55 ``), Buildkite's ``[2026-01-31T04:40:19Z] ``,
@@ -74,8 +75,11 @@ _QUOTE = re.compile(r"(?:> )+")
 # A Kubernetes container log file's stream and whether the line is whole or a part of a longer one,
 # after its stamp (the CRI format: "... stderr F ", containerd's stamp as GitHub's, CRI-O's +00:00).
 _CRI_STREAM = r"(?:std(?:out|err) [FP] )?"
+# A GitLab job log's stream after its stamp when FF_TIMESTAMPS is on: the stream's number, O(ut) or E(rr),
+# and "+" on a line that continues the one before ("2024-06-11T14:25:33.123456Z 00O+ ").
+_GITLAB_STREAM = r"(?:[0-9a-f]{2}[OE]\+? )?"
 # GitHub's stamp.
-_TIMESTAMP = re.compile(rb"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d+Z " + _CRI_STREAM.encode())
+_TIMESTAMP = re.compile(rb"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d+Z " + (_CRI_STREAM + _GITLAB_STREAM).encode())
 # torchrun's --tee/--log-line-prefix and recent torch print "[rank3]:" before every line of a rank.
 _RANK = re.compile(r"\[rank(\d+)\]: ?")
 # pdsh's "host: " before each line of a node: an IPv4 address, or a lower-case host name ending in a
@@ -91,8 +95,11 @@ _LOGGER_PREFIX = re.compile(
     # loguru's default format, "2024-01-09 18:41:23.123 | ERROR    | train:main:42 - " (loguru/_defaults.py)
     r"|\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \| (?:TRACE|DEBUG|INFO|SUCCESS|WARNING|ERROR|CRITICAL) *\| "
     r"[\w.<>-]+:[\w.<>-]+:\d+ - "
-    # a bare date-time, and a container log's stream after it; Hugging Face's examples' "%m/%d/%Y %H:%M:%S"
-    r"| *\d{4}-\d\d-\d\d[ T]\d\d:\d\d(?::\d\d(?:[.,]\d+)?)?(?:Z|[+-]\d\d:?\d\d)? " + _CRI_STREAM +
+    # a bare date-time, and a container log's or GitLab's stream after it; an ISO one and a colon (pm2's
+    # and stampy's; TensorFlow's C++ logging has a space before its time, and its level after: kept below);
+    # Hugging Face's examples' "%m/%d/%Y %H:%M:%S"
+    r"| *\d{4}-\d\d-\d\d[ T]\d\d:\d\d(?::\d\d(?:[.,]\d+)?)?(?:Z|[+-]\d\d:?\d\d)? " + _CRI_STREAM + _GITLAB_STREAM +
+    r"|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?: "
     r"|\d\d/\d\d/\d{4} \d\d:\d\d:\d\d "
     # what logging's "%(asctime)s - %(name)s - %(levelname)s - %(message)s" (the logging cookbook's) and
     # "%(asctime)s - %(levelname)s - %(name)s - " (transformers' and accelerate's examples) leave after it;
@@ -103,8 +110,9 @@ _LOGGER_PREFIX = re.compile(
     r"|\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)?\]\[[^\]\s]+\]\[(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\] - "
     r"|\d\d:\d\d:\d\d(?:\.\d+)?  ?"  # Jenkins' timestamper (one space or two; never more: indentation)
     r"|#\d+ \d+\.\d+ "  # docker buildkit's step and seconds
-    # Python logging's bracketed stamp and level; Buildkite's stamp ends in Z ([2026-01-31T04:40:19Z])
-    r"|\[\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?Z?\] (?:\[(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\] )?"
+    # Python logging's bracketed stamp and level; Buildkite's stamp ends in Z ([2026-01-31T04:40:19Z]); a
+    # bracketed time alone ("[18:41:23] ")
+    r"|\[(?:\d{4}-\d\d-\d\d[ T])?\d\d:\d\d:\d\d(?:[.,]\d+)?Z?\] (?:\[(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\] )?"
     r"|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL):[\w.]+:(?=\S)"  # logging.basicConfig's default format
     r"|\[?[IWE]\d{3,4} \d\d:\d\d:\d+\.\d+ +(?:\d+ +)?[\w./-]+:\d+\]:? ?"  # glog, c10 (E321: no zero)
     r"|\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+: [IWE] [\w./-]+:\d+\] "  # TensorFlow's and absl's C++ logging

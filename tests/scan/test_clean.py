@@ -55,6 +55,13 @@ def test_other_loggers_prefixes_are_stripped():
         b"2026-09-17 13:40:05 zsh: killed     python3 x.py": "zsh: killed     python3 x.py",
         b" 2025-02-18 12:54 Traceback (most recent call last):": "Traceback (most recent call last):",
         b"#9 31.55 Killed": "Killed",
+        # pm2's log_date_format stamp as pm2 writes it before a line ("2022-11-16T13:12:10: ")
+        b"2022-11-16T13:12:10: RuntimeError: CUDA error: an illegal memory access was encountered":
+            "RuntimeError: CUDA error: an illegal memory access was encountered",
+        # a GitLab job log with FF_TIMESTAMPS: the stream's number, O or E, "+" on a continued line
+        b"2024-06-11T14:25:33.123456Z 00O Segmentation fault (core dumped)": "Segmentation fault (core dumped)",
+        b"2024-06-11T14:25:33.123456Z 01E+ Killed": "Killed",
+        b"[18:41:23] Traceback (most recent call last):": "Traceback (most recent call last):",
         # jax-ml/jax#6921, NVIDIA/nccl#957
         b"2021-06-08 13:00:47.364628: E external/org_tensorflow/tensorflow/compiler/xla/pjrt/client.cc:1981]"
         b" Execution of replica 0 failed: INTERNAL: CUDA_ERROR_ILLEGAL_ADDRESS":

@@ -37,6 +37,9 @@ PREFIXES = {
     "compose": b"trainer-1  | ",
     "ray": b"(RayTrainWorker pid=3211) ",
     "pdsh": b"gpu-node-3: ",
+    "pm2": b"2022-11-16T13:12:10: ",
+    "gitlab-timestamps": b"2024-06-11T14:25:33.123456Z 00O ",
+    "bracketed-time": b"[18:41:23] ",
     # logging's "%(asctime)s - %(name)s - %(levelname)s - " (the cookbook's) and transformers' examples' order
     "logging": b"2024-01-09 18:41:23,123 - root - ERROR - ",
     "transformers-examples": b"01/09/2024 18:41:23 - INFO - __main__ - ",
