@@ -205,7 +205,8 @@ def _zip_sources(path: str, in_directory: bool = False) -> Iterator[Source]:
     for index, name in chosen:
         seen[name] = seen.get(name, 0) + 1
         shown = name if seen[name] == 1 else f"{name}#{seen[name]}"
-        yield Source(f"{path}!{shown}", archive.opener(index), in_directory=in_directory)
+        yield Source(f"{path}!{shown}", archive.opener(index), in_directory=in_directory,
+                     may_be_wrapped=not _runner_written(name))
 
 
 class _Archive:
@@ -258,12 +259,24 @@ class _ClosingMember:
         self.close()
 
 
+def _step_file(parts: Sequence[str]) -> bool:
+    """Whether a member's path parts name a step file of a job folder (``job/N_step.txt``)."""
+    return len(parts) == 2 and _NUMBERED.match(parts[1]) is not None and parts[1].endswith(".txt")
+
+
+def _runner_written(name: str) -> bool:
+    """Whether a member is a job or step log of a run archive: the runner wrote what the steps printed,
+    so no terminal cut its lines and no paste indented it (the engine need not read it as a copy)."""
+    parts = name.split("/")
+    return _step_file(parts) or (len(parts) == 1 and _JOB_FILE.match(name) is not None)
+
+
 def _job_files_with_steps(names: Sequence[str]) -> Set[str]:
     """Top-level ``N_job.txt`` files whose job also has a folder of numbered step files."""
     step_dirs: Set[str] = set()
     for name in names:
         parts = name.split("/")
-        if len(parts) == 2 and _NUMBERED.match(parts[1]) and parts[1].endswith(".txt"):
+        if _step_file(parts):
             step_dirs.add(_normal(parts[0]))
     skipped = set()
     for name in names:

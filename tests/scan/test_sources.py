@@ -103,6 +103,23 @@ def test_github_zip_without_step_files_uses_the_job_file(tmp_path):
     ]
 
 
+def test_only_a_run_archives_job_and_step_logs_are_known_not_to_be_terminal_copies(tmp_path):
+    # The runner wrote them (no terminal cut or indented them): the engine skips its copy reading there.
+    path = os.path.join(str(tmp_path), "logs_125.zip")
+    _github_zip(path, with_steps=True)
+    with zipfile.ZipFile(path, "a") as archive:
+        archive.writestr("pasted/train.log", "Segmentation fault (core dumped)\n")
+    wrapped = {s.display_path.split("!", 1)[1]: s.may_be_wrapped for s in iter_sources([path])}
+    assert wrapped == {
+        "2_lint.txt": False,
+        "test (3.11, gpu)/1_Set up job.txt": False,
+        "test (3.11, gpu)/2_Run tests.txt": False,
+        "test (3.11, gpu)/10_Complete job.txt": False,
+        "test (3.11, gpu)/system.txt": True,
+        "pasted/train.log": True,
+    }
+
+
 def test_stdin_through_a_real_pipe():
     code = (
         "from analyzer.scan.engine import iter_matches\n"
