@@ -79,7 +79,9 @@ _CRI_STREAM = r"(?:std(?:out|err) [FP] )?"
 # and "+" on a line that continues the one before ("2024-06-11T14:25:33.123456Z 00O+ ").
 _GITLAB_STREAM = r"(?:[0-9a-f]{2}[OE]\+? )?"
 # GitHub's stamp.
-_TIMESTAMP = re.compile(rb"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d+Z " + (_CRI_STREAM + _GITLAB_STREAM).encode())
+_TIMESTAMP = re.compile(
+    rb"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d+Z " + (_CRI_STREAM + _GITLAB_STREAM).encode()
+)
 # torchrun's --tee/--log-line-prefix and recent torch print "[rank3]:" before every line of a rank.
 _RANK = re.compile(r"\[rank(\d+)\]: ?")
 # pdsh's "host: " before each line of a node: an IPv4 address, or a lower-case host name ending in a
@@ -98,7 +100,8 @@ _LOGGER_PREFIX = re.compile(
     # a bare date-time, and a container log's or GitLab's stream after it; an ISO one and a colon (pm2's
     # and stampy's; TensorFlow's C++ logging has a space before its time, and its level after: kept below);
     # Hugging Face's examples' "%m/%d/%Y %H:%M:%S"
-    r"| *\d{4}-\d\d-\d\d[ T]\d\d:\d\d(?::\d\d(?:[.,]\d+)?)?(?:Z|[+-]\d\d:?\d\d)? " + _CRI_STREAM + _GITLAB_STREAM +
+    r"| *\d{4}-\d\d-\d\d[ T]\d\d:\d\d(?::\d\d(?:[.,]\d+)?)?(?:Z|[+-]\d\d:?\d\d)? "
+    + _CRI_STREAM + _GITLAB_STREAM +
     r"|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?: "
     r"|\d\d/\d\d/\d{4} \d\d:\d\d:\d\d "
     # what logging's "%(asctime)s - %(name)s - %(levelname)s - %(message)s" (the logging cookbook's) and
@@ -112,7 +115,8 @@ _LOGGER_PREFIX = re.compile(
     r"|#\d+ \d+\.\d+ "  # docker buildkit's step and seconds
     # Python logging's bracketed stamp and level; Buildkite's stamp ends in Z ([2026-01-31T04:40:19Z]); a
     # bracketed time alone ("[18:41:23] ")
-    r"|\[(?:\d{4}-\d\d-\d\d[ T])?\d\d:\d\d:\d\d(?:[.,]\d+)?Z?\] (?:\[(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\] )?"
+    r"|\[(?:\d{4}-\d\d-\d\d[ T])?\d\d:\d\d:\d\d(?:[.,]\d+)?Z?\] "
+    r"(?:\[(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\] )?"
     r"|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL):[\w.]+:(?=\S)"  # logging.basicConfig's default format
     r"|\[?[IWE]\d{3,4} \d\d:\d\d:\d+\.\d+ +(?:\d+ +)?[\w./-]+:\d+\]:? ?"  # glog, c10 (E321: no zero)
     r"|\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+: [IWE] [\w./-]+:\d+\] "  # TensorFlow's and absl's C++ logging

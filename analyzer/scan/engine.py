@@ -81,7 +81,10 @@ RuleLookup = Tuple[bool, Any, bool]  # (is_block, the pattern that finds it, use
 
 def rule_lookups(rules: Sequence[Rule]) -> List[RuleLookup]:
     """Per rule, what matching a line looks up in it, read once."""
-    return [(rule.is_block, rule.start_re if rule.is_block else rule.pattern_re, rule.user_defined) for rule in rules]
+    return [
+        (rule.is_block, rule.start_re if rule.is_block else rule.pattern_re, rule.user_defined)
+        for rule in rules
+    ]
 
 
 @dataclass(frozen=True)

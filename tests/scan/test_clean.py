@@ -59,7 +59,8 @@ def test_other_loggers_prefixes_are_stripped():
         b"2022-11-16T13:12:10: RuntimeError: CUDA error: an illegal memory access was encountered":
             "RuntimeError: CUDA error: an illegal memory access was encountered",
         # a GitLab job log with FF_TIMESTAMPS: the stream's number, O or E, "+" on a continued line
-        b"2024-06-11T14:25:33.123456Z 00O Segmentation fault (core dumped)": "Segmentation fault (core dumped)",
+        b"2024-06-11T14:25:33.123456Z 00O Segmentation fault (core dumped)":
+            "Segmentation fault (core dumped)",
         b"2024-06-11T14:25:33.123456Z 01E+ Killed": "Killed",
         b"[18:41:23] Traceback (most recent call last):": "Traceback (most recent call last):",
         # jax-ml/jax#6921, NVIDIA/nccl#957
