@@ -53,6 +53,7 @@ from .rules.model import Catalogue, Rule
 from .scan import attribution, pipeline, rank  # noqa: F401 - rank: imported now, used by the scan after the run
 from .scan.clean import strip_controls
 from .scan.match import Match
+from .scan.state import AcrossPlace
 from .scan.sources import Source
 from .supervise.guard import STDERR_LOG, STDOUT_LOG, GuardOptions, Supervision, supervise
 from .verdict import decide
@@ -129,6 +130,7 @@ ACROSS_READ_BUDGET = 256 << 20
 # The events of a log whose scan was cut inside a window that still go in the report (each is a distinct
 # event: the scan reports an event the first time it sees it).
 MAX_SEEN_EVENTS = 256
+MAX_TIMELINE_RUNS = 4096  # passing test runs of stdout kept for stderr's events (_RunTimeline)
 # The most events that may each trigger --abort-on (one per test; outside a test, each distinct one the
 # scan reports: a handled one on stderr, where no test line is, must not hide a later one), and how far
 # after an event the log is read for its test's outcome when its grace ends.
@@ -201,14 +203,17 @@ class _ByteClock:
     bounded list and only loses precision."""
 
     def __init__(self) -> None:
-        self.totals: List[int] = []
-        self.times: List[float] = []
+        # Nothing had arrived when the log was opened: the first chunk's bytes arrived after that.
+        self.totals: List[int] = [0]
+        self.times: List[float] = [time.monotonic()]
+        self.thinned = False  # points were dropped: a byte is known to have arrived between two points
 
     def add(self, total: int, arrived: float) -> None:
         self.totals.append(total)
         self.times.append(arrived)
         if len(self.times) > _CLOCK_POINTS:
             del self.totals[1::2], self.times[1::2]  # an odd count: the first and the newest stay
+            self.thinned = True
 
     def arrival(self, offset: int) -> Optional[Tuple[int, float]]:
         """When the byte at ``offset`` had arrived, with the end of the bytes that came with it (by that
@@ -220,6 +225,14 @@ class _ByteClock:
         """How many bytes had arrived by ``when``."""
         index = bisect.bisect_right(self.times, when)
         return self.totals[index - 1] if index else 0
+
+    def arrival_bounds(self, offset: int) -> Optional[Tuple[float, float]]:
+        """The byte at ``offset`` arrived after the first time and by the second: its chunk's time while
+        every point is kept, else the points around it; None when it has not been offered."""
+        index = bisect.bisect_right(self.totals, offset)
+        if index >= len(self.times):
+            return None
+        return (self.times[index - 1] if self.thinned else self.times[index], self.times[index])
 
 
 class _Follow:
@@ -276,6 +289,11 @@ class _Follow:
         """How many bytes had arrived by ``when`` (``_ByteClock.bytes_by``); any thread."""
         with self._cond:
             return self._arrivals.bytes_by(when)
+
+    def arrival_bounds(self, offset: int) -> Optional[Tuple[float, float]]:
+        """``_ByteClock.arrival_bounds``; any thread."""
+        with self._cond:
+            return self._arrivals.arrival_bounds(offset)
 
     def unread_since(self) -> Optional[float]:
         """When the oldest byte offered but not yet read arrived (None when the reader is caught up)."""
@@ -432,10 +450,13 @@ class _LiveLog:
         prepared: pipeline.Prepared,
         on_event: Callable[[Finding], None],
         tests_from: Optional[_Follow] = None,
+        timeline: bool = False,
     ) -> None:
-        """``tests_from``: the follower of the log whose test lines this log's events are set among."""
+        """``tests_from``: the follower of the log whose test lines this log's events are set among;
+        ``timeline``: keep this log's runs for another log's events (``_RunTimeline``)."""
         self.display_path = display_path
         self.follow = _Follow(fd)
+        self.timeline = _RunTimeline(self.follow) if timeline else None
         self.error: Optional[str] = None
         self.seen: List[Finding] = []  # appended by the scan thread only; read once it is cut
         self._on_event = on_event
@@ -444,7 +465,7 @@ class _LiveLog:
             # The command's output came through a pipe: no terminal wrapped it, and the live scan must
             # not wait for 64 KiB of it before matching the first line.
             Source(display_path, lambda: self.follow, may_be_wrapped=False), catalogue, engine=prepared,
-            on_event=self._event, across=self._across,
+            on_event=self._event, across=self._across, on_run=self.timeline,
         )
         self.thread = threading.Thread(target=self._run, name=f"guard-scan-{os.path.basename(display_path)}",
                                        daemon=True)
@@ -504,15 +525,16 @@ class _Across:
         # A flood of matches costs what their distinct places cost: the last line found (counted on
         # from), and the last places in the other log with what they gave.
         self._hint: Optional[Tuple[int, int]] = None
-        self._last: Optional[Tuple[Tuple[int, int], Optional[Tuple[str, Tuple[int, Optional[str]]]]]] = None
+        self._last: Optional[Tuple[Tuple[int, int], Optional[AcrossPlace]]] = None
         self._span: Tuple[int, int] = (0, 0)  # the lines that start in the chunk of the last place
 
-    def __call__(self, match: Match) -> Optional[Tuple[str, Tuple[int, Optional[str]]]]:
+    def __call__(self, match: Match) -> Optional[AcrossPlace]:
         """The test in force when the line arrived, and where the other log stood ``ACROSS_SLACK_S``
         before with the test in force there: each pump times its own pipe once its thread has the GIL
         back, so a stderr line printed at a test's end may be timed after the next test's start (measured:
         up to 6.5 ms after, with torch's store timeout logged just before its test PASSED). It is named
-        after the later test, and handled only if every test from the earlier point on passed."""
+        after the later test, and handled only if every test from the earlier point on passed. With no
+        test in force (pytest -s or -q name none on stdout), when the line arrived: ``_RunTimeline``."""
         if self._last is not None and self._span[0] <= match.line < self._span[1]:
             return self._last[1]  # a line of the same chunk: it arrived at the same time
         try:
@@ -524,10 +546,15 @@ class _Across:
             end, when = arrived
             self._span = (match.line, match.line + self._lines_starting(offset, end))
             places = (self._other.bytes_by(when), self._other.bytes_by(when - ACROSS_SLACK_S))
-            if self._last is not None and self._last[0] == places:
+            if self._last is not None and self._last[0] == places and self._last[1] is not None \
+                    and self._last[1].test is not None:
                 return self._last[1]
             test = self._test_at(places[0])
-            found = None if test is None else (test, (places[1], self._test_at(places[1])))
+            if test is None:
+                bounds = self._own.arrival_bounds(offset)
+                found = None if bounds is None else AcrossPlace(None, (places[1], None), bounds)
+            else:
+                found = AcrossPlace(test, (places[1], self._test_at(places[1])), (when, when))
             self._last = (places, found)
             return found
         except (OSError, ValueError):
@@ -553,6 +580,72 @@ class _Across:
             os.close(fd)
 
 
+class _RunTimeline:
+    """``state.OnRun`` for the guard's stdout: when each of its test runs started and printed a passing
+    verdict, by the pump's clock. An event on stderr in no test stdout named (pytest ``-s`` and ``-q`` name
+    no running test there) is then judged as its own log's run would judge it: handled if it arrived
+    inside a run that passed, more than ``ACROSS_SLACK_S`` after the run's start and before its verdict.
+    A run that shows no start (pytest ``-q``) counts from the log's start only when it is the log's first:
+    what follows a verdict is that run's exit path (an atexit error) until another run starts. Only the
+    newest ``MAX_TIMELINE_RUNS`` passing runs are kept; an event before them is not judged."""
+
+    def __init__(self, follow: _Follow) -> None:
+        self._follow = follow
+        self._hint: Optional[Tuple[int, int]] = None
+        self._started: Optional[float] = 0.0  # by when the run in progress started (None: not known)
+        # (started by, verdict arrived after, the verdict) of passing runs
+        self.runs: Deque[Tuple[float, float, Match]] = collections.deque(maxlen=MAX_TIMELINE_RUNS)
+        self._last: Optional[Tuple[Optional[float], bool]] = None  # to undo a verdict found an inner run's
+
+    def __call__(self, what: str, match: Optional[Match], passed: bool) -> None:
+        if what == "inner":
+            if self._last is not None:
+                self._started, kept = self._last
+                if kept and self.runs:
+                    self.runs.pop()
+                self._last = None
+            return
+        bounds = None if match is None else self._bounds(match)
+        if what == "start":
+            self._started = None if bounds is None else bounds[1]
+            return
+        started, self._started = self._started, None
+        kept = passed and started is not None and bounds is not None and match is not None
+        if kept:
+            self.runs.append((started, bounds[0], match))
+        self._last = (started, kept)
+
+    def _bounds(self, match: Match) -> Optional[Tuple[float, float]]:
+        try:
+            offset = self._follow.line_offset(match.line, self._hint)
+        except (OSError, ValueError):
+            return None
+        self._hint = (match.line, offset)
+        return self._follow.arrival_bounds(offset)
+
+    def verdict_over(self, arrived: Tuple[float, float]) -> Optional[Match]:
+        """The passing verdict of the run an event whose lines arrived within ``arrived`` came in."""
+        for started, verdict_after, verdict in self.runs:
+            if started + ACROSS_SLACK_S <= arrived[0] and arrived[1] + ACROSS_SLACK_S < verdict_after:
+                return verdict
+        return None
+
+
+def _settle_runs(result: pipeline.LogFindings, timeline: _RunTimeline) -> pipeline.LogFindings:
+    """``result`` with each event on no test's lines that arrived inside a passing run of the other log
+    (``_RunTimeline``) handled by that run's verdict."""
+    if not timeline.runs or all(event.arrived is None for event in result.events):
+        return result
+    events = []
+    for event in result.events:
+        if event.arrived is not None and event.test is None and event.run_passed is None:
+            verdict = timeline.verdict_over(event.arrived)
+            if verdict is not None:
+                event = dataclasses.replace(event, run_passed=verdict)
+        events.append(event)
+    return dataclasses.replace(result, events=tuple(events))
+
+
 def _live_logs(
     paths: Mapping[str, str],
     fds: Mapping[str, int],
@@ -566,7 +659,8 @@ def _live_logs(
         if stream in fds:
             tests_from = logs["stdout"].follow if stream == "stderr" and "stdout" in logs else None
             logs[stream] = _LiveLog(
-                paths[stream], fds[stream], catalogue, prepared[stream], on_event, tests_from
+                paths[stream], fds[stream], catalogue, prepared[stream], on_event, tests_from,
+                timeline=stream == "stdout" and "stderr" in fds,
             )
     return logs
 
@@ -702,8 +796,13 @@ def _collect(
     outcomes = {}
     for stream, log in logs.items():
         done = not log.thread.is_alive()  # a scanner still inside a window: its state is not ours to read
+        result = log.scan.result() if done else None
+        other = logs.get("stdout")
+        if result is not None and stream == "stderr" and other is not None and other.timeline is not None \
+                and not other.thread.is_alive():
+            result = _settle_runs(result, other.timeline)
         outcomes[stream] = _Outcome(
-            log.scan.result() if done else None,
+            result,
             log.incomplete(severity),
             tuple(log.follow.clock.lines) if done else (),
             tuple(log.follow.clock.times) if done else (),

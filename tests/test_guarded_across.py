@@ -115,18 +115,105 @@ def test_an_outcome_on_the_line_the_event_arrived_during_counts(tmp_path):
     code, report = guarded_pytest(tmp_path, "-v", "-s", suite=QUIET_SUITE)
     assert code == 0, report["findings"]
     found = [(f["severity"], f["test"]) for f in report["findings"] if f["path"].endswith("stderr.log")]
-    assert found and set(found) == {("notice", "test_store.py::test_store_times_out_quietly")}, report["findings"]
+    quietly = "test_store.py::test_store_times_out_quietly"
+    assert found and set(found) == {("notice", quietly)}, report["findings"]
     assert b"test_store_times_out_quietly PASSED" in (tmp_path / "logs" / "stdout.log").read_bytes()
 
 
 def test_without_test_lines_on_stdout_the_stderr_events_stay_errors(tmp_path):
-    # pytest -s -q names no running test on stdout: nothing to set the events in, and nothing demotes
-    # them (the failing test's timeout must not become a notice).
+    # pytest -s -q names no running test on stdout: nothing to set the events in, and the run's verdict
+    # reports a failure, so nothing demotes them (the failing test's timeout must not become a notice).
     code, report = guarded_pytest(tmp_path, "-s", "-q")
     assert code == 1, report["findings"]
     found = on_stderr(report, "c10d-store-timeout")
     assert found and all(f["severity"] == "error" for f in found), report["findings"]
     assert b"1 failed, 1 passed" in (tmp_path / "logs" / "stdout.log").read_bytes()
+
+
+# Passing runs whose stdout names no running test (pytest -s, -q): a store timeout a test handled, logged on
+# stderr; and, in EXIT_SUITE's conftest, an atexit callback that raises after pytest's verdict (the
+# project's first failure: the process still exits 0).
+PASSING_STORE_SUITE = """
+    import datetime
+    import sys
+
+    import torch.distributed as dist
+
+
+    def test_store_times_out_as_expected():
+        try:
+            dist.TCPStore("127.0.0.1", 0, 2, True, timeout=datetime.timedelta(seconds=1))
+        except dist.DistStoreError as err:
+            print(f"expected: {err}", file=sys.stderr, flush=True)
+
+
+    def test_after_it():
+        assert True
+"""
+ATEXIT_CONFTEST = """
+    import atexit
+
+
+    def _shutdown():
+        raise RuntimeError("could not shut down the process group")
+
+
+    atexit.register(_shutdown)
+"""
+
+
+def guarded_shell(tmp_path: Path, script: str) -> Tuple[int, Dict[str, Any]]:
+    """``script`` run by bash under the guard, in ``tmp_path`` (several pytest runs in one step)."""
+    require_torch()
+    env = {k: v for k, v in os.environ.items() if k not in ("CI", "BUILD_NUMBER")}
+    proc = subprocess.run(
+        [sys.executable, "-m", "analyzer", "run", "--log-dir", str(tmp_path / "logs"),
+         "--json", str(tmp_path / "r.json"), "--timeout", "150s", "--", "bash", "-c", script],
+        cwd=str(tmp_path), capture_output=True, timeout=180, env=env,
+    )
+    return proc.returncode, json.loads((tmp_path / "r.json").read_text())
+
+
+def stderr_findings(report: Dict[str, Any]) -> List[Tuple[str, str]]:
+    return sorted((f["rule"], f["severity"]) for f in report["findings"] if f["path"].endswith("stderr.log"))
+
+
+@pytest.mark.parametrize("verbosity", ["-q", ""])
+def test_a_stderr_event_inside_a_passing_run_that_names_no_test_is_handled(tmp_path, verbosity):
+    # Before: an error "c10d store timed out" on stderr.log failed this green run (pytest -s and -q show
+    # no running test on stdout to set it in); the run's passing verdict judges it, as in one log.
+    code, report = guarded_pytest(tmp_path, "-s", *verbosity.split(), suite=PASSING_STORE_SUITE)
+    assert code == 0, report["findings"]
+    found = [f for f in report["findings"] if f["path"].endswith("stderr.log")]
+    assert found and {f["severity"] for f in found} == {"notice"}, report["findings"]
+    assert all("which passed (2 passed" in f["message"] for f in found), report["findings"]
+
+
+def test_an_atexit_error_after_a_passing_verdict_stays_an_error(tmp_path):
+    require_torch()
+    (tmp_path / "test_store.py").write_text(textwrap.dedent(PASSING_STORE_SUITE))
+    (tmp_path / "conftest.py").write_text(textwrap.dedent(ATEXIT_CONFTEST))
+    code, report = guarded_shell(tmp_path, "python -m pytest -s -q -p no:cacheprovider test_store.py")
+    assert code == 1, report["findings"]
+    found = stderr_findings(report)
+    assert ("atexit-callback-ignored", "error") in found, report["findings"]
+    assert ("c10d-store-timeout", "notice") in found, report["findings"]
+
+
+def test_a_later_passing_run_does_not_handle_the_exit_path_of_the_one_before(tmp_path):
+    # Two runs in one step, as a shell step runs several suites: the first run's atexit error came after
+    # its verdict and before the second run began; the second run's verdict says nothing of it.
+    require_torch()
+    first, second = tmp_path / "first", tmp_path / "second"
+    for folder in (first, second):
+        folder.mkdir()
+        (folder / "test_store.py").write_text(textwrap.dedent(PASSING_STORE_SUITE))
+    (first / "conftest.py").write_text(textwrap.dedent(ATEXIT_CONFTEST))
+    run = "python -m pytest -s -q -p no:cacheprovider test_store.py"
+    code, report = guarded_shell(tmp_path, f"(cd first && {run}); sleep 0.5; cd second && {run}")
+    assert code == 1, report["findings"]
+    atexit_errors = [f for f in report["findings"] if f["rule"] == "atexit-callback-ignored"]
+    assert [f["severity"] for f in atexit_errors] == ["error"], report["findings"]
 
 
 @pytest.mark.parametrize("before, from_start, expected", [

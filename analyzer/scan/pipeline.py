@@ -10,7 +10,7 @@ from ..rules.model import Catalogue
 from .engine import Prepared, prepare, source_scanner
 from .rank import LineClocks, path_kept, preliminary_finding, rank
 from .sources import Source
-from .state import Across, LogFindings, LogState
+from .state import Across, LogFindings, LogState, OnRun
 
 EventCallback = Callable[[Finding], None]
 # The tracker remembers the outcome of every test a match happened in; past this many, only those
@@ -34,7 +34,8 @@ class LogScan:
     from ``engine_for``. ``on_event(finding)`` is called from the scanning thread the first time each
     non-marker event is seen: a preliminary Finding (kind, severity before any handled-demotion, path,
     line, message, the test it happened in), meant for ``--abort-on``. ``across`` (``state.Across``)
-    names the test of an event on no test's lines from another log of the same command. Raises
+    names the test of an event on no test's lines from another log of the same command; ``on_run``
+    (``state.OnRun``) is told when each of this log's test runs starts and prints its verdict. Raises
     ``InputError`` from ``run`` when the source cannot be read, ``UsageError`` from ``__init__`` for a
     bad engine.
     """
@@ -46,9 +47,11 @@ class LogScan:
         engine: Union[str, Prepared] = "auto",
         on_event: Optional[EventCallback] = None,
         across: Optional[Across] = None,
+        on_run: Optional[OnRun] = None,
     ) -> None:
         self.source = source
         self.across = across
+        self.on_run = on_run
         self.catalogue = catalogue
         self.prepared = engine_for(catalogue, engine)
         self.on_event = on_event
@@ -62,7 +65,9 @@ class LogScan:
             return
         scanner = source_scanner(self.source, self.prepared)
         tracker = scanner.tracker
-        state = LogState(path, self.catalogue, self.on_event, preliminary_finding, tracker.want, self.across)
+        state = LogState(
+            path, self.catalogue, self.on_event, preliminary_finding, tracker.want, self.across, self.on_run
+        )
         for match in scanner.run(self.source):
             state.feed(match)
             if len(tracker.outcomes) > _PRUNE_OUTCOMES:

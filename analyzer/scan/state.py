@@ -36,7 +36,7 @@ those caps, whatever the size of the log.
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable, Dict, Iterable, Iterator, List, Optional, Set, Tuple
+from typing import Callable, Dict, Iterable, Iterator, List, NamedTuple, Optional, Set, Tuple
 
 import regex
 
@@ -97,10 +97,22 @@ FRAME = regex.compile(r'^\s*File "(?P<path>[^"]+)", line (?P<line>\d+)(?:,? in (
 _FAILING_VERDICT = regex.compile(r"\b(?:failed|errors?)\b")
 
 Identity = Tuple[str, str]
-# For a match on no test's lines: the test another log of the same command showed running when the
-# match's line arrived, and where that log stood a little before with the test running there (the
-# guard's stderr, read against its stdout: the two pipes' order is known only to a few milliseconds).
-Across = Callable[[Match], Optional[Tuple[str, Tuple[int, Optional[str]]]]]
+
+
+class AcrossPlace(NamedTuple):
+    """For a match on no test's lines: where another log of the same command stood when the match's line
+    arrived (the guard's stderr, read against its stdout: the two pipes' order is known only to a few
+    milliseconds)."""
+
+    test: Optional[str]  # the test that log showed running then (None: none)
+    before: Tuple[int, Optional[str]]  # where it stood a little before, and the test running there
+    arrived: Tuple[float, float]  # the line arrived after the first time and by the second
+
+
+Across = Callable[[Match], Optional[AcrossPlace]]
+# A top-level test run of a log starting ("start", its first marker), printing its verdict ("verdict",
+# the verdict, whether it passed), or the last verdict told turning out an inner run's ("inner", None).
+OnRun = Callable[[str, Optional[Match], bool], None]
 # The context of a failure header, as if it were a progress line (line 0: no line of its own).
 _HEADER_PASSED = TestLine("", 0, True)
 _HEADER_FAILED = TestLine("", 0, False)
@@ -135,6 +147,9 @@ class LogEvent:
     # log stood a little before, and the test running there (None: none), from which the outcomes are
     # read once the run is over.
     across: Optional[Tuple[int, Optional[str]]] = None
+    # On no test's lines of either log: when its lines arrived (after the first time, by the last), to
+    # be set in the other log's runs once they are over (their verdicts judge it, as this log's would).
+    arrived: Optional[Tuple[float, float]] = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -220,7 +235,7 @@ class _Open:
     """A folded event while its log is still being read (mutable, internal)."""
 
     __slots__ = ("event", "repeats", "identity", "reason", "verdict_after", "outcome_by_verdict", "attempt",
-                 "recovered", "run_passed", "inner")
+                 "recovered", "run_passed", "inner", "arrived")
 
     def __init__(self, event: LogEvent, identity: Optional[Identity]) -> None:
         self.event = event
@@ -233,6 +248,7 @@ class _Open:
         self.recovered: Optional[Tuple[Match, Match]] = None
         self.run_passed: Optional[Match] = None
         self.inner = False  # happened in an inner run: the outer run's verdict judges it
+        self.arrived = event.arrived  # LogEvent.arrived, over every telling
 
 
 class LogState:
@@ -246,11 +262,14 @@ class LogState:
         preliminary: Optional[Callable[[Match], Finding]] = None,
         want_id: Optional[Callable[[str, int], None]] = None,
         across: Optional[Across] = None,
+        on_run: Optional[OnRun] = None,
     ) -> None:
         """``want_id(name, line)`` is told each report header's name an event happened under, and the
-        event's line (``TestTracker.want``); ``across`` names the test of an event on no test's lines."""
+        event's line (``TestTracker.want``); ``across`` names the test of an event on no test's lines;
+        ``on_run`` is told when each of the log's own test runs starts and ends (``OnRun``)."""
         self.path = path
         self.across = across
+        self.on_run = on_run
         self.want_id = want_id
         self.catalogue = catalogue
         self.on_event = on_event
@@ -402,6 +421,8 @@ class LogState:
                 self.run_events = {}  # the log's own run starts: what came before is not in it
                 self.run_failed = []
                 self.run_framed = True
+                if self.on_run is not None:
+                    self.on_run("start", match, False)
             if not self.depth:
                 # In a passing test's report, or one whose section this log lost (it starts inside the
                 # run), such a section is an inner run's; the verdict and summary judge the test.
@@ -438,8 +459,11 @@ class LogState:
             for opened in self.awaiting_verdict:
                 opened.verdict_after = True
             self.awaiting_verdict.clear()
-            if (self.run_framed or match.rule.unframed_run) and not verdict_failed(match):
+            passed = (self.run_framed or match.rule.unframed_run) and not verdict_failed(match)
+            if passed:
                 self._run_passed(match)
+            if self.on_run is not None:
+                self.on_run("verdict", match, passed)
             self.run_events = {}
             self.run_framed = False
         elif marker == INNER_RUN_MARKER:
@@ -487,6 +511,8 @@ class LogState:
         wait for the outer run's verdict."""
         failed, events, before = self.closed_run
         self.closed_run = ([], [], None)
+        if self.on_run is not None:
+            self.on_run("inner", None, False)
         self.tentative = None  # failures held under its short summary were its own
         for test in failed:
             self.failed.pop(test, None)
@@ -598,10 +624,14 @@ class LogState:
     def _event(self, match: Match) -> None:
         kind, test, progress = self._context(match)
         across = None
+        arrived = None
         if kind == "" and test is None and self.across is not None and not self.depth:
-            found = self.across(match)
-            if found is not None:
-                test, across = found  # folded per test, as if the log showed it: each test's event is its own
+            place = self.across(match)
+            if place is not None and place.test is not None:
+                # folded per test, as if the log showed it: each test's event is its own
+                test, across = place.test, place.before
+            elif place is not None:
+                arrived = place.arrived
         if test is not None and progress is not None and not progress.line and self.want_id is not None \
                 and "::" not in test:
             self.want_id(test, match.line)  # a report header's name (a header's context has no progress line)
@@ -612,6 +642,7 @@ class LogState:
             # Told again after its run succeeded or printed its verdict: whether it was handled is open again.
             found.recovered = None
             found.run_passed = None
+            found.arrived = _spanned(found.arrived, arrived)
             self._in_attempt(found, test, kind)
             self._in_run(found, test, kind)
             if match.rule.kind is Kind.CRASH:
@@ -638,6 +669,7 @@ class LogState:
             shutdown=self._shutdown_before(match),
             last_traceback=self.last_traceback if match.rule.fallback else None,
             across=across,
+            arrived=arrived,
         )
         identity = identity_of(match, use_rank_prefix=False)
         if identity is not None:
@@ -764,10 +796,10 @@ class LogState:
                 # it: a crash in teardown or between tests took the run down.
                 event = dataclasses.replace(event, test_finished=False)
             if (opened.repeats != 1 or opened.reason != event.reason or opened.recovered is not None
-                    or opened.run_passed is not None):
+                    or opened.run_passed is not None or opened.arrived != event.arrived):
                 event = dataclasses.replace(
                     event, repeats=opened.repeats, reason=opened.reason, recovered=opened.recovered,
-                    run_passed=opened.run_passed,
+                    run_passed=opened.run_passed, arrived=opened.arrived,
                 )
             if off_by_one and event.match.line > last.line and event.match.rule.kind is not Kind.TEST_FAILURE:
                 event = dataclasses.replace(
@@ -824,6 +856,15 @@ def _pid(match: Match) -> Optional[str]:
 
 def _who(identity: Identity) -> str:
     return f"rank {identity[1]}" if identity[0] == "rank" else f"process {identity[1]}"
+
+
+def _spanned(
+    arrived: Optional[Tuple[float, float]], more: Optional[Tuple[float, float]]
+) -> Optional[Tuple[float, float]]:
+    """The times over which an event's tellings arrived; None once one of them cannot say."""
+    if arrived is None or more is None:
+        return None
+    return (min(arrived[0], more[0]), max(arrived[1], more[1]))
 
 
 def _repeat_key(match: Match, test: Optional[str]) -> tuple:
