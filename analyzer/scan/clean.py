@@ -1,10 +1,11 @@
 """Turn one raw log line into the text rules match: no BOM, timestamp, ANSI escapes, NULs or rank prefix.
 
 Cleaning happens in two steps so the engine can do the first one over a whole window at once:
-``strip_controls`` removes NULs and ANSI escape sequences (neither ever contains ``\\n``, so line
-numbers survive), and ``clean_stripped`` removes what sits at the start of a line (UTF-8 BOM, GitHub's
-timestamp, ``[rankN]:``, another logger's prefix), decodes, and drops the line ending. ``clean_line`` is
-both in a row.
+``strip_controls`` removes NULs and ANSI escape sequences, also in the caret notation a paste may show
+them in (``^[[36m``; none of them ever contains ``\\n``, so line numbers survive), and
+``clean_stripped`` removes what sits at the start of a line (UTF-8 BOM, GitHub's timestamp,
+``[rankN]:``, another logger's prefix), decodes, and drops the line ending. ``clean_line`` is both in a
+row.
 
 Other loggers' prefixes are removed so that a rule anchored at ``^`` (a traceback's last line, "Process
 NAME:", "Segmentation fault") still finds its wording when the log went through them: journald/syslog
@@ -58,6 +59,9 @@ from typing import List, Optional, Tuple
 # CSI (colours, cursor moves), OSC terminated by BEL or ST (hyperlinks, titles), and the short
 # two-byte escapes. No branch can consume b"\n", which keeps line numbering intact.
 _ANSI = re.compile(rb"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b\n]*(?:\x07|\x1b\\)|[ -/]*[0-~])")
+# The same CSI sequences as a paste shows them when ESC went through ``cat -v``, ``less`` or a terminal
+# copy in caret notation: ``^[[36m``. "^[[" is never text of its own, so no branch can eat a word.
+_CARET_CSI = re.compile(rb"\^\[\[[0-?]*[ -/]*[@-~]")
 _BOM = b"\xef\xbb\xbf"
 _EMPHASIS = ("_", "*")
 # tqdm's bar as it redraws a line ("Epoch 1: 100%|####| 3/3 [00:00<00:00, 29.11it/s]", or "3it [00:00,
@@ -188,6 +192,8 @@ def strip_controls(raw: bytes) -> bytes:
     """Remove NUL bytes and ANSI escape sequences; never removes or adds a ``\\n``."""
     if b"\x00" in raw:
         raw = raw.replace(b"\x00", b"")
+    if b"^[[" in raw:
+        raw = _CARET_CSI.sub(b"", raw)
     at = raw.find(b"\x1b")
     if at == -1:
         return raw

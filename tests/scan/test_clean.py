@@ -26,6 +26,13 @@ def test_ansi_csi_and_osc_sequences_are_stripped():
     assert clean_line(raw) == ("FAILED tests/test_x.py::test_a link done", None)
 
 
+def test_csi_sequences_in_caret_notation_are_stripped():
+    # ray-project/ray#4568: Ray 0.x coloured the task's name, the paste shows ESC as "^["
+    raw = b"ray.exceptions.RayTaskError: ^[[36mray_worker^[[39m (pid=25712, host=vcl-dl-2)\n"
+    assert clean_line(raw) == ("ray.exceptions.RayTaskError: ray_worker (pid=25712, host=vcl-dl-2)", None)
+    assert clean_line(b"x ^[ [31m and ^[x stay\n") == ("x ^[ [31m and ^[x stay", None)
+
+
 def test_rank_prefix_is_stripped_and_returned():
     assert clean_line(b"[rank3]:Traceback (most recent call last):\n") == (
         "Traceback (most recent call last):", 3,
