@@ -567,6 +567,7 @@ _LIBRARY_PATHS = ("/lib/python", "site-packages", "dist-packages", "<frozen")
 _Item = Tuple[int, LogFindings, LogEvent, bool, Optional[str]]
 _REPORT_LINES = 40  # a ChildFailedError report's header is at most this far above its Root Cause
 _CHILD_FAILED = "ChildFailedError"
+_ANY_DISTANCE = 1 << 30  # lines: asks only the test, rank and pid
 
 
 @dataclasses.dataclass(frozen=True)
@@ -595,16 +596,49 @@ def _told_again(items: Sequence[_Item]) -> _ToldAgain:
             lines = rule.same_event_lines
             named = [(other, lines) for name in rule.same_event_as for other in by_rule.get(name, ())]
             named += ends.get(id(item[2]), [])
-            for other, lines in named:
-                if other is item or id(other[2]) in absorbed:
+            for other, _ in _chained(item, named, absorbed):
+                if id(other[2]) in absorbed:  # a report an earlier link ended, already told
                     continue
-                if _same_event(item, other, lines):
-                    absorbed.add(id(other[2]))
-                    # A teller told again tells nothing of its own: what it absorbed moves along
-                    # (a Ray death whose line a terminal cut, then the retry that handled it).
-                    inherited = told.pop(id(other[2]), [])
-                    told.setdefault(id(item[2]), []).extend([other[2], *inherited])
+                absorbed.add(id(other[2]))
+                # A teller told again tells nothing of its own: what it absorbed moves along (a Ray
+                # death whose line a terminal cut, then the retry that handled it), and so do the
+                # worker reports it ended (rank 0's monitored_barrier error, which mp.spawn's report
+                # of process 0 ends in, told again by rank 0's first log line of it).
+                inherited = told.pop(id(other[2]), [])
+                inherited += [
+                    report[2] for report, _ in ends.get(id(other[2]), ())
+                    if id(report[2]) not in absorbed and report is not item
+                ]
+                absorbed.update(id(event) for event in inherited)
+                told.setdefault(id(item[2]), []).extend([other[2], *inherited])
     return _ToldAgain(absorbed, told)
+
+
+def _chained(
+    item: _Item, named: Sequence[Tuple[_Item, int]], absorbed: Set[int]
+) -> List[Tuple[_Item, int]]:
+    """The matches of ``named`` (each with its ``same_event_lines``) that ``item`` tells: those near it,
+    and those near one of them in turn. A client retrying its connect to a dead store logs the broken
+    socket at each try, some 16 lines apart, until the last try's timeout: the retries are one chain
+    however long it runs, and each link is near the next (``_same_event`` still asks the teller's
+    test, rank and pid of every link)."""
+    chain: List[Tuple[_Item, int]] = []
+    anchors = [item]
+    waiting = [(other, lines) for other, lines in named if other is not item and id(other[2]) not in absorbed]
+    grown = True
+    while grown:
+        grown = False
+        for entry in list(waiting):
+            other, lines = entry
+            if not any(_same_event(anchor, other, lines) for anchor in anchors):
+                continue
+            if not _same_event(item, other, _ANY_DISTANCE):
+                continue
+            waiting.remove(entry)
+            chain.append(entry)
+            anchors.append(other)
+            grown = True
+    return sorted(chain, key=lambda entry: entry[0][2].match.seq)
 
 
 def _told_with_a_stack(event: LogEvent, again: Sequence[LogEvent]) -> Optional[LogEvent]:
