@@ -29,7 +29,8 @@ before it. What ranking decides, in order:
 8. Orders: errors before warnings before notices; within a severity, ``root_cause`` rules first, then
    findings by time (``line_clocks`` across logs when given, else log by log in line order), then the
    guard's findings, then signal exits that echo the guard's kill, then test failures, then a log's
-   "findings dropped past the cap" note.
+   "findings dropped past the cap" note. A death of the guard's kill signals after every other error
+   of its log is the guard's kill told again: the guard's finding tells it.
 
 Messages are the rule's ``message`` with ``{group}`` fields filled from the match; ``{group_exit}``
 describes a number as an exit ("exit 143 (SIGTERM)"); a group that did not take part reads ``?``.
@@ -86,6 +87,11 @@ LAST_TRACEBACK_HEADER = "--- the last Python traceback ({where}) ---"
 
 _KILL_ECHO_KINDS = (Kind.SIGNAL_EXIT,)
 _GUARD_KILL_KINDS = (Kind.HANG, Kind.TIMEOUT)
+# What the guard sends the command's tree when it ends it (analyzer/supervise/escalate.py: SIGCONT and
+# SIGTERM, then SIGKILL for what is left).
+_GUARD_KILL_SIGNALS = ("SIGTERM", "SIGKILL")
+GUARD_KILL_TOLD = "; the log tells the guard's kill: {message} ({where})"
+GUARD_KILL_HEADER = "--- the guard's kill, as the log tells it ({where}) ---"
 LineClocks = Mapping[str, Callable[[int], float]]
 
 
@@ -133,6 +139,7 @@ def rank(
     events = [item for item in events if id(item[2]) not in crashes.absorbed]
     fallbacks = {rule.id for rule in catalogue.guard_rules if rule.fallback}
     events, guard = _without_explained_fallbacks(events, guard, fallbacks)
+    events, kill_told = _guard_kill_told(events, guard)
 
     has_root = any(
         e.shutdown is None and not handled and _severity(e.match.rule) is Severity.ERROR
@@ -172,6 +179,8 @@ def rank(
         finding = _enrich_guard(finding, kept)
         if finding.rule in fallbacks:
             finding = _with_last_traceback(finding, kept, line_clocks)
+        if kill_told is not None and kill_told[0] == index:
+            finding = _with_kill_told(finding, kill_told[1])
         ranked.append(((finding.severity.rank, 1, 2, (float("inf"), len(kept), index)), finding, None))
     for index, log in enumerate(kept):
         if log.dropped:
@@ -314,6 +323,56 @@ def _without_explained_fallbacks(
     if explained or any(f.severity is Severity.ERROR and f.rule not in fallbacks for f in guard):
         guard = [finding for finding in guard if finding.rule not in fallbacks]
     return events, guard
+
+
+def _guard_kill_told(
+    events: List[_Item], guard: Sequence[Finding]
+) -> Tuple[List[_Item], Optional[Tuple[int, List[LogEvent]]]]:
+    """The deaths the guard's own kill caused, left to the guard's finding of why it killed (a hang, a
+    timeout, a cancel): the events without them, and (index in ``guard`` of that finding, the deaths).
+    torchrun's agent that "got signal 15" under a guard that timed the command out is the guard's
+    SIGTERM, not a second failure. Such a death is a crash, signal exit or worker's exit of SIGTERM or
+    SIGKILL, not handled, after every other error of its log (the command was still running when the
+    guard ended it, so its own failures came first)."""
+    killer = next(
+        (i for i, f in enumerate(guard) if f.kind in _GUARD_KILL_KINDS and f.severity is Severity.ERROR), None
+    )
+    if killer is None:
+        return events, None
+    echo_ids = {id(item[2]) for item in events if _is_kill_echo(item)}
+    if not echo_ids:
+        return events, None
+    last_other: Dict[int, int] = {}
+    for index, _, event, handled, _ in events:
+        if id(event) not in echo_ids and not handled and _severity(event.match.rule) is Severity.ERROR:
+            last_other[index] = max(last_other.get(index, -1), event.match.seq)
+    told = [item for item in events if id(item[2]) in echo_ids and item[2].match.seq > last_other.get(item[0], -1)]
+    if not told:
+        return events, None
+    told_ids = {id(item[2]) for item in told}
+    deaths = [item[2] for item in sorted(told, key=lambda it: (it[0], it[2].match.seq))]
+    return [item for item in events if id(item[2]) not in told_ids], (killer, deaths)
+
+
+def _with_kill_told(finding: Finding, deaths: Sequence[LogEvent]) -> Finding:
+    """The guard's finding of why it killed, with the deaths the log shows of that kill."""
+    message, excerpt = finding.message, finding.excerpt
+    for event in deaths:
+        match = event.match
+        where = f"{match.path}:{match.line}"
+        told = _clip(format_message(match.rule.message, match.groups), MAX_QUOTE_CHARS)
+        message += GUARD_KILL_TOLD.format(message=told, where=where)
+        header = GUARD_KILL_HEADER.format(where=where)
+        excerpt = f"{excerpt}\n{header}\n{match.excerpt}" if excerpt else f"{header}\n{match.excerpt}"
+    return dataclasses.replace(finding, message=_one_line(message), excerpt=excerpt)
+
+
+def _is_kill_echo(item: _Item) -> bool:
+    event = item[2]
+    # After a shutdown marker the command sent the signal itself (collateral of its own root cause).
+    if item[3] or event.shutdown is not None or event.match.rule.kind not in _MERGE_KINDS:
+        return False
+    return signal_of(event.match) in _GUARD_KILL_SIGNALS
 
 
 def _with_last_traceback(
@@ -857,7 +916,7 @@ def _own_frame(lines: Iterable[str]) -> Optional[str]:
 def signal_of(match: Match) -> Optional[str]:
     """The signal a match says a process died of: ``-11``, ``139`` (128 + N), ``SIGSEGV``,
     ``Segmentation fault``; a Windows crash status (``0xC0000005``, ``access violation``) by its name;
-    else the signal its rule says the process dies of (``dies_of``)."""
+    a ``signum`` group's signal number; else the signal its rule says the process dies of (``dies_of``)."""
     for name in _EXIT_GROUPS:
         value = (match.groups.get(name) or "").strip()
         if not value:
@@ -879,7 +938,21 @@ def signal_of(match: Match) -> Optional[str]:
                 return signal.Signals(signum).name
             except ValueError:
                 return None
-    return match.rule.dies_of
+    return _signal_number(match) or match.rule.dies_of
+
+
+def _signal_number(match: Match) -> Optional[str]:
+    """The signal a ``signum`` group names by its number ("Received 15 death signal", glog's "***
+    Received signal 11 ***") or by its name."""
+    value = (match.groups.get("signum") or "").strip()
+    if value.upper().startswith("SIG") and value[3:].isalnum():
+        return value.upper()
+    if not value.isdigit():
+        return None
+    try:
+        return signal.Signals(int(value)).name
+    except ValueError:
+        return None
 
 
 def _number(value: str) -> Optional[int]:
