@@ -745,10 +745,11 @@ def _exception_text(block: Match) -> Optional[str]:
 
 
 def _same_event(item: _Item, other: _Item, lines: int) -> bool:
-    """Whether ``other`` is at most ``lines`` lines from ``item``, in its test, of its rank or pid. An
-    event on no test's lines may tell one in a test or be told by it: the session's "Interrupted: 1
-    error during collection" tells the modules' failures, and a crashed pytest-xdist worker's report
-    tells its "[gw2] node down", which xdist prints among other workers' results. Two events that name
+    """Whether ``other`` is at most ``lines`` lines from ``item``, in its test, of its rank, pid or device
+    (a ``device`` group) when both name one. An event on no test's lines may tell one in a test or be
+    told by it: the session's "Interrupted: 1 error during collection" tells the modules' failures, and
+    a crashed pytest-xdist worker's report tells its "[gw2] node down", which xdist prints among other
+    workers' results. Two events that name
     the same process are that process's whatever test the log seemed to be running: with several
     workers at once, the last test started may be another worker's."""
     if item[3] != other[3]:
@@ -763,6 +764,9 @@ def _same_event(item: _Item, other: _Item, lines: int) -> bool:
     same_process = who is not None and who == whom and who[0] == "process"
     if item[4] != other[4] and item[4] is not None and other[4] is not None and not same_process:
         return False
+    device, other_device = _device_of(first), _device_of(second)
+    if device is not None and other_device is not None and device != other_device:
+        return False  # a K80's two GPUs that both fell off the bus: two events
     pid, other_pid = _pid_of(first), _pid_of(second)
     return pid is None or other_pid is None or pid == other_pid
 
@@ -962,6 +966,12 @@ def _number(value: str) -> Optional[int]:
         return int(value, 16) if value.lower().startswith("0x") else int(value)
     except ValueError:
         return None
+
+
+def _device_of(match: Match) -> Optional[str]:
+    """The device a match names (a GPU's PCI address, an XLA device), in one spelling."""
+    device = (match.groups.get("device") or "").strip().lower()
+    return device or None
 
 
 def _pid_of(match: Match) -> Optional[str]:
