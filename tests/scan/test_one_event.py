@@ -229,3 +229,18 @@ def test_a_sigterm_before_the_commands_own_later_failure_is_not_the_guards_kill(
     findings = scan_paths([str(log)], BUILTIN, guard_findings=[_guard_timeout()], engine="python")
     assert {f.rule for f in findings if f.severity is Severity.ERROR} == {
         "torchrun-agent-signal", "fatal-python-error", GUARD_TIMEOUT_RULE}
+
+
+def test_each_gpus_xid_79_tells_its_own_fallen_off_the_bus_line(tmp_path):
+    # The wordings of fixtures/quoted/nvrm-xid-79-two-gpus-journal.log, the two GPUs' lines interleaved.
+    log = tmp_path / "kern.log"
+    log.write_text(
+        "NVRM: Xid (PCI:0000:05:00): 79, pid=1173, GPU has fallen off the bus.\n"
+        "NVRM: Xid (PCI:0000:06:00): 79, pid=1173, GPU has fallen off the bus.\n"
+        "NVRM: GPU 0000:06:00.0: GPU has fallen off the bus.\n"
+        "NVRM: GPU 0000:05:00.0: GPU has fallen off the bus.\n"
+    )
+    findings = scan_paths([str(log)], BUILTIN, engine="python")
+    assert [(f.rule, f.line) for f in findings] == [("gpu-xid-error", 1), ("gpu-xid-error", 2)]
+    assert findings[0].message.endswith("fallen off the bus (line 4)")
+    assert findings[1].message.endswith("fallen off the bus (line 3)")
