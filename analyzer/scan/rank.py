@@ -803,15 +803,17 @@ def _one_event_one_finding(items: Sequence[_Item]) -> _Merged:
             else:
                 workers[pid] = item
             signals[pid] = signals.get(pid) or signal_of(event.match)
-        # torchrun's "ChildFailedError" line heads the report whose Root Cause names the worker.
-        roots = [w for w in workers.values() if w[2].match.rule.root_cause]
+        # torchrun's "ChildFailedError" line heads the report whose rows (Root Cause, other Failures)
+        # name the workers, and ends the agent's traceback that its log line of the first failure
+        # ("failed (exitcode: -9) local_rank: 3 (pid: 407727) of binary: ...") comes right before
+        # (torch/distributed/elastic/agent/server/api.py logs it, launcher/api.py raises): one event.
         for item in log_items:
             match = item[2].match
             if match.rule.kind is not Kind.WORKER_FAILURE or match.rule.root_cause:
                 continue
             if _pid_of(match) is not None or _CHILD_FAILED not in match.text:
                 continue
-            if any(0 < root[2].match.line - match.end_line <= _REPORT_LINES for root in roots):
+            if any(_in_report_of(match, worker[2].match) for worker in workers.values()):
                 absorbed.add(id(item[2]))
         crash_primary: Dict[str, List[Tuple[_Item, object]]] = {}
         for item in sorted(log_items, key=lambda it: it[2].match.seq):
@@ -852,6 +854,14 @@ def _one_event_one_finding(items: Sequence[_Item]) -> _Merged:
             else:
                 crash_primary.setdefault(signame, []).append((item, who))
     return _Merged(absorbed, crash_of, stack_of)
+
+
+def _in_report_of(child_failed: Match, worker: Match) -> bool:
+    """Whether ``worker`` (a worker's failure naming its pid) is a row of the report that torchrun's
+    ChildFailedError line ``child_failed`` heads, or the agent's log line just before its traceback."""
+    after = worker.line - child_failed.end_line
+    before = child_failed.line - worker.end_line
+    return 0 < after <= _REPORT_LINES or 0 < before <= _REPORT_LINES
 
 
 def _worker_for(
