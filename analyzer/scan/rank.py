@@ -650,11 +650,13 @@ def _told_again(items: Sequence[_Item]) -> _ToldAgain:
         ends = _ended_by(in_order)
         for item in in_order:
             rule = item[2].match.rule
-            if id(item[2]) in absorbed or not (rule.same_event_as or id(item[2]) in ends):
+            raised = _raised_in_its_traceback(item, in_order)
+            if id(item[2]) in absorbed or not (rule.same_event_as or id(item[2]) in ends or raised):
                 continue
             lines = rule.same_event_lines
             named = [(other, lines) for name in rule.same_event_as for other in by_rule.get(name, ())]
             named += ends.get(id(item[2]), [])
+            named += raised
             for other, _ in _chained(item, named, absorbed):
                 if id(other[2]) in absorbed:  # a report an earlier link ended, already told
                     continue
@@ -671,6 +673,23 @@ def _told_again(items: Sequence[_Item]) -> _ToldAgain:
                 absorbed.update(id(event) for event in inherited)
                 told.setdefault(id(item[2]), []).extend([other[2], *inherited])
     return _ToldAgain(absorbed, told)
+
+
+def _raised_in_its_traceback(item: _Item, items: Sequence[_Item]) -> List[Tuple[_Item, int]]:
+    """The matches on the lines of the traceback attached to ``item`` (a worker's failure: torchrun's
+    Root Cause row and the rank's own traceback), each with its distance: the exception that traceback
+    ends in (rank 0's "RuntimeError: [...] Timed out waiting 5000ms for recv operation to complete") is
+    what the worker died of, one event with its failure."""
+    attached = item[2].traceback
+    if attached is None:
+        return []
+    traceback = attached[1]
+    here = item[2].match
+    return [
+        (other, abs(here.line - other[2].match.line))
+        for other in items
+        if other is not item and traceback.line <= other[2].match.line <= traceback.end_line
+    ]
 
 
 def _chained(
