@@ -612,6 +612,12 @@ _SIGNAL_WORDS = {
     "user-defined signal 1": "SIGUSR1",
     "user-defined signal 2": "SIGUSR2",
     "virtual time alarm": "SIGVTALRM",
+    # bash prints strsignal(), which glibc translates: zh_CN's words (crash-core-dumped reads them)
+    "已放弃": "SIGABRT",
+    "段错误": "SIGSEGV",
+    "总线错误": "SIGBUS",
+    "非法指令": "SIGILL",
+    "浮点数例外": "SIGFPE",
     # faulthandler's "Windows fatal exception: access violation", as the exit status names it
     "access violation": "STATUS_ACCESS_VIOLATION",
     "stack overflow": "STATUS_STACK_OVERFLOW",
