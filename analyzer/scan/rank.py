@@ -955,16 +955,16 @@ def _own_frame(lines: Iterable[str]) -> Optional[str]:
 def signal_of(match: Match) -> Optional[str]:
     """The signal a match says a process died of: ``-11``, ``139`` (128 + N), ``SIGSEGV``,
     ``Segmentation fault``; a Windows crash status (``0xC0000005``, ``access violation``) by its name;
-    a ``signum`` group's signal number; else the signal its rule says the process dies of (``dies_of``)."""
+    a ``signum`` group's signal number; else the signal its rule says the process dies of (``dies_of``).
+    A name the line spells out wins over a number: signal numbers differ between systems (an IDE on
+    macOS: "exit code 138 (interrupted by signal 10: SIGBUS)", where Linux's 10 is SIGUSR1)."""
+    named = _signal_named(match)
+    if named is not None:
+        return named
     for name in _EXIT_GROUPS:
         value = (match.groups.get(name) or "").strip()
         if not value:
             continue
-        if value.upper().startswith("SIG") and value[3:].isalpha():
-            return value.upper()
-        word = _SIGNAL_WORDS.get(value.lower())
-        if word is not None:
-            return word
         number = _number(value)
         if number is None:
             continue
@@ -978,6 +978,18 @@ def signal_of(match: Match) -> Optional[str]:
             except ValueError:
                 return None
     return _signal_number(match) or match.rule.dies_of
+
+
+def _signal_named(match: Match) -> Optional[str]:
+    """The signal an exit group names in words (``SIGSEGV``, ``Segmentation fault``), if any."""
+    for name in _EXIT_GROUPS:
+        value = (match.groups.get(name) or "").strip()
+        if value.upper().startswith("SIG") and value[3:].isalpha():
+            return value.upper()
+        word = _SIGNAL_WORDS.get(value.lower())
+        if word is not None:
+            return word
+    return None
 
 
 def _signal_number(match: Match) -> Optional[str]:
