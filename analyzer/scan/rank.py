@@ -346,7 +346,10 @@ def _guard_kill_told(
     for index, _, event, handled, _ in events:
         if id(event) not in echo_ids and not handled and _severity(event.match.rule) is Severity.ERROR:
             last_other[index] = max(last_other.get(index, -1), event.match.seq)
-    told = [item for item in events if id(item[2]) in echo_ids and item[2].match.seq > last_other.get(item[0], -1)]
+    told = [
+        item for item in events
+        if id(item[2]) in echo_ids and item[2].match.seq > last_other.get(item[0], -1)
+    ]
     if not told:
         return events, None
     told_ids = {id(item[2]) for item in told}
@@ -722,7 +725,7 @@ def _chained(
             chain.append(entry)
             anchors.append(other)
             grown = True
-    return sorted(chain, key=lambda entry: entry[0][2].match.seq)
+    return chain  # in the order found: the rule's own names first, as it lists them
 
 
 def _told_with_a_stack(event: LogEvent, again: Sequence[LogEvent]) -> Optional[LogEvent]:
