@@ -87,9 +87,10 @@ LAST_TRACEBACK_HEADER = "--- the last Python traceback ({where}) ---"
 
 _KILL_ECHO_KINDS = (Kind.SIGNAL_EXIT,)
 _GUARD_KILL_KINDS = (Kind.HANG, Kind.TIMEOUT)
-# What the guard sends the command's tree when it ends it (analyzer/supervise/escalate.py: SIGCONT and
-# SIGTERM, then SIGKILL for what is left).
-_GUARD_KILL_SIGNALS = ("SIGTERM", "SIGKILL")
+# What the guard sends the command's tree first when it ends it (analyzer/supervise/escalate.py: SIGCONT
+# and SIGTERM, then SIGKILL for what is left). SIGKILL is left out: the kernel's OOM killer sends it too,
+# and a worker it killed before the hang is the root cause, not the guard's doing.
+_GUARD_KILL_SIGNALS = ("SIGTERM",)
 GUARD_KILL_TOLD = "; the log tells the guard's kill: {message} ({where})"
 GUARD_KILL_HEADER = "--- the guard's kill, as the log tells it ({where}) ---"
 LineClocks = Mapping[str, Callable[[int], float]]
@@ -331,9 +332,9 @@ def _guard_kill_told(
     """The deaths the guard's own kill caused, left to the guard's finding of why it killed (a hang, a
     timeout, a cancel): the events without them, and (index in ``guard`` of that finding, the deaths).
     torchrun's agent that "got signal 15" under a guard that timed the command out is the guard's
-    SIGTERM, not a second failure. Such a death is a crash, signal exit or worker's exit of SIGTERM or
-    SIGKILL, not handled, after every other error of its log (the command was still running when the
-    guard ended it, so its own failures came first)."""
+    SIGTERM, not a second failure. Such a death is a crash, signal exit or worker's exit of SIGTERM, not
+    handled and after no shutdown marker, after every other error of its log (the command was still
+    running when the guard ended it, so its own failures came first)."""
     killer = next(
         (i for i, f in enumerate(guard) if f.kind in _GUARD_KILL_KINDS and f.severity is Severity.ERROR), None
     )

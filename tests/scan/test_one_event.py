@@ -244,3 +244,13 @@ def test_each_gpus_xid_79_tells_its_own_fallen_off_the_bus_line(tmp_path):
     assert [(f.rule, f.line) for f in findings] == [("gpu-xid-error", 1), ("gpu-xid-error", 2)]
     assert findings[0].message.endswith("fallen off the bus (line 4)")
     assert findings[1].message.endswith("fallen off the bus (line 3)")
+
+
+def test_a_worker_the_oom_killer_killed_before_the_hang_is_not_the_guards_kill(tmp_path):
+    # SIGKILL is the OOM killer's signal as well as the guard's last resort: the worker's death stays
+    # its own finding, the likely root cause of the hang the guard then ended.
+    log = tmp_path / "job.log"
+    log.write_text("RuntimeError: DataLoader worker (pid 56811) is killed by signal: Killed. \n")
+    findings = scan_paths([str(log)], BUILTIN, guard_findings=[_guard_timeout()], engine="python")
+    errors = {f.rule for f in findings if f.severity is Severity.ERROR}
+    assert errors == {"dataloader-worker-killed", GUARD_TIMEOUT_RULE}
