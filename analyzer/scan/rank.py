@@ -19,8 +19,11 @@ before it. What ranking decides, in order:
    purpose) is a warning pointing at the root cause; with no other error it keeps its severity.
 5. Tracebacks attached to the failure of the same rank or process (excerpt appended, exception named).
    One event told several times is one finding: a match that a nearby match of a rule naming it in
-   ``same_event_as`` tells again; crash lines of one signal (``dies_of`` when the wording has none),
-   told by the one that says why, with faulthandler's stack; a worker's exit of that signal names it.
+   ``same_event_as`` tells again (or near one it tells: a chain of retries; not of another rank, pid
+   or device), and a match on the lines of the traceback attached to a worker's failure; crash lines
+   of one signal (``dies_of`` when the wording has none), told by the one that says why, with
+   faulthandler's stack; a worker's exit of that signal names it; torchrun's ChildFailedError line
+   is the worker failure its report or the agent's log line just before names.
 6. A ``fallback`` finding (a failed exit status: a CI step's, the guarded command's) is kept only when
    no other error of its log (the guard's: of any log) explains the failure, and it names the last
    Python traceback printed before it: "exit 1; the last Python traceback ... ends in RuntimeError".
