@@ -19,8 +19,11 @@ before it. What ranking decides, in order:
    purpose) is a warning pointing at the root cause; with no other error it keeps its severity.
 5. Tracebacks attached to the failure of the same rank or process (excerpt appended, exception named).
    One event told several times is one finding: a match that a nearby match of a rule naming it in
-   ``same_event_as`` tells again; crash lines of one signal (``dies_of`` when the wording has none),
-   told by the one that says why, with faulthandler's stack; a worker's exit of that signal names it.
+   ``same_event_as`` tells again (or near one it tells: a chain of retries; not of another rank, pid
+   or device), and a match on the lines of the traceback attached to a worker's failure; crash lines
+   of one signal (``dies_of`` when the wording has none), told by the one that says why, with
+   faulthandler's stack; a worker's exit of that signal names it; torchrun's ChildFailedError line
+   is the worker failure its report or the agent's log line just before names.
 6. A ``fallback`` finding (a failed exit status: a CI step's, the guarded command's) is kept only when
    no other error of its log (the guard's: of any log) explains the failure, and it names the last
    Python traceback printed before it: "exit 1; the last Python traceback ... ends in RuntimeError".
@@ -29,7 +32,8 @@ before it. What ranking decides, in order:
 8. Orders: errors before warnings before notices; within a severity, ``root_cause`` rules first, then
    findings by time (``line_clocks`` across logs when given, else log by log in line order), then the
    guard's findings, then signal exits that echo the guard's kill, then test failures, then a log's
-   "findings dropped past the cap" note.
+   "findings dropped past the cap" note. A death of the guard's kill signals after every other error
+   of its log is the guard's kill told again: the guard's finding tells it.
 
 Messages are the rule's ``message`` with ``{group}`` fields filled from the match; ``{group_exit}``
 describes a number as an exit ("exit 143 (SIGTERM)"); a group that did not take part reads ``?``.
@@ -86,6 +90,12 @@ LAST_TRACEBACK_HEADER = "--- the last Python traceback ({where}) ---"
 
 _KILL_ECHO_KINDS = (Kind.SIGNAL_EXIT,)
 _GUARD_KILL_KINDS = (Kind.HANG, Kind.TIMEOUT)
+# What the guard sends the command's tree first when it ends it (analyzer/supervise/escalate.py: SIGCONT
+# and SIGTERM, then SIGKILL for what is left). SIGKILL is left out: the kernel's OOM killer sends it too,
+# and a worker it killed before the hang is the root cause, not the guard's doing.
+_GUARD_KILL_SIGNALS = ("SIGTERM",)
+GUARD_KILL_TOLD = "; the log tells the guard's kill: {message} ({where})"
+GUARD_KILL_HEADER = "--- the guard's kill, as the log tells it ({where}) ---"
 LineClocks = Mapping[str, Callable[[int], float]]
 
 
@@ -133,6 +143,7 @@ def rank(
     events = [item for item in events if id(item[2]) not in crashes.absorbed]
     fallbacks = {rule.id for rule in catalogue.guard_rules if rule.fallback}
     events, guard = _without_explained_fallbacks(events, guard, fallbacks)
+    events, kill_told = _guard_kill_told(events, guard)
 
     has_root = any(
         e.shutdown is None and not handled and _severity(e.match.rule) is Severity.ERROR
@@ -172,6 +183,8 @@ def rank(
         finding = _enrich_guard(finding, kept)
         if finding.rule in fallbacks:
             finding = _with_last_traceback(finding, kept, line_clocks)
+        if kill_told is not None and kill_told[0] == index:
+            finding = _with_kill_told(finding, kill_told[1])
         ranked.append(((finding.severity.rank, 1, 2, (float("inf"), len(kept), index)), finding, None))
     for index, log in enumerate(kept):
         if log.dropped:
@@ -314,6 +327,59 @@ def _without_explained_fallbacks(
     if explained or any(f.severity is Severity.ERROR and f.rule not in fallbacks for f in guard):
         guard = [finding for finding in guard if finding.rule not in fallbacks]
     return events, guard
+
+
+def _guard_kill_told(
+    events: List[_Item], guard: Sequence[Finding]
+) -> Tuple[List[_Item], Optional[Tuple[int, List[LogEvent]]]]:
+    """The deaths the guard's own kill caused, left to the guard's finding of why it killed (a hang, a
+    timeout, a cancel): the events without them, and (index in ``guard`` of that finding, the deaths).
+    torchrun's agent that "got signal 15" under a guard that timed the command out is the guard's
+    SIGTERM, not a second failure. Such a death is a crash, signal exit or worker's exit of SIGTERM, not
+    handled and after no shutdown marker, after every other error of its log (the command was still
+    running when the guard ended it, so its own failures came first)."""
+    killer = next(
+        (i for i, f in enumerate(guard) if f.kind in _GUARD_KILL_KINDS and f.severity is Severity.ERROR), None
+    )
+    if killer is None:
+        return events, None
+    echo_ids = {id(item[2]) for item in events if _is_kill_echo(item)}
+    if not echo_ids:
+        return events, None
+    last_other: Dict[int, int] = {}
+    for index, _, event, handled, _ in events:
+        if id(event) not in echo_ids and not handled and _severity(event.match.rule) is Severity.ERROR:
+            last_other[index] = max(last_other.get(index, -1), event.match.seq)
+    told = [
+        item for item in events
+        if id(item[2]) in echo_ids and item[2].match.seq > last_other.get(item[0], -1)
+    ]
+    if not told:
+        return events, None
+    told_ids = {id(item[2]) for item in told}
+    deaths = [item[2] for item in sorted(told, key=lambda it: (it[0], it[2].match.seq))]
+    return [item for item in events if id(item[2]) not in told_ids], (killer, deaths)
+
+
+def _with_kill_told(finding: Finding, deaths: Sequence[LogEvent]) -> Finding:
+    """The guard's finding of why it killed, with the deaths the log shows of that kill."""
+    message, excerpt = finding.message, finding.excerpt
+    for event in deaths:
+        match = event.match
+        where = f"{match.path}:{match.line}"
+        told = _clip(format_message(match.rule.message, match.groups), MAX_QUOTE_CHARS)
+        message += GUARD_KILL_TOLD.format(message=told, where=where)
+        header = GUARD_KILL_HEADER.format(where=where)
+        excerpt = f"{excerpt}\n{header}\n{match.excerpt}" if excerpt else f"{header}\n{match.excerpt}"
+    return dataclasses.replace(finding, message=_one_line(message), excerpt=excerpt)
+
+
+def _is_kill_echo(item: _Item) -> bool:
+    event = item[2]
+    # After a shutdown marker the command sent the signal itself (collateral of its own root cause).
+    if item[3] or event.shutdown is not None or event.match.rule.kind not in _MERGE_KINDS:
+        return False
+    return signal_of(event.match) in _GUARD_KILL_SIGNALS
 
 
 def _with_last_traceback(
@@ -553,6 +619,12 @@ _SIGNAL_WORDS = {
     "user-defined signal 1": "SIGUSR1",
     "user-defined signal 2": "SIGUSR2",
     "virtual time alarm": "SIGVTALRM",
+    # bash prints strsignal(), which glibc translates: zh_CN's words (crash-core-dumped reads them)
+    "已放弃": "SIGABRT",
+    "段错误": "SIGSEGV",
+    "总线错误": "SIGBUS",
+    "非法指令": "SIGILL",
+    "浮点数例外": "SIGFPE",
     # faulthandler's "Windows fatal exception: access violation", as the exit status names it
     "access violation": "STATUS_ACCESS_VIOLATION",
     "stack overflow": "STATUS_STACK_OVERFLOW",
@@ -567,6 +639,7 @@ _LIBRARY_PATHS = ("/lib/python", "site-packages", "dist-packages", "<frozen")
 _Item = Tuple[int, LogFindings, LogEvent, bool, Optional[str]]
 _REPORT_LINES = 40  # a ChildFailedError report's header is at most this far above its Root Cause
 _CHILD_FAILED = "ChildFailedError"
+_ANY_DISTANCE = 1 << 30  # lines: asks only the test, rank and pid
 
 
 @dataclasses.dataclass(frozen=True)
@@ -590,21 +663,73 @@ def _told_again(items: Sequence[_Item]) -> _ToldAgain:
         ends = _ended_by(in_order)
         for item in in_order:
             rule = item[2].match.rule
-            if id(item[2]) in absorbed or not (rule.same_event_as or id(item[2]) in ends):
+            raised = _raised_in_its_traceback(item, in_order)
+            if id(item[2]) in absorbed or not (rule.same_event_as or id(item[2]) in ends or raised):
                 continue
             lines = rule.same_event_lines
             named = [(other, lines) for name in rule.same_event_as for other in by_rule.get(name, ())]
             named += ends.get(id(item[2]), [])
-            for other, lines in named:
-                if other is item or id(other[2]) in absorbed:
+            named += raised
+            for other, _ in _chained(item, named, absorbed):
+                if id(other[2]) in absorbed:  # a report an earlier link ended, already told
                     continue
-                if _same_event(item, other, lines):
-                    absorbed.add(id(other[2]))
-                    # A teller told again tells nothing of its own: what it absorbed moves along
-                    # (a Ray death whose line a terminal cut, then the retry that handled it).
-                    inherited = told.pop(id(other[2]), [])
-                    told.setdefault(id(item[2]), []).extend([other[2], *inherited])
+                absorbed.add(id(other[2]))
+                # A teller told again tells nothing of its own: what it absorbed moves along (a Ray
+                # death whose line a terminal cut, then the retry that handled it), and so do the
+                # worker reports it ended (rank 0's monitored_barrier error, which mp.spawn's report
+                # of process 0 ends in, told again by rank 0's first log line of it).
+                inherited = told.pop(id(other[2]), [])
+                inherited += [
+                    report[2] for report, _ in ends.get(id(other[2]), ())
+                    if id(report[2]) not in absorbed and report is not item
+                ]
+                absorbed.update(id(event) for event in inherited)
+                told.setdefault(id(item[2]), []).extend([other[2], *inherited])
     return _ToldAgain(absorbed, told)
+
+
+def _raised_in_its_traceback(item: _Item, items: Sequence[_Item]) -> List[Tuple[_Item, int]]:
+    """The matches on the lines of the traceback attached to ``item`` (a worker's failure: torchrun's
+    Root Cause row and the rank's own traceback), each with its distance: the exception that traceback
+    ends in (rank 0's "RuntimeError: [...] Timed out waiting 5000ms for recv operation to complete") is
+    what the worker died of, one event with its failure."""
+    attached = item[2].traceback
+    if attached is None:
+        return []
+    traceback = attached[1]
+    here = item[2].match
+    return [
+        (other, abs(here.line - other[2].match.line))
+        for other in items
+        if other is not item and traceback.line <= other[2].match.line <= traceback.end_line
+    ]
+
+
+def _chained(
+    item: _Item, named: Sequence[Tuple[_Item, int]], absorbed: Set[int]
+) -> List[Tuple[_Item, int]]:
+    """The matches of ``named`` (each with its ``same_event_lines``) that ``item`` tells: those near it,
+    and those near one of them in turn. A client retrying its connect to a dead store logs the broken
+    socket at each try, some 16 lines apart, until the last try's timeout: the retries are one chain
+    however long it runs, and each link is near the next (``_same_event`` still asks the teller's
+    test, rank and pid of every link)."""
+    chain: List[Tuple[_Item, int]] = []
+    anchors = [item]
+    waiting = [(other, lines) for other, lines in named if other is not item and id(other[2]) not in absorbed]
+    grown = True
+    while grown:
+        grown = False
+        for entry in list(waiting):
+            other, lines = entry
+            if not any(_same_event(anchor, other, lines) for anchor in anchors):
+                continue
+            if not _same_event(item, other, _ANY_DISTANCE):
+                continue
+            waiting.remove(entry)
+            chain.append(entry)
+            anchors.append(other)
+            grown = True
+    return chain  # in the order found: the rule's own names first, as it lists them
 
 
 def _told_with_a_stack(event: LogEvent, again: Sequence[LogEvent]) -> Optional[LogEvent]:
@@ -652,10 +777,11 @@ def _exception_text(block: Match) -> Optional[str]:
 
 
 def _same_event(item: _Item, other: _Item, lines: int) -> bool:
-    """Whether ``other`` is at most ``lines`` lines from ``item``, in its test, of its rank or pid. An
-    event on no test's lines may tell one in a test or be told by it: the session's "Interrupted: 1
-    error during collection" tells the modules' failures, and a crashed pytest-xdist worker's report
-    tells its "[gw2] node down", which xdist prints among other workers' results. Two events that name
+    """Whether ``other`` is at most ``lines`` lines from ``item``, in its test, of its rank, pid or device
+    (a ``device`` group) when both name one. An event on no test's lines may tell one in a test or be
+    told by it: the session's "Interrupted: 1 error during collection" tells the modules' failures, and
+    a crashed pytest-xdist worker's report tells its "[gw2] node down", which xdist prints among other
+    workers' results. Two events that name
     the same process are that process's whatever test the log seemed to be running: with several
     workers at once, the last test started may be another worker's."""
     if item[3] != other[3]:
@@ -670,6 +796,9 @@ def _same_event(item: _Item, other: _Item, lines: int) -> bool:
     same_process = who is not None and who == whom and who[0] == "process"
     if item[4] != other[4] and item[4] is not None and other[4] is not None and not same_process:
         return False
+    device, other_device = _device_of(first), _device_of(second)
+    if device is not None and other_device is not None and device != other_device:
+        return False  # a K80's two GPUs that both fell off the bus: two events
     pid, other_pid = _pid_of(first), _pid_of(second)
     return pid is None or other_pid is None or pid == other_pid
 
@@ -706,15 +835,17 @@ def _one_event_one_finding(items: Sequence[_Item]) -> _Merged:
             else:
                 workers[pid] = item
             signals[pid] = signals.get(pid) or signal_of(event.match)
-        # torchrun's "ChildFailedError" line heads the report whose Root Cause names the worker.
-        roots = [w for w in workers.values() if w[2].match.rule.root_cause]
+        # torchrun's "ChildFailedError" line heads the report whose rows (Root Cause, other Failures)
+        # name the workers, and ends the agent's traceback that its log line of the first failure
+        # ("failed (exitcode: -9) local_rank: 3 (pid: 407727) of binary: ...") comes right before
+        # (torch/distributed/elastic/agent/server/api.py logs it, launcher/api.py raises): one event.
         for item in log_items:
             match = item[2].match
             if match.rule.kind is not Kind.WORKER_FAILURE or match.rule.root_cause:
                 continue
             if _pid_of(match) is not None or _CHILD_FAILED not in match.text:
                 continue
-            if any(0 < root[2].match.line - match.end_line <= _REPORT_LINES for root in roots):
+            if any(_in_report_of(match, worker[2].match) for worker in workers.values()):
                 absorbed.add(id(item[2]))
         crash_primary: Dict[str, List[Tuple[_Item, object]]] = {}
         for item in sorted(log_items, key=lambda it: it[2].match.seq):
@@ -755,6 +886,14 @@ def _one_event_one_finding(items: Sequence[_Item]) -> _Merged:
             else:
                 crash_primary.setdefault(signame, []).append((item, who))
     return _Merged(absorbed, crash_of, stack_of)
+
+
+def _in_report_of(child_failed: Match, worker: Match) -> bool:
+    """Whether ``worker`` (a worker's failure naming its pid) is a row of the report that torchrun's
+    ChildFailedError line ``child_failed`` heads, or the agent's log line just before its traceback."""
+    after = worker.line - child_failed.end_line
+    before = child_failed.line - worker.end_line
+    return 0 < after <= _REPORT_LINES or 0 < before <= _REPORT_LINES
 
 
 def _worker_for(
@@ -823,16 +962,16 @@ def _own_frame(lines: Iterable[str]) -> Optional[str]:
 def signal_of(match: Match) -> Optional[str]:
     """The signal a match says a process died of: ``-11``, ``139`` (128 + N), ``SIGSEGV``,
     ``Segmentation fault``; a Windows crash status (``0xC0000005``, ``access violation``) by its name;
-    else the signal its rule says the process dies of (``dies_of``)."""
+    a ``signum`` group's signal number; else the signal its rule says the process dies of (``dies_of``).
+    A name the line spells out wins over a number: signal numbers differ between systems (an IDE on
+    macOS: "exit code 138 (interrupted by signal 10: SIGBUS)", where Linux's 10 is SIGUSR1)."""
+    named = _signal_named(match)
+    if named is not None:
+        return named
     for name in _EXIT_GROUPS:
         value = (match.groups.get(name) or "").strip()
         if not value:
             continue
-        if value.upper().startswith("SIG") and value[3:].isalpha():
-            return value.upper()
-        word = _SIGNAL_WORDS.get(value.lower())
-        if word is not None:
-            return word
         number = _number(value)
         if number is None:
             continue
@@ -845,7 +984,33 @@ def signal_of(match: Match) -> Optional[str]:
                 return signal.Signals(signum).name
             except ValueError:
                 return None
-    return match.rule.dies_of
+    return _signal_number(match) or match.rule.dies_of
+
+
+def _signal_named(match: Match) -> Optional[str]:
+    """The signal an exit group names in words (``SIGSEGV``, ``Segmentation fault``), if any."""
+    for name in _EXIT_GROUPS:
+        value = (match.groups.get(name) or "").strip()
+        if value.upper().startswith("SIG") and value[3:].isalpha():
+            return value.upper()
+        word = _SIGNAL_WORDS.get(value.lower())
+        if word is not None:
+            return word
+    return None
+
+
+def _signal_number(match: Match) -> Optional[str]:
+    """The signal a ``signum`` group names by its number ("Received 15 death signal", glog's "***
+    Received signal 11 ***") or by its name."""
+    value = (match.groups.get("signum") or "").strip()
+    if value.upper().startswith("SIG") and value[3:].isalnum():
+        return value.upper()
+    if not value.isdigit():
+        return None
+    try:
+        return signal.Signals(int(value)).name
+    except ValueError:
+        return None
 
 
 def _number(value: str) -> Optional[int]:
@@ -855,6 +1020,12 @@ def _number(value: str) -> Optional[int]:
         return int(value, 16) if value.lower().startswith("0x") else int(value)
     except ValueError:
         return None
+
+
+def _device_of(match: Match) -> Optional[str]:
+    """The device a match names (a GPU's PCI address, an XLA device), in one spelling."""
+    device = (match.groups.get("device") or "").strip().lower()
+    return device or None
 
 
 def _pid_of(match: Match) -> Optional[str]:

@@ -14,7 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from analyzer.model import Kind, Severity
+from analyzer.model import GUARD_TIMEOUT_RULE, Finding, Kind, Severity
 from analyzer.rules.loader import load_catalogue
 from analyzer.scan import scan_paths
 from tests.scan.test_engine_helpers import ENGINES
@@ -190,3 +190,67 @@ def test_a_teller_told_again_hands_on_what_it_told(tmp_path):
     findings = scan_paths([str(log)], BUILTIN)
     assert [(f.rule, f.severity, f.line) for f in findings] == [("ray-task-retried", Severity.NOTICE, 3)]
     assert "Worker exit type: SYSTEM_ERROR (line 2)" in findings[0].message
+
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
+
+
+def _guard_timeout() -> Finding:
+    return Finding(Kind.HANG, GUARD_TIMEOUT_RULE, Severity.ERROR, "logs/stacks.txt", 0,
+                   "hung in train_sleep.py:12 for 30m", "Thread 0x1 (most recent call first):")
+
+
+def test_torchruns_agent_killed_by_the_guard_is_told_by_the_guards_finding():
+    # Real capture: torchrun's agent logs "Received 15 death signal" and raises SignalException when
+    # SIGTERMed; under a guard that timed the command out, that SIGTERM is the guard's.
+    path = FIXTURES / "torch" / "torchrun-agent-signal.log"
+    (only,) = scan_paths([str(path)], BUILTIN, guard_findings=[_guard_timeout()], engine="python")
+    assert only.rule == GUARD_TIMEOUT_RULE and only.severity is Severity.ERROR
+    assert only.message.startswith("hung in train_sleep.py:12 for 30m; the log tells the guard's kill: "
+                                   "torchrun's agent got signal 15 and shut its workers down (")
+    assert "Received 15 death signal, shutting down workers" in only.excerpt
+
+
+def test_the_same_log_alone_keeps_the_agents_signal():
+    path = FIXTURES / "torch" / "torchrun-agent-signal.log"
+    findings = scan_paths([str(path)], BUILTIN, engine="python")
+    assert [(f.rule, f.severity) for f in findings] == [("torchrun-agent-signal", Severity.ERROR)]
+
+
+def test_a_sigterm_before_the_commands_own_later_failure_is_not_the_guards_kill(tmp_path):
+    # The agent was signalled, then the run went on to fail by itself: both stay its own events.
+    log = tmp_path / "job.log"
+    log.write_text(
+        "W0109 18:41:23.123000 4242 torch/distributed/elastic/agent/server/api.py:704] "
+        "Received 15 death signal, shutting down workers\n"
+        + "restarting\n" * 80
+        + "Fatal Python error: Segmentation fault\n"
+    )
+    findings = scan_paths([str(log)], BUILTIN, guard_findings=[_guard_timeout()], engine="python")
+    assert {f.rule for f in findings if f.severity is Severity.ERROR} == {
+        "torchrun-agent-signal", "fatal-python-error", GUARD_TIMEOUT_RULE}
+
+
+def test_each_gpus_xid_79_tells_its_own_fallen_off_the_bus_line(tmp_path):
+    # The wordings of fixtures/quoted/nvrm-xid-79-two-gpus-journal.log, the two GPUs' lines interleaved.
+    log = tmp_path / "kern.log"
+    log.write_text(
+        "NVRM: Xid (PCI:0000:05:00): 79, pid=1173, GPU has fallen off the bus.\n"
+        "NVRM: Xid (PCI:0000:06:00): 79, pid=1173, GPU has fallen off the bus.\n"
+        "NVRM: GPU 0000:06:00.0: GPU has fallen off the bus.\n"
+        "NVRM: GPU 0000:05:00.0: GPU has fallen off the bus.\n"
+    )
+    findings = scan_paths([str(log)], BUILTIN, engine="python")
+    assert [(f.rule, f.line) for f in findings] == [("gpu-xid-error", 1), ("gpu-xid-error", 2)]
+    assert findings[0].message.endswith("fallen off the bus (line 4)")
+    assert findings[1].message.endswith("fallen off the bus (line 3)")
+
+
+def test_a_worker_the_oom_killer_killed_before_the_hang_is_not_the_guards_kill(tmp_path):
+    # SIGKILL is the OOM killer's signal as well as the guard's last resort: the worker's death stays
+    # its own finding, the likely root cause of the hang the guard then ended.
+    log = tmp_path / "job.log"
+    log.write_text("RuntimeError: DataLoader worker (pid 56811) is killed by signal: Killed. \n")
+    findings = scan_paths([str(log)], BUILTIN, guard_findings=[_guard_timeout()], engine="python")
+    errors = {f.rule for f in findings if f.severity is Severity.ERROR}
+    assert errors == {"dataloader-worker-killed", GUARD_TIMEOUT_RULE}

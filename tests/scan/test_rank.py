@@ -224,11 +224,19 @@ def test_errors_in_time_order_and_guard_findings_after_the_log_errors():
     assert [f.rule for f in findings] == ["fatal-python-error", "cuda-error", "guard-timeout"]
 
 
-def test_after_a_guard_kill_signal_exits_in_the_log_come_after_the_hang():
-    log = "Fatal Python error: Aborted\nWorker-2 exitcode: -15\n"
+def test_after_a_guard_kill_signal_exits_before_the_logs_last_error_come_after_the_hang():
+    log = "Worker-2 exitcode: -15\nFatal Python error: Aborted\n"
     findings = scan({"stderr.log": log}, guard=[HANG])
     assert [f.rule for f in findings] == ["fatal-python-error", "guard-timeout", "process-exitcode-signal"]
     assert all(f.severity is Severity.ERROR for f in findings)
+
+
+def test_a_sigterm_death_after_the_logs_last_error_is_the_guards_kill_told_by_its_finding():
+    log = "Fatal Python error: Aborted\nWorker-2 exitcode: -15\n"
+    findings = scan({"stderr.log": log}, guard=[HANG])
+    assert [f.rule for f in findings] == ["fatal-python-error", "guard-timeout"]
+    assert "; the log tells the guard's kill: " in findings[1].message
+    assert findings[1].message.endswith("(stderr.log:2)")
 
 
 # -- one finding per event ------------------------------------------------------------------------
