@@ -135,3 +135,40 @@ def test_a_failed_step_that_another_finding_explains_is_not_told_again(tmp_path,
     """)
     rules = [f.rule for f in scan_paths([str(log)], BUILTIN, engine=engine)]
     assert rules == ["subprocess-timeout-uncaught"]
+
+
+SELF_KILLING_SUITE = """
+    import os
+    import signal
+
+
+    def test_before():
+        pass
+
+
+    def test_kills_its_runner():
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+    def test_after():
+        pass
+"""
+
+
+def test_a_test_that_killed_its_runner_is_named(tmp_path):
+    # Before: "the command failed with exit 137 (SIGKILL)" alone, though stdout ends in the test's -v line.
+    (tmp_path / "test_suite.py").write_text(textwrap.dedent(SELF_KILLING_SUITE))
+    report = tmp_path / "report.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "analyzer", "run", "--log-dir", str(tmp_path / "logs"), "--json", str(report),
+         "--", sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider", "test_suite.py"],
+        cwd=str(tmp_path), capture_output=True, timeout=120,
+    )
+    assert proc.returncode == 137
+    (finding,) = json.loads(report.read_text())["findings"]
+    killer = "test_suite.py::test_kills_its_runner"
+    assert (finding["rule"], finding["test"]) == ("guard-command-failed", killer)
+    line = _line_of(tmp_path / "logs" / "stdout.log", killer)
+    said = f"the command failed with exit 137 (SIGKILL); while test {killer} was running"
+    assert finding["message"].startswith(said), finding["message"]
+    assert f"stdout.log:{line};" in finding["message"], finding["message"]

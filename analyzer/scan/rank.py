@@ -48,7 +48,7 @@ import string
 from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
 from ..exits import describe_exit, windows_status_name
-from ..model import SCAN_INCOMPLETE_RULE, Finding, Kind, Severity
+from ..model import GUARD_COMMAND_FAILED_RULE, SCAN_INCOMPLETE_RULE, Finding, Kind, Severity
 from ..rules.loader import EXIT_FIELD_SUFFIX
 from ..rules.model import Catalogue, Rule
 from .match import Match
@@ -64,7 +64,7 @@ HANG_AFTER_VERDICT = (
     "after the test run printed its verdict ({verdict}): a hang at interpreter exit "
     "(atexit handlers, non-daemon threads or child processes), not a test timeout"
 )
-HANG_IN_TEST = "; while test {test} was running (started at {where}; it never reported an outcome)"
+RUNNING_TEST = "; while test {test} was running (started at {where}; it never reported an outcome)"
 COLLATERAL = "; collateral: it followed the shutdown at {where} ({quote}); root cause at {root_where}: {root}"
 COLLATERAL_NO_ROOT = "; it followed the shutdown at {where} ({quote}), but no other failure was found"
 REPEATED = " (seen {count} times)"
@@ -417,23 +417,30 @@ def _enrich_guard(finding: Finding, logs: Sequence[LogFindings]) -> Finding:
     if finding.kind is Kind.TIMEOUT and finding.test is None:
         running = next((log.unfinished for log in reversed(logs) if log.unfinished is not None), None)
         return dataclasses.replace(finding, test=running.test) if running is not None else finding
+    if finding.rule == GUARD_COMMAND_FAILED_RULE and finding.test is None:
+        # A test that killed its own runner (SIGKILL, os._exit) leaves only its -v line: name it.
+        return _while_unfinished(finding, logs)
     if finding.kind is not Kind.HANG:
         return finding
     verdict = next((log.final_verdict for log in reversed(logs) if log.final_verdict is not None), None)
-    if verdict is not None:
-        # "hung in f (x.py:3) for 10m after the test run printed its verdict": one sentence.
-        note = " " + HANG_AFTER_VERDICT.format(verdict=_verdict_text(verdict))
-        test = finding.test
-    else:
-        found = next(((log, log.unfinished) for log in reversed(logs) if log.unfinished is not None), None)
-        if found is None:
-            return finding
-        log, unfinished = found
-        note = HANG_IN_TEST.format(
-            test=_clip(unfinished.test, MAX_FIELD_CHARS), where=f"{log.path}:{unfinished.line}"
-        )
-        test = finding.test or unfinished.test
-    return dataclasses.replace(finding, message=_one_line(finding.message.rstrip("; .") + note), test=test)
+    if verdict is None:
+        return _while_unfinished(finding, logs)
+    # "hung in f (x.py:3) for 10m after the test run printed its verdict": one sentence.
+    note = " " + HANG_AFTER_VERDICT.format(verdict=_verdict_text(verdict))
+    return dataclasses.replace(finding, message=_one_line(finding.message.rstrip("; .") + note))
+
+
+def _while_unfinished(finding: Finding, logs: Sequence[LogFindings]) -> Finding:
+    """``finding`` naming the test a log showed running when it ended, one that never reported an outcome."""
+    found = next(((log, log.unfinished) for log in reversed(logs) if log.unfinished is not None), None)
+    if found is None:
+        return finding
+    log, unfinished = found
+    where = f"{log.path}:{unfinished.line}"
+    note = RUNNING_TEST.format(test=_clip(unfinished.test, MAX_FIELD_CHARS), where=where)
+    return dataclasses.replace(
+        finding, message=_one_line(finding.message.rstrip("; .") + note), test=finding.test or unfinished.test
+    )
 
 
 def _finding(
