@@ -128,15 +128,18 @@ def wrap_width(sample: bytes) -> Optional[int]:
     for width in candidates:
         if width < MIN_WIDTH or longer > MAX_LONGER:
             return None
-        if _cut_at(rows, widths, long_rows, width):
+        if _cut_at(rows, widths, long_rows, width, 2 if longer else 1):
             return width
         longer += widths.count(width)
     return None
 
 
-def _cut_at(rows: List[bytes], widths: List[int], long_rows: List[int], width: int) -> bool:
+def _cut_at(rows: List[bytes], widths: List[int], long_rows: List[int], width: int, least: int) -> bool:
     """Whether the rows ``width`` wide look cut by a terminal: enough of them break inside a word or a
-    sentence (a row of ``width - 1`` counts when its cut space was trimmed)."""
+    sentence (a row of ``width - 1`` counts when its cut space was trimmed), at least ``least``: where
+    rows longer than ``width`` say no terminal that wide cut them, one row that happens to end there
+    before a line starting with a word ("...using the default cache" then "Traceback (most recent call
+    last):") is no proof."""
     full = cuts = 0
     for i in long_rows:
         w = widths[i]
@@ -146,7 +149,7 @@ def _cut_at(rows: List[bytes], widths: List[int], long_rows: List[int], width: i
         cut = _cut_in_a_word(row, after) if w == width else _cut_in_a_word(row + b" ", after)
         full += w == width or cut
         cuts += cut
-    return cuts >= 1 and cuts >= MIN_CUT_SHARE * full
+    return cuts >= least and cuts >= MIN_CUT_SHARE * full
 
 
 class WrapReader:

@@ -227,3 +227,22 @@ def test_a_message_cut_where_no_line_ends_is_joined(line, width, rule):
     cut = fold(data, width)
     assert wrap_width(cut) == width
     assert rule in failing(cut)
+
+
+def test_one_row_ending_before_a_word_is_no_terminal_when_longer_rows_say_otherwise():
+    # A real program's log (a logging WARNING, then an uncaught queue.Empty, CPython 3.11): its 60-column
+    # first line ends in a word and the next row starts with one, but a 79-column row shows no terminal
+    # 60 wide cut it. Before: width 60, and "Traceback" read as the rest of the WARNING line.
+    log = (
+        b"WARNING harness: HF_HOME is not set, using the default cache\n"
+        b"Traceback (most recent call last):\n"
+        b'  File "/tmp/qk/harness.py", line 18, in <module>\n'
+        b"    results.get(timeout=0.1)\n"
+        b'  File "/root/.pyenv/versions/3.11.7/lib/python3.11/queue.py", line 179, in get\n'
+        b"    raise Empty\n"
+        b"_queue.Empty\n"
+    )
+    assert wrap_width(log) is None
+    # Without the longer row, the same single cut is still read as a terminal's (a paste of one wrapped line).
+    shorter = log.replace(b'  File "/root/.pyenv/versions/3.11.7/lib/python3.11/queue.py"', b"  File q.py")
+    assert wrap_width(shorter) == 60
