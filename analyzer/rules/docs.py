@@ -105,6 +105,8 @@ def _section(rule: Rule) -> List[str]:
         facts.append(f"marker `{rule.marker}`")
         if rule.unframed_run:
             facts.append("verdict of a run whose start is not shown")
+        if rule.void_at_end:
+            facts.append("void when the log ends with it or an event follows at once")
     else:
         facts.append(f"kind `{rule.kind.value if rule.kind else ''}`")
         facts.append(f"severity `{rule.severity.value if rule.severity else ''}`")

@@ -15,6 +15,9 @@ Keys that steer ranking (see ``analyzer/scan/rank.py``):
 - ``unframed_run``: a verdict marker of a runner that prints no line when its run starts (``pytest -q``,
   unittest without ``-v``): events on no test's lines before it, since the log's start or the last
   verdict, were the run's, and a passing verdict says they were handled.
+- ``void_at_end``: an ``echo`` marker whose lines are what a program printed and went on past (a
+  traceback it logged): the matches it drops count after all when its block ends the log, or when
+  another event comes right after it (an exit status): the program did not go on.
 - ``collateral_after``: marker names; a match that comes after one of them in the same file is
   collateral damage (a warning pointing at the root cause), not a second root cause.
 - ``root_cause``: a match of this rule outranks every other error (torchrun's "Root Cause" block).
@@ -77,6 +80,7 @@ class Rule:
     examples_no_match: Tuple[str, ...] = ()
     marker: Optional[str] = None
     unframed_run: bool = False  # a verdict of a run whose start its runner never prints
+    void_at_end: bool = False  # an echo that does not hold when the log ends with it or an event follows
     collateral_after: Tuple[str, ...] = ()
     root_cause: bool = False
     voids_verdict: bool = False  # the run's passing verdict after this event does not handle it

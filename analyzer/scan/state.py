@@ -78,6 +78,10 @@ INNER_RUN_MARKER = "inner-run"
 ATTEMPT_RESTARTED = "attempt-restarted"
 RUN_SUCCEEDED = "run-succeeded"
 MAX_TENTATIVE = 1000
+# A ``void_at_end`` echo holds this many of the matches it dropped, and counts them after all when an
+# event comes within ECHO_VOID_GAP lines of its end (or the log ends with it).
+MAX_ECHO_HELD = 64
+ECHO_VOID_GAP = 2
 RANK_GROUPS = ("rank", "proc")  # torch.multiprocessing.spawn's process index is the rank
 PROCESS_GROUPS = ("process", "name", "worker")  # "worker": pytest-xdist's gw2
 EXCEPTION_GROUPS = ("exception", "exc")
@@ -330,6 +334,8 @@ class LogState:
         # if no report header follows (``None``: no such summary open).
         self.tentative: Optional[List[Match]] = None
         self.echo_lines = (0, -1)  # the first and last line of the latest echo (its matches are dropped)
+        # A void_at_end echo's last line and the matches it dropped, until the log shows it went on past it.
+        self.echo_held: Optional[Tuple[int, List[Match]]] = None
         self.inner_run_next = False  # pytester announced a subprocess run: its session is an inner one
         # A session started glued to the outer run's progress line: the outer run is running in-process
         # inner runs, until its own verdict.
@@ -363,13 +369,30 @@ class LogState:
 
     def feed(self, match: Match) -> None:
         """Take the next match of this log (line order)."""
+        if self.echo_lines[0] <= match.line <= self.echo_lines[1]:
+            if self.echo_held is not None and len(self.echo_held[1]) < MAX_ECHO_HELD:
+                self.echo_held[1].append(match)
+            return
+        if self.echo_held is not None:
+            self._went_on(match)
+        self._take(match)
+
+    def _went_on(self, match: Match) -> None:
+        """The log goes on after a ``void_at_end`` echo: the first match after it says whether the program
+        went on past what the echo dropped (anything else) or died of it (an event right after it)."""
+        end, held = self.echo_held
+        self.echo_held = None
+        if not match.rule.marker and match.line <= end + ECHO_VOID_GAP:
+            for dropped in held:
+                self._take(dropped)
+
+    def _take(self, match: Match) -> None:
         rule = match.rule
         marker = rule.marker
-        if self.echo_lines[0] <= match.line <= self.echo_lines[1]:
-            return
         if marker == ECHO_MARKER:
             if match.groups.get("echo"):
                 self.echo_lines = (match.line, match.end_line)
+                self.echo_held = (match.end_line, []) if rule.void_at_end else None
         elif marker:
             self._marker(match, marker)
         elif rule.kind is Kind.TEST_FAILURE:
@@ -759,9 +782,17 @@ class LogState:
         final: Optional[TestLine],
         outcomes: Dict[int, bool],
         ids: Optional[Dict[str, Optional[str]]] = None,
+        last_line: int = 0,
     ) -> LogFindings:
         """The log ended: ``final`` is the last progress line, ``outcomes`` the watched tests' outcomes,
-        ``ids`` the node ids found for report headers' names (``TestTracker.ids``)."""
+        ``ids`` the node ids found for report headers' names (``TestTracker.ids``), ``last_line`` the
+        log's last line (0: unknown)."""
+        if self.echo_held is not None:
+            end, held = self.echo_held
+            self.echo_held = None
+            if last_line and end >= last_line:  # the log ends with the echo: nothing went on past it
+                for dropped in held:
+                    self._take(dropped)
         self._commit_tentative()
         final_verdict = None
         unfinished = None
