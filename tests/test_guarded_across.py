@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 import textwrap
@@ -59,34 +60,24 @@ STORE_SUITE = """
             log.exception("the store timed out")
             raise
 """
-# The passing test prints nothing on stdout: pytest -v -s writes its outcome on the test's own line,
-# "test_store.py::test_store_times_out_quietly PASSED", which had begun before the event arrived.
-QUIET_SUITE = """
-    import datetime
-    import sys
-
-    import torch.distributed as dist
-
-
-    def test_store_times_out_quietly():
-        try:
-            dist.TCPStore("127.0.0.1", 0, 2, True, timeout=datetime.timedelta(seconds=1))
-        except dist.DistStoreError as err:
-            print(f"expected: {err}", file=sys.stderr, flush=True)
-"""
 HANDLED = "test_store.py::test_store_times_out_as_expected"
 FAILED = "test_store.py::test_store_times_out_and_fails"
 
 
 def guarded_pytest(tmp_path: Path, *pytest_args: str, suite: str = STORE_SUITE) -> Tuple[int, Dict[str, Any]]:
-    require_torch()  # the suite's TCPStore is torch's (installed by .ci/run for its Python 3.11 run)
     (tmp_path / "test_store.py").write_text(textwrap.dedent(suite))
+    pytest_command = (sys.executable, "-m", "pytest", *pytest_args, "-p", "no:cacheprovider", "test_store.py")
+    return guarded(tmp_path, *pytest_command)
+
+
+def guarded(tmp_path: Path, *command: str) -> Tuple[int, Dict[str, Any]]:
+    """``command`` run under the guard in ``tmp_path``: its status and the JSON report."""
+    require_torch()  # the suites' TCPStore is torch's (installed by .ci/run for its Python 3.11 run)
     # CI and BUILD_NUMBER change how pytest cuts its short summary (_pytest/terminal.py running_on_ci).
     env = {k: v for k, v in os.environ.items() if k not in ("CI", "BUILD_NUMBER")}
     proc = subprocess.run(
         [sys.executable, "-m", "analyzer", "run", "--log-dir", str(tmp_path / "logs"),
-         "--json", str(tmp_path / "r.json"), "--timeout", "150s", "--",
-         sys.executable, "-m", "pytest", *pytest_args, "-p", "no:cacheprovider", "test_store.py"],
+         "--json", str(tmp_path / "r.json"), "--timeout", "150s", "--", *command],
         cwd=str(tmp_path), capture_output=True, timeout=180, env=env,
     )
     return proc.returncode, json.loads((tmp_path / "r.json").read_text())
@@ -112,12 +103,13 @@ def test_a_stderr_event_is_set_in_the_test_stdout_showed_running(tmp_path):
 def test_an_outcome_on_the_line_the_event_arrived_during_counts(tmp_path):
     # Before: an error "c10d store timed out ... during test_store.py::test_store_times_out_quietly": the
     # rest of stdout's line cut where the event arrived (" PASSED") was dropped as no line of its own.
-    code, report = guarded_pytest(tmp_path, "-v", "-s", suite=QUIET_SUITE)
+    # The passing test prints nothing on stdout: pytest -v -s writes its outcome on the test's own line,
+    # "test_store.py::test_store_times_out_as_expected PASSED", which had begun before the event arrived.
+    code, report = guarded_pytest(tmp_path, "-v", "-s", suite=PASSING_STORE_SUITE)
     assert code == 0, report["findings"]
     found = [(f["severity"], f["test"]) for f in report["findings"] if f["path"].endswith("stderr.log")]
-    quietly = "test_store.py::test_store_times_out_quietly"
-    assert found and set(found) == {("notice", quietly)}, report["findings"]
-    assert b"test_store_times_out_quietly PASSED" in (tmp_path / "logs" / "stdout.log").read_bytes()
+    assert found and set(found) == {("notice", HANDLED)}, report["findings"]
+    assert f"{HANDLED} PASSED".encode() in (tmp_path / "logs" / "stdout.log").read_bytes()
 
 
 def test_without_test_lines_on_stdout_the_stderr_events_stay_errors(tmp_path):
@@ -131,7 +123,7 @@ def test_without_test_lines_on_stdout_the_stderr_events_stay_errors(tmp_path):
 
 
 # Passing runs whose stdout names no running test (pytest -s, -q): a store timeout a test handled, logged on
-# stderr; and, in EXIT_SUITE's conftest, an atexit callback that raises after pytest's verdict (the
+# stderr; and, in ATEXIT_CONFTEST, an atexit callback that raises after pytest's verdict (the
 # project's first failure: the process still exits 0).
 PASSING_STORE_SUITE = """
     import datetime
@@ -162,18 +154,6 @@ ATEXIT_CONFTEST = """
 """
 
 
-def guarded_shell(tmp_path: Path, script: str) -> Tuple[int, Dict[str, Any]]:
-    """``script`` run by bash under the guard, in ``tmp_path`` (several pytest runs in one step)."""
-    require_torch()
-    env = {k: v for k, v in os.environ.items() if k not in ("CI", "BUILD_NUMBER")}
-    proc = subprocess.run(
-        [sys.executable, "-m", "analyzer", "run", "--log-dir", str(tmp_path / "logs"),
-         "--json", str(tmp_path / "r.json"), "--timeout", "150s", "--", "bash", "-c", script],
-        cwd=str(tmp_path), capture_output=True, timeout=180, env=env,
-    )
-    return proc.returncode, json.loads((tmp_path / "r.json").read_text())
-
-
 def stderr_findings(report: Dict[str, Any]) -> List[Tuple[str, str]]:
     return sorted((f["rule"], f["severity"]) for f in report["findings"] if f["path"].endswith("stderr.log"))
 
@@ -190,10 +170,10 @@ def test_a_stderr_event_inside_a_passing_run_that_names_no_test_is_handled(tmp_p
 
 
 def test_an_atexit_error_after_a_passing_verdict_stays_an_error(tmp_path):
-    require_torch()
     (tmp_path / "test_store.py").write_text(textwrap.dedent(PASSING_STORE_SUITE))
     (tmp_path / "conftest.py").write_text(textwrap.dedent(ATEXIT_CONFTEST))
-    code, report = guarded_shell(tmp_path, "python -m pytest -s -q -p no:cacheprovider test_store.py")
+    code, report = guarded(tmp_path, sys.executable, "-m", "pytest", "-s", "-q", "-p", "no:cacheprovider",
+                           "test_store.py")
     assert code == 1, report["findings"]
     found = stderr_findings(report)
     assert ("atexit-callback-ignored", "error") in found, report["findings"]
@@ -203,14 +183,13 @@ def test_an_atexit_error_after_a_passing_verdict_stays_an_error(tmp_path):
 def test_a_later_passing_run_does_not_handle_the_exit_path_of_the_one_before(tmp_path):
     # Two runs in one step, as a shell step runs several suites: the first run's atexit error came after
     # its verdict and before the second run began; the second run's verdict says nothing of it.
-    require_torch()
     first, second = tmp_path / "first", tmp_path / "second"
     for folder in (first, second):
         folder.mkdir()
         (folder / "test_store.py").write_text(textwrap.dedent(PASSING_STORE_SUITE))
     (first / "conftest.py").write_text(textwrap.dedent(ATEXIT_CONFTEST))
-    run = "python -m pytest -s -q -p no:cacheprovider test_store.py"
-    code, report = guarded_shell(tmp_path, f"(cd first && {run}); sleep 0.5; cd second && {run}")
+    run = f"{shlex.quote(sys.executable)} -m pytest -s -q -p no:cacheprovider test_store.py"
+    code, report = guarded(tmp_path, "bash", "-c", f"(cd first && {run}); sleep 0.5; cd second && {run}")
     assert code == 1, report["findings"]
     atexit_errors = [f for f in report["findings"] if f["rule"] == "atexit-callback-ignored"]
     assert [f["severity"] for f in atexit_errors] == ["error"], report["findings"]
