@@ -554,7 +554,7 @@ class _Across:
                 bounds = self._own.arrival_bounds(offset)
                 found = None if bounds is None else AcrossPlace(None, (places[1], None), bounds)
             else:
-                found = AcrossPlace(test, (places[1], self._test_at(places[1])), (when, when))
+                found = AcrossPlace(test, (places[1], self._test_at(places[1])), None)
             self._last = (places, found)
             return found
         except (OSError, ValueError):
@@ -610,7 +610,7 @@ class _RunTimeline:
             self._started = None if bounds is None else bounds[1]
             return
         started, self._started = self._started, None
-        kept = passed and started is not None and bounds is not None and match is not None
+        kept = passed and started is not None and bounds is not None
         if kept:
             self.runs.append((started, bounds[0], match))
         self._last = (started, kept)
@@ -794,13 +794,14 @@ def _collect(
         for log in alive:
             log.thread.join(max(0.0, grace - time.monotonic()))
     outcomes = {}
+    stdout = logs.get("stdout")
+    # stdout's runs judge stderr's events once stdout's scan is over (its timeline whole)
+    timeline = None if stdout is None or stdout.thread.is_alive() else stdout.timeline
     for stream, log in logs.items():
         done = not log.thread.is_alive()  # a scanner still inside a window: its state is not ours to read
         result = log.scan.result() if done else None
-        other = logs.get("stdout")
-        if result is not None and stream == "stderr" and other is not None and other.timeline is not None \
-                and not other.thread.is_alive():
-            result = _settle_runs(result, other.timeline)
+        if result is not None and stream == "stderr" and timeline is not None:
+            result = _settle_runs(result, timeline)
         outcomes[stream] = _Outcome(
             result,
             log.incomplete(severity),

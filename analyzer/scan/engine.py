@@ -419,7 +419,7 @@ class _SourceScan:
             if ki < nkeys and keys[ki] == pos:
                 lits = cands.get(pos)
                 ki += 1
-                if lits and self.ctest_probe in lits:
+                if self.task_labels and lits and self.ctest_probe in lits:
                     self.task_labels = False
             if joined and pos in joined:
                 # The joined line's match is at this row: an echo on the row must be tried to drop it.

@@ -110,7 +110,8 @@ class AcrossPlace(NamedTuple):
 
     test: Optional[str]  # the test that log showed running then (None: none)
     before: Tuple[int, Optional[str]]  # where it stood a little before, and the test running there
-    arrived: Tuple[float, float]  # the line arrived after the first time and by the second
+    # With no test: the line arrived after the first time and by the second (None when a test is named)
+    arrived: Optional[Tuple[float, float]]
 
 
 Across = Callable[[Match], Optional[AcrossPlace]]
