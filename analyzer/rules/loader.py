@@ -35,6 +35,9 @@ SEVERITIES = tuple(s.value for s in Severity)
 # A message may also name ``{<group>_exit}``: the group's number described as an exit, e.g.
 # "exit 143 (SIGTERM)" (see analyzer.exits.describe_exit), so every rule words exits the same way.
 EXIT_FIELD_SUFFIX = "_exit"
+# A field may carry a template, ``{reason:: {}}``: the template with the value at ``{}`` where the group
+# matched, nothing where it did not (analyzer.scan.rank.format_message), for a wording's optional part.
+TEMPLATE_SLOT = "{}"
 PROGRAM_RULE_IDS = (*GUARD_RULE_IDS, SCAN_INCOMPLETE_RULE)
 
 LINE, BLOCK, MARKER_LINE, MARKER_BLOCK, GUARD = "line", "block", "marker-line", "marker-block", "guard"
@@ -455,14 +458,24 @@ def _check_message(message: str, groups: Set[str], source: str, key: str) -> Non
     for _, field, spec, conversion in parsed:
         if field is None:
             continue
-        if not field.isidentifier() or spec or conversion:
-            raise ConfigError(source, key, f"{{{field}}} is not a plain {{name}} field")
+        if not field.isidentifier() or conversion or not _plain_template(spec):
+            raise ConfigError(
+                source, key, f"{{{field}}} is not a plain {{name}} field nor a {{name:text {{}} text}} template"
+            )
         base = field[: -len(EXIT_FIELD_SUFFIX)] if field.endswith(EXIT_FIELD_SUFFIX) else None
         if field not in groups and base not in groups:
             names = ", ".join(sorted(groups)) or "none"
             raise ConfigError(
                 source, key, f"{{{field}}} is not a named group of the pattern (groups: {names})"
             )
+
+
+def _plain_template(spec: str) -> bool:
+    """Whether a field's format spec is empty or a template: text with one ``{}`` and no other brace."""
+    if not spec:
+        return True
+    rest = spec.replace(TEMPLATE_SLOT, "", 1)
+    return rest != spec and "{" not in rest and "}" not in rest
 
 
 def _check_fold_groups(names: Sequence[str], groups: Set[str], source: str, key: str) -> None:

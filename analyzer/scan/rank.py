@@ -49,7 +49,7 @@ from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence, 
 
 from ..exits import describe_exit, windows_status_name
 from ..model import GUARD_COMMAND_FAILED_RULE, SCAN_INCOMPLETE_RULE, Finding, Kind, Severity
-from ..rules.loader import EXIT_FIELD_SUFFIX
+from ..rules.loader import EXIT_FIELD_SUFFIX, TEMPLATE_SLOT
 from ..rules.model import Catalogue, Rule
 from .match import Match
 from .state import LogEvent, LogFindings, LogState, identity_of, stack_frames
@@ -250,20 +250,29 @@ def _handled(event: LogEvent, log: LogFindings, test: Optional[str]) -> bool:
 
 
 def format_message(message: str, groups: Mapping[str, Optional[str]]) -> str:
-    """``message`` with its ``{name}`` fields filled from ``groups``; never raises, always one line."""
+    """``message`` with its ``{name}`` fields filled from ``groups``; never raises, always one line.
+
+    A field with a template, ``{name:text {} text}``, is the template with the value at ``{}`` when the
+    group matched, and nothing when it did not: the optional part of a wording ("... on rank 1" with or
+    without ": Original reason ..."). A plain field that did not match reads ``MISSING_FIELD``."""
     out = []
     try:
         parsed = list(string.Formatter().parse(message))
     except ValueError:
         return _one_line(message)
-    for literal, field, _, _ in parsed:
+    for literal, field, template, _ in parsed:
         out.append(literal)
-        if field is not None:
-            out.append(_field(field, groups))
+        if field is None:
+            continue
+        value = _field(field, groups)
+        if template:
+            out.append("" if value is None else template.replace(TEMPLATE_SLOT, value, 1))
+        else:
+            out.append(MISSING_FIELD if value is None else value)
     return _one_line("".join(out))
 
 
-def _field(name: str, groups: Mapping[str, Optional[str]]) -> str:
+def _field(name: str, groups: Mapping[str, Optional[str]]) -> Optional[str]:
     value = groups.get(name)
     if value is None and name.endswith(EXIT_FIELD_SUFFIX):
         number = groups.get(name[: -len(EXIT_FIELD_SUFFIX)])
@@ -273,7 +282,7 @@ def _field(name: str, groups: Mapping[str, Optional[str]]) -> str:
             except ValueError:
                 value = number
     if value is None or value == "":
-        return MISSING_FIELD
+        return None
     return _clip(value, MAX_FIELD_CHARS)
 
 

@@ -10,6 +10,7 @@ line is a candidate of.
 from __future__ import annotations
 
 import io
+import re
 from typing import List, Set
 
 import pytest
@@ -17,6 +18,7 @@ import pytest
 from analyzer.rules.loader import example_matches, load_catalogue
 from analyzer.scan.clean import CTEST_VERBOSE, clean_speaking
 from analyzer.scan.engine import iter_matches
+from analyzer.scan.rank import MISSING_FIELD, format_message
 from analyzer.scan.sources import Source
 from analyzer.scan.state import is_line_echo
 from tests.scan.test_engine_helpers import with_every_line_a_candidate
@@ -52,6 +54,22 @@ def test_examples_match_and_do_not_match(rule, engine):
         if rule.id in matched_rules(rule, example, engine):
             wrong.append(f"should not match: {example!r}")
     assert not wrong, f"rule {rule.id} ({engine} engine): " + "; ".join(wrong)
+
+
+FINDING_RULES = [rule for rule in RULES if rule.kind is not None and rule.message]
+
+
+@pytest.mark.parametrize("rule", FINDING_RULES, ids=[rule.id for rule in FINDING_RULES])
+def test_messages_on_the_examples_name_no_missing_field(rule):
+    """A wording's optional part goes in a ``{name:text {}}`` template: a finding never reads "?"."""
+    catalogue = EVERY_LINE if is_line_echo(rule) else CATALOGUE
+    for example in rule.examples_match:
+        source = Source(display_path="example.log", opener=lambda: io.BytesIO(example.encode("utf-8")))
+        for match in iter_matches([source], catalogue, engine="python"):
+            if match.rule.id == rule.id:
+                message = format_message(rule.message, match.groups)
+                words = re.split(r"[\s():,;.\[\]]+", message)
+                assert MISSING_FIELD not in words, f"{example!r} gives {message!r}"
 
 
 @pytest.mark.parametrize("rule", RULES, ids=[rule.id for rule in RULES])

@@ -148,7 +148,21 @@ CASES = [
         "rules[0].message: {who} is not a named group of the pattern (groups: what)",
     ),
     ("", ("crashed: {what}", "crashed: {what"), "rules[0].message: expected '}' before end of string"),
-    ("", ("crashed: {what}", "crashed: {what!r}"), "rules[0].message: {what} is not a plain {name} field"),
+    (
+        "",
+        ("crashed: {what}", "crashed: {what!r}"),
+        "rules[0].message: {what} is not a plain {name} field nor a {name:text {} text} template",
+    ),
+    (
+        "",
+        ("crashed: {what}", "crashed{what:x}"),
+        "rules[0].message: {what} is not a plain {name} field nor a {name:text {} text} template",
+    ),
+    (
+        "",
+        ("crashed: {what}", "crashed{what: {} and {}}"),
+        "rules[0].message: {what} is not a plain {name} field nor a {name:text {} text} template",
+    ),
     (
         "",
         ("CRASH (?P<what>\\w+)", "CRASH (?P<what>\\w+"),

@@ -458,6 +458,12 @@ def test_a_catastrophic_user_rule_is_cut_off_by_the_timeout_and_the_scan_goes_on
         ("{x}", {"x": "y" * 500}, "y" * 199 + "\u2026"),
         ("broken {x", {"x": "1"}, "broken {x"),
         ("{{literal}} {x}", {"x": "1"}, "{literal} 1"),
+        ("aborted on rank {rank}{reason:: {}}", {"rank": "1", "reason": "NCCL error"},
+         "aborted on rank 1: NCCL error"),
+        ("aborted on rank {rank}{reason:: {}}", {"rank": "1"}, "aborted on rank 1"),
+        ("aborted on rank {rank}{reason:: {}}", {"rank": "1", "reason": ""}, "aborted on rank 1"),
+        ("exited{code_exit: with {}}", {"code": "-9"}, "exited with exit -9 (SIGKILL)"),
+        ("a{x: ({}) {}}", {"x": "1"}, "a (1) {}"),
     ],
 )
 def test_format_message_never_raises(template, groups, expected):
