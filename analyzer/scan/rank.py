@@ -684,9 +684,12 @@ def _told_again(items: Sequence[_Item]) -> _ToldAgain:
                 continue
             lines = rule.same_event_lines
             named = [(other, lines) for name in rule.same_event_as for other in by_rule.get(name, ())]
-            named += ends.get(id(item[2]), [])
+            ended = ends.get(id(item[2]), [])
+            named += ended
             named += raised
-            for other, _ in _chained(item, named, absorbed):
+            # A report this very line ends is its event whatever each names: the exception a thread died
+            # of may name a rank ("NCCL communicator was aborted on rank 1") where the report names a thread.
+            for other, _ in [*ended, *_chained(item, named, absorbed)]:
                 if id(other[2]) in absorbed:  # a report an earlier link ended, already told
                     continue
                 absorbed.add(id(other[2]))

@@ -105,3 +105,32 @@ def test_an_atexit_report_and_the_error_it_ends_in_stay_two_findings(tmp_path):
                    " line 12, in _shutdown_workers\nRuntimeError: distributed checkpoint workers timed out\n")
     rules = sorted(f.rule for f in scan_paths([str(log)], BUILTIN, engine="python"))
     assert rules == ["atexit-callback-ignored", "workers-timed-out"]
+
+
+RANK_NAMED = """
+    import threading
+
+
+    def watchdog():
+        raise RuntimeError("NCCL communicator was aborted on rank 1.")
+
+
+    if __name__ == "__main__":
+        thread = threading.Thread(target=watchdog, name="nccl-watchdog")
+        thread.start()
+        thread.join()
+"""
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_report_ending_in_an_error_that_names_a_rank_is_still_one_finding(tmp_path, engine):
+    # The report names a thread and its last line a rank: two identities, but one line, one event.
+    (tmp_path / "watchdog.py").write_text(textwrap.dedent(RANK_NAMED))
+    proc = subprocess.run([sys.executable, "watchdog.py"], cwd=str(tmp_path), stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, timeout=120)
+    log = tmp_path / "watchdog.log"
+    log.write_bytes(proc.stdout)
+    assert b"Exception in thread nccl-watchdog" in proc.stdout
+    (finding,) = scan_paths([str(log)], BUILTIN, engine=engine)
+    assert finding.rule == "nccl-communicator-aborted"
+    assert "; thread nccl-watchdog died with RuntimeError: NCCL communicator" in finding.message
