@@ -31,8 +31,9 @@ Every rule the scanner applies, in priority order. Patterns are Python `regex` s
 each *cleaned* log line (no GitHub timestamp, ANSI escapes or `[rankN]:` prefix). A block rule
 (`start` ... `end`) makes one finding for the whole block, at most `max_lines` lines. Named groups fill
 the `{{fields}}` of the message; a field written `{{name:text {{}} text}}` is the text with the value in
-place of `{{}}` when its group matched, and is left out when it did not. Re-grade or ignore any rule by
-its id with `--config` (see the README's Configuration section).
+place of `{{}}` when its group matched, and is left out when it did not (`{{name:text {{}}|otherwise}}`:
+reads the text after `|` instead). Re-grade or ignore any rule by its id with `--config` (see the
+README's Configuration section).
 """
 _CODE_SPAN = regex.compile(r"(`+)(.+?)\1", regex.DOTALL)
 # What would turn prose into emphasis: any *, and an _ that is not inside a word (snake_case is safe).

@@ -36,8 +36,10 @@ SEVERITIES = tuple(s.value for s in Severity)
 # "exit 143 (SIGTERM)" (see analyzer.exits.describe_exit), so every rule words exits the same way.
 EXIT_FIELD_SUFFIX = "_exit"
 # A field may carry a template, ``{reason:: {}}``: the template with the value at ``{}`` where the group
-# matched, nothing where it did not (analyzer.scan.rank.format_message), for a wording's optional part.
+# matched, nothing where it did not (analyzer.scan.rank.format_message), for a wording's optional part;
+# or the text after a ``|`` where it did not: ``{test:test {}|a test}``.
 TEMPLATE_SLOT = "{}"
+TEMPLATE_OTHERWISE = "|"
 PROGRAM_RULE_IDS = (*GUARD_RULE_IDS, SCAN_INCOMPLETE_RULE)
 
 LINE, BLOCK, MARKER_LINE, MARKER_BLOCK, GUARD = "line", "block", "marker-line", "marker-block", "guard"
@@ -460,7 +462,7 @@ def _check_message(message: str, groups: Set[str], source: str, key: str) -> Non
             continue
         if not field.isidentifier() or conversion or not _plain_template(spec):
             raise ConfigError(
-                source, key, f"{{{field}}} is not a plain {{name}} field nor a {{name:text {{}} text}} template"
+                source, key, f"{{{field}}} is not a plain {{name}} field nor a {{name:text {{}} text|otherwise}} template"
             )
         base = field[: -len(EXIT_FIELD_SUFFIX)] if field.endswith(EXIT_FIELD_SUFFIX) else None
         if field not in groups and base not in groups:
@@ -471,11 +473,13 @@ def _check_message(message: str, groups: Set[str], source: str, key: str) -> Non
 
 
 def _plain_template(spec: str) -> bool:
-    """Whether a field's format spec is empty or a template: text with one ``{}`` and no other brace."""
+    """Whether a field's format spec is empty or a template: text with one ``{}`` and no other brace,
+    then maybe ``|`` and a text without braces."""
     if not spec:
         return True
-    rest = spec.replace(TEMPLATE_SLOT, "", 1)
-    return rest != spec and "{" not in rest and "}" not in rest
+    shown, _, otherwise = spec.partition(TEMPLATE_OTHERWISE)
+    rest = shown.replace(TEMPLATE_SLOT, "", 1) + otherwise
+    return TEMPLATE_SLOT in shown and "{" not in rest and "}" not in rest
 
 
 def _check_fold_groups(names: Sequence[str], groups: Set[str], source: str, key: str) -> None:

@@ -49,7 +49,7 @@ from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence, 
 
 from ..exits import describe_exit, windows_status_name
 from ..model import GUARD_COMMAND_FAILED_RULE, SCAN_INCOMPLETE_RULE, Finding, Kind, Severity
-from ..rules.loader import EXIT_FIELD_SUFFIX, TEMPLATE_SLOT
+from ..rules.loader import EXIT_FIELD_SUFFIX, TEMPLATE_OTHERWISE, TEMPLATE_SLOT
 from ..rules.model import Catalogue, Rule
 from .match import Match
 from .state import LogEvent, LogFindings, LogState, identity_of, stack_frames
@@ -254,7 +254,8 @@ def format_message(message: str, groups: Mapping[str, Optional[str]]) -> str:
 
     A field with a template, ``{name:text {} text}``, is the template with the value at ``{}`` when the
     group matched, and nothing when it did not: the optional part of a wording ("... on rank 1" with or
-    without ": Original reason ..."). A plain field that did not match reads ``MISSING_FIELD``."""
+    without ": Original reason ..."); ``{name:test {}|a test}`` reads the text after ``|`` when it did
+    not. A plain field that did not match reads ``MISSING_FIELD``."""
     out = []
     try:
         parsed = list(string.Formatter().parse(message))
@@ -266,7 +267,8 @@ def format_message(message: str, groups: Mapping[str, Optional[str]]) -> str:
             continue
         value = _field(field, groups)
         if template:
-            out.append("" if value is None else template.replace(TEMPLATE_SLOT, value, 1))
+            shown, _, otherwise = template.partition(TEMPLATE_OTHERWISE)
+            out.append(otherwise if value is None else shown.replace(TEMPLATE_SLOT, value, 1))
         else:
             out.append(MISSING_FIELD if value is None else value)
     return _one_line("".join(out))

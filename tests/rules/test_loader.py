@@ -151,17 +151,22 @@ CASES = [
     (
         "",
         ("crashed: {what}", "crashed: {what!r}"),
-        "rules[0].message: {what} is not a plain {name} field nor a {name:text {} text} template",
+        "rules[0].message: {what} is not a plain {name} field nor a {name:text {} text|otherwise} template",
     ),
     (
         "",
         ("crashed: {what}", "crashed{what:x}"),
-        "rules[0].message: {what} is not a plain {name} field nor a {name:text {} text} template",
+        "rules[0].message: {what} is not a plain {name} field nor a {name:text {} text|otherwise} template",
+    ),
+    (
+        "",
+        ("crashed: {what}", "crashed{what:x|{}}"),
+        "rules[0].message: {what} is not a plain {name} field nor a {name:text {} text|otherwise} template",
     ),
     (
         "",
         ("crashed: {what}", "crashed{what: {} and {}}"),
-        "rules[0].message: {what} is not a plain {name} field nor a {name:text {} text} template",
+        "rules[0].message: {what} is not a plain {name} field nor a {name:text {} text|otherwise} template",
     ),
     (
         "",

@@ -464,6 +464,8 @@ def test_a_catastrophic_user_rule_is_cut_off_by_the_timeout_and_the_scan_goes_on
         ("aborted on rank {rank}{reason:: {}}", {"rank": "1", "reason": ""}, "aborted on rank 1"),
         ("exited{code_exit: with {}}", {"code": "-9"}, "exited with exit -9 (SIGKILL)"),
         ("a{x: ({}) {}}", {"x": "1"}, "a (1) {}"),
+        ("ctest: {test:test {}|a test} hit its timeout", {"test": "t1"}, "ctest: test t1 hit its timeout"),
+        ("ctest: {test:test {}|a test} hit its timeout", {}, "ctest: a test hit its timeout"),
     ],
 )
 def test_format_message_never_raises(template, groups, expected):
