@@ -461,9 +461,8 @@ def _check_message(message: str, groups: Set[str], source: str, key: str) -> Non
         if field is None:
             continue
         if not field.isidentifier() or conversion or not _plain_template(spec):
-            raise ConfigError(
-                source, key, f"{{{field}}} is not a plain {{name}} field nor a {{name:text {{}} text|otherwise}} template"
-            )
+            shapes = "a plain {name} field nor a {name:text {} text|otherwise} template"
+            raise ConfigError(source, key, f"{{{field}}} is not {shapes}")
         base = field[: -len(EXIT_FIELD_SUFFIX)] if field.endswith(EXIT_FIELD_SUFFIX) else None
         if field not in groups and base not in groups:
             names = ", ".join(sorted(groups)) or "none"

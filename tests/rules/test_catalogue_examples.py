@@ -64,7 +64,8 @@ def test_messages_on_the_examples_name_no_missing_field(rule):
     """A wording's optional part goes in a ``{name:text {}}`` template: a finding never reads "?"."""
     catalogue = EVERY_LINE if is_line_echo(rule) else CATALOGUE
     for example in rule.examples_match:
-        source = Source(display_path="example.log", opener=lambda: io.BytesIO(example.encode("utf-8")))
+        data = example.encode("utf-8")
+        source = Source(display_path="example.log", opener=lambda data=data: io.BytesIO(data))
         for match in iter_matches([source], catalogue, engine="python"):
             if match.rule.id == rule.id:
                 message = format_message(rule.message, match.groups)
