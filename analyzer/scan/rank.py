@@ -36,7 +36,8 @@ before it. What ranking decides, in order:
    of its log is the guard's kill told again: the guard's finding tells it.
 
 Messages are the rule's ``message`` with ``{group}`` fields filled from the match; ``{group_exit}``
-describes a number as an exit ("exit 143 (SIGTERM)"); a group that did not take part reads ``?``.
+describes a number as an exit ("exit 143 (SIGTERM)"); a group that did not take part reads ``?``, or what
+its template says (``{reason:: {}}`` is left out, ``{test:test {}|a test}`` reads "a test").
 """
 
 from __future__ import annotations
