@@ -35,6 +35,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import signal
 import subprocess
@@ -43,6 +44,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Tuple
 
 from analyzer.supervise.guard import CANCEL_KILL_GRACE_S, GuardOptions, supervise
 
@@ -207,26 +209,79 @@ def time_tee_cat(log: str, workdir: str) -> float:
     return took
 
 
+class _CpuByRole:
+    """CPU seconds (user + system) of a guarded run's processes, sampled from ``/proc`` every 20 ms: the
+    guard, its live scanner (forked twice from the guard, so the same command line and no parent in the
+    tree) and the command's processes. A process's last sample may miss up to 20 ms of its CPU."""
+
+    _TICK = os.sysconf("SC_CLK_TCK")
+
+    def __init__(self, guard: subprocess.Popen) -> None:
+        self._guard = guard
+        self._cmdline = Path(f"/proc/{guard.pid}/cmdline").read_bytes()
+        self._tree = {guard.pid}
+        self._cpu = {}  # pid -> (role, seconds)
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+        self._thread.start()
+
+    def _sample(self) -> None:
+        while self._guard.poll() is None:
+            for entry in os.listdir("/proc"):
+                if entry.isdigit():
+                    self._look(int(entry))
+            time.sleep(0.02)
+
+    def _look(self, pid: int) -> None:
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_bytes().rsplit(b")", 1)[1].split()
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes() if pid not in self._cpu else b""
+        except OSError:
+            return
+        ppid, seconds = int(stat[1]), (int(stat[11]) + int(stat[12])) / self._TICK
+        role = self._cpu.get(pid, (None, 0.0))[0]
+        if role is None:
+            if pid == self._guard.pid:
+                role = "guard"
+            elif ppid in self._tree:
+                role = "scanner" if cmdline == self._cmdline else "command"
+            elif cmdline == self._cmdline:
+                role = "scanner"
+            else:
+                return
+            self._tree.add(pid)
+        self._cpu[pid] = (role, seconds)
+
+    def totals(self) -> dict:
+        self._thread.join()
+        totals = {"guard": 0.0, "scanner": 0.0, "command": 0.0}
+        for role, seconds in self._cpu.values():
+            totals[role] += seconds
+        return totals
+
+
 def time_guarded_cat(log: str, workdir: str, engine: str):
-    """(wall s of the whole CLI run, s from the command's end to the guard's exit, the JSON report)."""
+    """(wall s of the whole CLI run, s from the command's end to the guard's exit, the JSON report, CPU
+    seconds by role: ``_CpuByRole``)."""
     log_dir = os.path.join(workdir, f"total-{engine}")
     ended = os.path.join(workdir, "command-ended")
     report = os.path.join(workdir, "total.json")
     command = ["sh", "-c", 'cat "$1"; date +%s.%N > "$2"', "_", log, ended]
     start = time.monotonic()
     with open(os.devnull, "wb") as null:
-        subprocess.run(
+        guard = subprocess.Popen(
             [sys.executable, "-m", "analyzer", "run", "--engine", engine, "--log-dir", log_dir,
              "--json", report, "--", *command],
-            stdout=null, cwd=str(ROOT), check=False,
+            stdout=null, cwd=str(ROOT),
         )
+        cpu = _CpuByRole(guard)
+        guard.wait()
     took = time.monotonic() - start
     exited = time.time()
     with open(ended) as handle:
         after_end = exited - float(handle.read())
     assert os.path.getsize(os.path.join(log_dir, "stdout.log")) == os.path.getsize(log)
     with open(report) as handle:
-        return took, after_end, json.load(handle)
+        return took, after_end, json.load(handle), cpu.totals()
 
 
 SLOW_CAT = """
@@ -287,23 +342,27 @@ def total_time(mib: int, rounds: int, workdir: str, engines, shape: str) -> None
     print(f"total time of a guarded run ({size_mb:.0f} MB {shape} log through `cat`, console to /dev/null,"
           f" {rounds} interleaved rounds; the machine is shared, so the median is the number)")
     tee_times = []
-    by_engine = {engine: ([], []) for engine in engines}
+    by_engine = {engine: ([], [], []) for engine in engines}
     scan_times = {engine: [] for engine in engines}
+    scan_cpu = {engine: [] for engine in engines}
     findings = {}
     for _ in range(rounds):
         tee_times.append(time_tee_cat(log, workdir))
         for engine in engines:
-            scan_times[engine].append(scan_alone(log, engine))
+            wall, cpu = scan_alone(log, engine)
+            scan_times[engine].append(wall)
+            scan_cpu[engine].append(cpu)
         for engine in engines:
-            took, after_end, report = time_guarded_cat(log, workdir, engine)
+            took, after_end, report, cpu = time_guarded_cat(log, workdir, engine)
             by_engine[engine][0].append(took)
             by_engine[engine][1].append(after_end)
+            by_engine[engine][2].append(cpu)
             findings[engine] = [(f["rule"], f["line"]) for f in report["findings"]]
             incomplete = [f for f in report["findings"] if f["kind"] == "scan-incomplete"]
             assert not incomplete, incomplete
     tee = _median(tee_times)
     print(f"  cat | tee      : min {min(tee_times):5.2f} s  median {tee:5.2f} s  {size_mb / tee:6.0f} MB/s")
-    for engine, (times, after) in by_engine.items():
+    for engine, (times, after, cpus) in by_engine.items():
         ratio = _median(times) / tee
         print(f"  guard ({engine:<9}): min {min(times):5.2f} s  median {_median(times):5.2f} s"
               f"  {size_mb / _median(times):6.0f} MB/s  {ratio:.2f}x tee (goal <= 1.2x) "
@@ -313,6 +372,10 @@ def total_time(mib: int, rounds: int, workdir: str, engines, shape: str) -> None
         alone = _median(scan_times[engine])
         print(f"    the same scan alone ({engine}, `python -m analyzer --format json LOG`): median"
               f" {alone:.2f} s = {alone / tee:.2f}x tee, the floor of the guard's time")
+        spent = {role: _median([cpu[role] for cpu in cpus]) for role in cpus[0]}
+        print(f"    CPU (median, user + system): live scanner {spent['scanner']:.2f} s (the scan alone"
+              f" {_median(scan_cpu[engine]):.2f} s), guard (pump, report) {spent['guard']:.2f} s, command"
+              f" {spent['command']:.2f} s, on {os.cpu_count()} CPUs")
     if len(findings) > 1:
         same = len({tuple(f) for f in findings.values()}) == 1
         print(f"  identical findings on every engine: {'yes' if same else 'NO'}")
@@ -325,12 +388,15 @@ def total_time(mib: int, rounds: int, workdir: str, engines, shape: str) -> None
               f" 10 s); {incomplete}")
 
 
-def scan_alone(log: str, engine: str) -> float:
-    """Wall seconds of ``python -m analyzer --format json --engine ENGINE LOG``."""
+def scan_alone(log: str, engine: str) -> Tuple[float, float]:
+    """Wall and CPU (user + system) seconds of ``python -m analyzer --format json --engine ENGINE LOG``."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.monotonic()
     subprocess.run([sys.executable, "-m", "analyzer", "--format", "json", "--engine", engine, log],
                    stdout=subprocess.DEVNULL, check=False, cwd=ROOT)
-    return time.monotonic() - start
+    took = time.monotonic() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return took, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def throughput(args, workdir: str, console: str) -> None:
