@@ -94,7 +94,7 @@ MAX_IGNORE_TIMEOUTS = 3
 _ADDRESS = regex.compile(r"0x[0-9a-fA-F]+")
 # torchrun's ChildFailedError report names the failed rank on a line of its own inside the block:
 # "  rank      : 1 (local_rank: 1)".
-_REPORT_RANK = regex.compile(r"\brank\s*:\s*(\d+) \(local_rank:")
+REPORT_RANK = regex.compile(r"\brank\s*:\s*(\d+) \(local_rank:")
 # A frame of a Python stack: faulthandler's '  File "/work/tests/test_x.py", line 7 in test_segv', a
 # traceback's '  File "/work/x.py", line 7, in main'.
 FRAME = regex.compile(r'^\s*File "(?P<path>[^"]+)", line (?P<line>\d+)(?:,? in (?P<function>\w+))?')
@@ -879,7 +879,7 @@ def identity_of(match: Match, use_rank_prefix: bool) -> Optional[Identity]:
     if rank is None and use_rank_prefix and match.rank is not None:
         rank = str(match.rank)
     if rank is None and match.rule.is_block:
-        found = _REPORT_RANK.search(match.excerpt)
+        found = REPORT_RANK.search(match.excerpt)
         rank = found.group(1) if found else None
     if rank is not None:
         try:
