@@ -124,6 +124,12 @@ def unittest_id(name: str, cls: str) -> str:
     return f"{name} ({cls})"
 
 
+def is_unittest_id(test: str) -> bool:
+    """Whether ``test`` is a unittest id as ``normal_test_id`` spells it (``test_m (mod.Class)``)."""
+    m = _UNITTEST_ID.match(test)
+    return m is not None and m.end() == len(test)
+
+
 def normal_test_id(test: str) -> str:
     """A test id as attribution spells it (unittest ids normalised, whitespace trimmed)."""
     test = test.strip()

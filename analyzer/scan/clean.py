@@ -178,9 +178,16 @@ _GLUED_BACKOFF = 16
 # failing source line ("E   subprocess.TimeoutExpired: ...", "E       RuntimeError: ..."; _pytest/_code/
 # code.py, FormattedExcinfo.get_exconly with markall): the line after it is what the exception printed.
 _PYTEST_FAIL_MARK = re.compile(r"E {3,}(?=\S)")
-# unittest -v's "test_m (mod.Class) ... " when what follows is a child's output, not the outcome.
+# unittest -v's "test_m (mod.Class) ... " when what follows is a child's output, not the outcome. A test
+# with a docstring prints "test_m (mod.Class)" alone, then the docstring's first line and " ... ": any text,
+# so it is cut only before the header a dying child writes before its traceback (multiprocessing's "Process
+# NAME:", threading's "Exception in thread NAME:", or the traceback itself), which then opens its block.
+_CHILD_BLOCK_HEAD = (
+    r"(?:Process|Exception in thread) [^:\s](?:[^:]*[^:\s])?(?::\d+)*:$|Traceback \(most recent call last\):$"
+)
 _UNITTEST_CONTINUED = re.compile(
     r"\w+ \([\w.]+\) \.\.\. (?!(?:ok|FAIL|ERROR|skipped|expected failure|unexpected success)\b)(?=\S)"
+    r"|\S.*? \.\.\. (?=" + _CHILD_BLOCK_HEAD + r")"
 )
 
 

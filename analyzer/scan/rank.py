@@ -53,7 +53,7 @@ from ..model import GUARD_COMMAND_FAILED_RULE, SCAN_INCOMPLETE_RULE, Finding, Ki
 from ..rules.loader import EXIT_FIELD_SUFFIX, TEMPLATE_OTHERWISE, TEMPLATE_SLOT
 from ..rules.model import Catalogue, Rule
 from .match import Match
-from .state import LogEvent, LogFindings, LogState, identity_of, stack_frames
+from .state import REPORT_RANK, LogEvent, LogFindings, LogState, identity_of, stack_frames
 
 
 EXCEPTION_GROUPS = ("exception", "exc")
@@ -79,6 +79,7 @@ TEST_FAILED_REASON = "{test} failed: {reason}"
 CAPPED = "{count} more distinct findings of {rules} were not kept (at most {cap} per rule and log)"
 ATTACHED = "; {who} raised {exception}"
 KILLED = "{who} (pid {pid}) was killed by {signal}"
+KILLED_OOM = "; likely the OOM killer: {message} ({where})"
 KILLED_BY_CRASH = "{who} (pid {pid}) was killed by {signal}: {crash}"
 CRASH_AT = " at {site}"
 CRASH_HEADER = "--- the crash ({where}) ---"
@@ -90,6 +91,9 @@ RAISED_AT = " (raised at {site})"
 LAST_TRACEBACK_HEADER = "--- the last Python traceback ({where}) ---"
 
 _KILL_ECHO_KINDS = (Kind.SIGNAL_EXIT,)
+# The rules whose event says memory ran out and the kernel killed a process (the kernel's own log, SLURM's
+# step, Kubernetes' container): only a log that shows one says a SIGKILL was likely the OOM killer's.
+_OOM_KILL_RULES = frozenset({"kernel-oom-kill", "kernel-oom-kill-chosen", "slurm-oom-kill", "k8s-oom-killed"})
 _GUARD_KILL_KINDS = (Kind.HANG, Kind.TIMEOUT)
 # What the guard sends the command's tree first when it ends it (analyzer/supervise/escalate.py: SIGCONT
 # and SIGTERM, then SIGKILL for what is left). SIGKILL is left out: the kernel's OOM killer sends it too,
@@ -152,6 +156,10 @@ def rank(
     ) or any(f.severity is Severity.ERROR for f in guard)
     guard_killed = any(f.kind in _GUARD_KILL_KINDS and f.severity is Severity.ERROR for f in guard)
 
+    oom_kills: Dict[int, LogEvent] = {}
+    for item in events:
+        if item[2].match.rule.id in _OOM_KILL_RULES:
+            oom_kills.setdefault(item[0], item[2])
     ranked: List[Tuple[tuple, Finding, Optional[Match]]] = []
     for index, _log, event, handled, test in events:
         again = told_again.told.get(id(event), ())
@@ -163,6 +171,7 @@ def rank(
             crash=crashes.crash_of.get(id(event)),
             again=again,
             stack=crashes.stack_of.get(id(event)) or _told_with_a_stack(event, again),
+            oom_kill=oom_kills.get(index),
         )
         rule = event.match.rule
         if finding.kind is Kind.TEST_FAILURE:
@@ -463,8 +472,10 @@ def _finding(
     crash: Optional[Tuple[str, LogEvent]] = None,
     again: Sequence[LogEvent] = (),
     stack: Optional[LogEvent] = None,
+    oom_kill: Optional[LogEvent] = None,
 ) -> Finding:
-    """``stack``: another line of the same crash (faulthandler's) whose stack tells where it happened."""
+    """``stack``: another line of the same crash (faulthandler's) whose stack tells where it happened;
+    ``oom_kill``: the first event of the log that says the OOM killer killed something."""
     match = event.match
     rule = match.rule
     severity = _severity(rule)
@@ -492,6 +503,9 @@ def _finding(
         message += CRASH_AT.format(site=site)
     if crash is not None:
         message, excerpt = _killed(event, crash, excerpt)
+    else:
+        message = _killed_by_signal(event) or message
+    message += _oom_kill_note(event, oom_kill)
     if test is not None and kind is not Kind.SCAN_INCOMPLETE:
         template = HANDLED if handled else DURING
         message += template.format(test=_clip(test, MAX_FIELD_CHARS))
@@ -951,6 +965,53 @@ def _killed(event: LogEvent, crash: Tuple[str, LogEvent], excerpt: str) -> Tuple
     header = CRASH_HEADER.format(where=_where(crash_event.match, event.match.path))
     excerpt = f"{excerpt}\n{header}\n{_with_stack(crash_event.match.excerpt, crash_event)}"
     return message, excerpt
+
+
+def _killed_by_signal(event: LogEvent) -> Optional[str]:
+    """The one sentence for the root cause of a launcher's report (torchrun's "Root Cause") that says its
+    worker died of a signal that no crash line of the log explains: the rank, the pid and the signal by
+    name. None for any other event."""
+    match = event.match
+    pid = _pid_of(match)
+    if pid is None or not match.rule.root_cause or match.rule.kind not in _WORKER_KINDS:
+        return None
+    signame = _exit_signal(match)
+    if signame is None:
+        return None
+    return KILLED.format(who=_who_of(match), pid=pid, signal=signame)
+
+
+def _oom_kill_note(event: LogEvent, oom_kill: Optional[LogEvent]) -> str:
+    """For a worker's death by SIGKILL, the OOM killer's event when its log shows one, else nothing:
+    SIGKILL leaves no trace of its own (the OOM killer, a scheduler, a user's kill -9), so the log alone
+    says whether memory ran out."""
+    match = event.match
+    if oom_kill is None or match.rule.kind not in _WORKER_KINDS or _exit_signal(match) != "SIGKILL":
+        return ""
+    told = format_message(oom_kill.match.rule.message, oom_kill.match.groups)
+    return KILLED_OOM.format(message=_clip(told, MAX_QUOTE_CHARS), where=_where(oom_kill.match, match.path))
+
+
+def _exit_signal(match: Match) -> Optional[str]:
+    """The signal a negative exit code of ``match`` says its process died of (``-9``: SIGKILL), if any."""
+    for name in _EXIT_GROUPS:
+        number = _number((match.groups.get(name) or "").strip())
+        if number is not None and number < 0:
+            try:
+                return signal.Signals(-number).name
+            except ValueError:
+                return None
+    return None
+
+
+def _who_of(match: Match) -> str:
+    """"rank N" when ``match`` names its rank (a group, a ``[rankN]:`` prefix, the report's ``rank : N``
+    row, also in a report flattened onto one line), else "worker"."""
+    identity = identity_of(match, use_rank_prefix=True)
+    if identity is not None and identity[0] == "rank":
+        return f"rank {identity[1]}"
+    found = REPORT_RANK.search(match.text)
+    return f"rank {found.group(1)}" if found else "worker"
 
 
 def _with_stack(excerpt: str, event: LogEvent) -> str:

@@ -42,7 +42,7 @@ import regex
 
 from ..model import Finding, Kind
 from ..rules.model import Catalogue, LineIgnore, Rule
-from .attribution import TestLine, normal_test_id
+from .attribution import TestLine, is_unittest_id, normal_test_id
 from .clean import clean_line
 from .match import Match
 
@@ -94,7 +94,7 @@ MAX_IGNORE_TIMEOUTS = 3
 _ADDRESS = regex.compile(r"0x[0-9a-fA-F]+")
 # torchrun's ChildFailedError report names the failed rank on a line of its own inside the block:
 # "  rank      : 1 (local_rank: 1)".
-_REPORT_RANK = regex.compile(r"\brank\s*:\s*(\d+) \(local_rank:")
+REPORT_RANK = regex.compile(r"\brank\s*:\s*(\d+) \(local_rank:")
 # A frame of a Python stack: faulthandler's '  File "/work/tests/test_x.py", line 7 in test_segv', a
 # traceback's '  File "/work/x.py", line 7, in main'.
 FRAME = regex.compile(r'^\s*File "(?P<path>[^"]+)", line (?P<line>\d+)(?:,? in (?P<function>\w+))?')
@@ -583,7 +583,10 @@ class LogState:
         header = bool(match.groups.get("header"))
         test = normal_test_id(match.groups.get("test") or "")
         if not test:
-            return
+            test = self._bare_outcome_test(match)
+            if not test:
+                return
+            match = dataclasses.replace(match, groups={**match.groups, "test": test})  # as if it named it
         kind, _, _ = self._context(match)
         if not header and (self.depth or (kind == "test" and self.ctx_kind == "header")):
             # Printed inside a test's captured output: an inner run's failure, unless it names a test
@@ -604,6 +607,17 @@ class LogState:
                 return
             self._commit_tentative()  # too long for an inner run's summary: the log's own
         self._failed(match, test)
+
+    def _bare_outcome_test(self, match: Match) -> str:
+        """The test a failing outcome alone on its line reports (unittest's "FAIL" after what the test
+        printed): the unittest test whose progress line is in force and has not reported yet; "" when
+        none is (another runner's test printing the word is its own output)."""
+        if not match.groups.get("outcome") or self.depth:
+            return ""
+        kind, test, progress = self._context(match)
+        if kind != "test" or test is None or progress is None or progress.line == 0 or progress.finished:
+            return ""
+        return test if is_unittest_id(test) else ""
 
     def _summary_retold(self, match: Match, test: str) -> None:
         """Fold the events on a failure line that names its reason ("FAILED t.py::test_y - RuntimeError: CUDA
@@ -642,6 +656,10 @@ class LogState:
         if found is not None:
             if found.reason is None and reason is not None:
                 found.reason = reason
+            if match.groups.get("header") and not found.event.match.groups.get("header"):
+                # The test's report ("FAIL: test_m (mod.Class)", its traceback after it) is where the
+                # finding points, not the progress line that said FAIL first.
+                found.event = dataclasses.replace(found.event, match=match)
             return
         self._add(key, match, LogEvent(match, test=test, reason=reason), None)
 
@@ -861,7 +879,7 @@ def identity_of(match: Match, use_rank_prefix: bool) -> Optional[Identity]:
     if rank is None and use_rank_prefix and match.rank is not None:
         rank = str(match.rank)
     if rank is None and match.rule.is_block:
-        found = _REPORT_RANK.search(match.excerpt)
+        found = REPORT_RANK.search(match.excerpt)
         rank = found.group(1) if found else None
     if rank is not None:
         try:
