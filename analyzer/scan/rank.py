@@ -1097,10 +1097,12 @@ def _signal_number(match: Match) -> Optional[str]:
 
 
 def _number(value: str) -> Optional[int]:
-    """``-11``, ``139``, ``0xC0000005`` or faulthandler's ``code 0xc0000374`` as a number."""
+    """``-11``, ``139``, ``0xC0000005``, faulthandler's ``code 0xc0000374`` or a Windows status without its
+    prefix (``C0000005``: eight hex digits, some of them letters) as a number."""
     value = value[len("code "):] if value.lower().startswith("code ") else value
+    hexadecimal = value.lower().startswith("0x") or (len(value) == 8 and not value.isdigit())
     try:
-        return int(value, 16) if value.lower().startswith("0x") else int(value)
+        return int(value, 16) if hexadecimal else int(value)
     except ValueError:
         return None
 

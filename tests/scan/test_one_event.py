@@ -150,6 +150,18 @@ def test_a_windows_fatal_exception_and_its_exit_status_are_one_crash(tmp_path):
     assert [(f.rule, f.line) for f in findings] == [("windows-fatal-exception", 1)]
 
 
+def test_a_windows_status_without_its_0x_prefix_is_the_same_crash(tmp_path):
+    # mxnet's CI printed the status bare (https://github.com/apache/mxnet/issues/15975); mocked as above.
+    log = tmp_path / "job.log"
+    log.write_text(
+        "Windows fatal exception: access violation\n"
+        "\n"
+        "python exited with status code C0000005\n"
+    )
+    findings = scan_paths([str(log)], BUILTIN, engine="python")
+    assert [(f.rule, f.line) for f in findings] == [("windows-fatal-exception", 1)]
+
+
 def test_a_windows_exit_status_of_another_crash_is_its_own_finding(tmp_path):
     log = tmp_path / "job.log"
     log.write_text(
