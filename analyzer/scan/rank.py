@@ -222,7 +222,7 @@ def preliminary_finding(match: Match) -> Finding:
     """What a live scan reports the moment ``match`` is seen: no folding, context or demotion yet."""
     rule = match.rule
     return Finding(
-        kind=rule.kind if rule.kind is not None else Kind.CRASH,
+        kind=finding_kind(match),
         rule=rule.id,
         severity=_severity(rule),
         path=match.path,
@@ -243,6 +243,16 @@ def _when(match: Match, index: int, clocks: Optional[LineClocks]) -> Tuple[float
                 pass
         return (float("inf"), index, match.seq)
     return (0.0, index, match.seq)
+
+
+def finding_kind(match: Match) -> Kind:
+    """The kind of ``match``'s finding: its rule's, except that a worker's failure whose exit code says a
+    signal killed it ("failed (exitcode: -9)", DeepSpeed's "return code = -9") is a signal exit, as
+    torchrun's report rows of one are: the worker did not fail, it was killed."""
+    kind = match.rule.kind if match.rule.kind is not None else Kind.CRASH
+    if kind is Kind.WORKER_FAILURE and _exit_signal(match) is not None:
+        return Kind.SIGNAL_EXIT
+    return kind
 
 
 def _handled(event: LogEvent, log: LogFindings, test: Optional[str]) -> bool:
@@ -479,7 +489,9 @@ def _finding(
     match = event.match
     rule = match.rule
     severity = _severity(rule)
-    kind = rule.kind if rule.kind is not None else Kind.CRASH
+    kind = finding_kind(match)
+    if kind is Kind.WORKER_FAILURE and crash is not None:
+        kind = Kind.SIGNAL_EXIT  # a crash line of the log says which signal killed it
     excerpt = _with_stack(match.excerpt, event)
     if stack is not None:
         header = CRASH_HEADER.format(where=_where(stack.match, match.path))

@@ -33,7 +33,7 @@ def test_a_rank_killed_by_a_segfault_is_one_finding_naming_rank_signal_and_crash
     assert root.message == (
         "rank 1 (pid 28801) was killed by SIGSEGV: Fatal Python error: Segmentation fault at rank_segv.py:12"
     )
-    assert root.line == 42 and root.kind is Kind.WORKER_FAILURE
+    assert root.line == 42 and root.kind is Kind.SIGNAL_EXIT  # killed, not failed: finding_kind
     report, crash = root.excerpt.split("\n--- the crash (line 5) ---\n")
     assert "exitcode  : -11 (pid: 28801)" in report
     assert crash.splitlines() == [

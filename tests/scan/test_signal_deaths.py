@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from analyzer.model import Severity
+from analyzer.model import Kind, Severity
 from analyzer.rules.loader import load_catalogue
 from analyzer.scan import scan_paths
 
@@ -32,6 +32,21 @@ def test_a_rank_killed_by_sigkill_is_named_with_its_rank_pid_and_signal_and_no_g
     pid = _pid_of_rank_1(path.read_text(encoding="utf-8"))
     root = _errors(path)[0]
     assert (root.rule, root.message) == ("torchrun-root-cause", f"rank 1 (pid {pid}) was killed by SIGKILL")
+    assert root.kind is Kind.SIGNAL_EXIT  # killed, not failed, as torchrun's -15 rows are
+
+
+def test_a_worker_failure_with_a_negative_exit_code_is_a_signal_exit_and_one_with_a_status_is_not(tmp_path):
+    # torchrun's agent line (torch/distributed/elastic/agent/server/api.py) and DeepSpeed's launcher line
+    # (deepspeed/launcher/launch.py), each for a rank killed by SIGKILL and for one that exited 1.
+    log = tmp_path / "launchers.log"
+    log.write_text(
+        "[2024-01-09 18:41:23,123] torch.distributed.elastic.multiprocessing.api: [ERROR] failed "
+        "(exitcode: -9) local_rank: 0 (pid: 4121) of binary: /usr/bin/python\n"
+        "[2024-01-09 18:41:24,123] [INFO] [launch.py:315:sigkill_handler] ['/usr/bin/python', '-u', "
+        "'train.py', '--local_rank=1'] exits with return code = 1\n"
+    )
+    kinds = {f.rule: f.kind for f in scan_paths([str(log)], BUILTIN, engine="python")}
+    assert kinds == {"torchrun-worker-failed": Kind.SIGNAL_EXIT, "deepspeed-launcher-exit": Kind.WORKER_FAILURE}
 
 
 def _with_oom_kill(log: Path, tmp_path: Path) -> Path:
