@@ -46,7 +46,10 @@ def test_a_worker_failure_with_a_negative_exit_code_is_a_signal_exit_and_one_wit
         "'train.py', '--local_rank=1'] exits with return code = 1\n"
     )
     kinds = {f.rule: f.kind for f in scan_paths([str(log)], BUILTIN, engine="python")}
-    assert kinds == {"torchrun-worker-failed": Kind.SIGNAL_EXIT, "deepspeed-launcher-exit": Kind.WORKER_FAILURE}
+    assert kinds == {
+        "torchrun-worker-failed": Kind.SIGNAL_EXIT,
+        "deepspeed-launcher-exit": Kind.WORKER_FAILURE,
+    }
 
 
 def _with_oom_kill(log: Path, tmp_path: Path) -> Path:
