@@ -23,7 +23,8 @@ before it. What ranking decides, in order:
    or device), and a match on the lines of the traceback attached to a worker's failure; crash lines
    of one signal (``dies_of`` when the wording has none), told by the one that says why, with
    faulthandler's stack; a worker's exit of that signal names it; torchrun's ChildFailedError line
-   is the worker failure its report or the agent's log line just before names.
+   is the worker failure its report or the agent's log line just before names. Which events tell one
+   another is ``analyzer.scan.same_event``'s to find; how the one finding reads is decided here.
 6. A ``fallback`` finding (a failed exit status: a CI step's, the guarded command's) is kept only when
    no other error of its log (the guard's: of any log) explains the failure, and it names the last
    Python traceback printed before it: "exit 1; the last Python traceback ... ends in RuntimeError".
@@ -44,19 +45,31 @@ from __future__ import annotations
 
 import dataclasses
 import fnmatch
-import signal
 import string
 from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
-from ..exits import describe_exit, windows_status_name
+from ..exits import describe_exit
 from ..model import GUARD_COMMAND_FAILED_RULE, SCAN_INCOMPLETE_RULE, Finding, Kind, Severity
 from ..rules.loader import EXIT_FIELD_SUFFIX, TEMPLATE_OTHERWISE, TEMPLATE_SLOT
 from ..rules.model import Catalogue, Rule
 from .match import Match
+from .same_event import (
+    EXCEPTION_GROUPS,
+    Item,
+    MERGE_KINDS,
+    WORKER_KINDS,
+    crash_site,
+    events_told_again,
+    exit_signal,
+    one_event_one_finding,
+    pid_of,
+    raise_site,
+    signal_of,
+    told_with_a_stack,
+)
 from .state import REPORT_RANK, LogEvent, LogFindings, LogState, identity_of, stack_frames
 
 
-EXCEPTION_GROUPS = ("exception", "exc")
 MISSING_FIELD = "?"
 MAX_FIELD_CHARS = 200
 MAX_QUOTE_CHARS = 120
@@ -142,9 +155,9 @@ def rank(
                 continue
             test = log.test_of_event(event)
             events.append((index, log, event, _handled(event, log, test), test))
-    told_again = _told_again(events)
+    told_again = events_told_again(events)
     events = [item for item in events if id(item[2]) not in told_again.absorbed]
-    crashes = _one_event_one_finding(events)
+    crashes = one_event_one_finding(events)
     events = [item for item in events if id(item[2]) not in crashes.absorbed]
     fallbacks = {rule.id for rule in catalogue.guard_rules if rule.fallback}
     events, guard = _without_explained_fallbacks(events, guard, fallbacks)
@@ -170,7 +183,7 @@ def rank(
             demote=has_root,
             crash=crashes.crash_of.get(id(event)),
             again=again,
-            stack=crashes.stack_of.get(id(event)) or _told_with_a_stack(event, again),
+            stack=crashes.stack_of.get(id(event)) or told_with_a_stack(event, again),
             oom_kill=oom_kills.get(index),
         )
         rule = event.match.rule
@@ -250,7 +263,7 @@ def finding_kind(match: Match) -> Kind:
     signal killed it ("failed (exitcode: -9)", DeepSpeed's "return code = -9") is a signal exit, as
     torchrun's report rows of one are: the worker did not fail, it was killed."""
     kind = match.rule.kind if match.rule.kind is not None else Kind.CRASH
-    if kind is Kind.WORKER_FAILURE and _exit_signal(match) is not None:
+    if kind is Kind.WORKER_FAILURE and exit_signal(match) is not None:
         return Kind.SIGNAL_EXIT
     return kind
 
@@ -346,8 +359,8 @@ def _guard_findings(findings: Sequence[Finding], catalogue: Catalogue) -> List[F
 
 
 def _without_explained_fallbacks(
-    events: List[_Item], guard: List[Finding], fallbacks: Set[str]
-) -> Tuple[List[_Item], List[Finding]]:
+    events: List[Item], guard: List[Finding], fallbacks: Set[str]
+) -> Tuple[List[Item], List[Finding]]:
     """Drop fallback findings (a failed exit status) that another error of their log, or for the guard's
     (rule ids ``fallbacks``) of any log or the guard, already explains."""
     explained = {
@@ -361,8 +374,8 @@ def _without_explained_fallbacks(
 
 
 def _guard_kill_told(
-    events: List[_Item], guard: Sequence[Finding]
-) -> Tuple[List[_Item], Optional[Tuple[int, List[LogEvent]]]]:
+    events: List[Item], guard: Sequence[Finding]
+) -> Tuple[List[Item], Optional[Tuple[int, List[LogEvent]]]]:
     """The deaths the guard's own kill caused, left to the guard's finding of why it killed (a hang, a
     timeout, a cancel): the events without them, and (index in ``guard`` of that finding, the deaths).
     torchrun's agent that "got signal 15" under a guard that timed the command out is the guard's
@@ -405,10 +418,10 @@ def _with_kill_told(finding: Finding, deaths: Sequence[LogEvent]) -> Finding:
     return dataclasses.replace(finding, message=_one_line(message), excerpt=excerpt)
 
 
-def _is_kill_echo(item: _Item) -> bool:
+def _is_kill_echo(item: Item) -> bool:
     event = item[2]
     # After a shutdown marker the command sent the signal itself (collateral of its own root cause).
-    if item[3] or event.shutdown is not None or event.match.rule.kind not in _MERGE_KINDS:
+    if item[3] or event.shutdown is not None or event.match.rule.kind not in MERGE_KINDS:
         return False
     return signal_of(event.match) in _GUARD_KILL_SIGNALS
 
@@ -631,338 +644,6 @@ def _one_line(text: str) -> str:
 
 # -- one event, one finding ------------------------------------------------------------------------
 
-_MERGE_KINDS = (Kind.CRASH, Kind.SIGNAL_EXIT, Kind.WORKER_FAILURE)
-_WORKER_KINDS = (Kind.SIGNAL_EXIT, Kind.WORKER_FAILURE)
-_EXIT_GROUPS = ("exitcode", "exit_code", "code", "returncode", "status", "signal", "what")
-_SIGNAL_WORDS = {
-    "segmentation fault": "SIGSEGV",
-    "aborted": "SIGABRT",
-    "abort trap": "SIGABRT",
-    "bus error": "SIGBUS",
-    "illegal instruction": "SIGILL",
-    "floating point exception": "SIGFPE",
-    "trace/breakpoint trap": "SIGTRAP",
-    "killed": "SIGKILL",
-    "terminated": "SIGTERM",
-    # zsh's own words for the signals whose default action ends a process (Src/signames2.awk; it reports
-    # every death by signal but SIGINT and SIGPIPE, Src/jobs.c printjob): "zsh: abort  python x.py"
-    "abort": "SIGABRT",
-    "alarm": "SIGALRM",
-    "cpu limit exceeded": "SIGXCPU",
-    "emt instruction": "SIGEMT",
-    "file size limit exceeded": "SIGXFSZ",
-    "hangup": "SIGHUP",
-    "illegal hardware instruction": "SIGILL",
-    "invalid system call": "SIGSYS",
-    "iot instruction": "SIGABRT",  # SIGIOT is SIGABRT on Linux and macOS; zsh on Linux keeps IOT's name
-    "pollable event occurred": "SIGPOLL",
-    "power fail": "SIGPWR",
-    "profile signal": "SIGPROF",
-    "quit": "SIGQUIT",
-    "resource lost": "SIGLOST",
-    "trace trap": "SIGTRAP",
-    "user-defined signal 1": "SIGUSR1",
-    "user-defined signal 2": "SIGUSR2",
-    "virtual time alarm": "SIGVTALRM",
-    # bash prints strsignal(), which glibc translates: zh_CN's words (crash-core-dumped reads them)
-    "已放弃": "SIGABRT",
-    "段错误": "SIGSEGV",
-    "总线错误": "SIGBUS",
-    "非法指令": "SIGILL",
-    "浮点数例外": "SIGFPE",
-    # faulthandler's "Windows fatal exception: access violation", as the exit status names it
-    "access violation": "STATUS_ACCESS_VIOLATION",
-    "stack overflow": "STATUS_STACK_OVERFLOW",
-    "int divide by zero": "STATUS_INTEGER_DIVIDE_BY_ZERO",
-    "float divide by zero": "STATUS_FLOAT_DIVIDE_BY_ZERO",
-    "float overflow": "STATUS_FLOAT_OVERFLOW",
-    "in page error": "STATUS_IN_PAGE_ERROR",
-}
-# Frames of the interpreter and of installed packages are where a crash surfaces, not where it was
-# caused; the crash site is the innermost frame outside them.
-_LIBRARY_PATHS = ("/lib/python", "site-packages", "dist-packages", "<frozen")
-_Item = Tuple[int, LogFindings, LogEvent, bool, Optional[str]]
-_REPORT_LINES = 40  # a ChildFailedError report's header is at most this far above its Root Cause
-_CHILD_FAILED = "ChildFailedError"
-_ANY_DISTANCE = 1 << 30  # lines: asks only the test, rank and pid
-
-
-@dataclasses.dataclass(frozen=True)
-class _ToldAgain:
-    absorbed: Set[int]  # id() of events another rule's finding tells
-    told: Dict[int, List[LogEvent]]  # id() of the telling event -> the events it absorbed
-
-
-def _told_again(items: Sequence[_Item]) -> _ToldAgain:
-    """Events that a nearby match of a rule naming them in ``same_event_as`` tells again (a C++
-    terminate whose what() is the NCCL watchdog's message): that rule's finding absorbs them. A rule
-    may name itself (SLURM's JOB and STEP lines of one cancel); then the earlier match tells. A
-    traceback's report that another rule's match ends (``_ended_by``) is told by that match alike."""
-    absorbed: Set[int] = set()
-    told: Dict[int, List[LogEvent]] = {}
-    by_log: Dict[int, Dict[str, List[_Item]]] = {}
-    for item in items:
-        by_log.setdefault(item[0], {}).setdefault(item[2].match.rule.id, []).append(item)
-    for by_rule in by_log.values():
-        in_order = sorted((it for group in by_rule.values() for it in group), key=lambda it: it[2].match.seq)
-        ends = _ended_by(in_order)
-        for item in in_order:
-            rule = item[2].match.rule
-            raised = _raised_in_its_traceback(item, in_order)
-            if id(item[2]) in absorbed or not (rule.same_event_as or id(item[2]) in ends or raised):
-                continue
-            lines = rule.same_event_lines
-            named = [(other, lines) for name in rule.same_event_as for other in by_rule.get(name, ())]
-            ended = ends.get(id(item[2]), [])
-            named += ended
-            named += raised
-            # A report this very line ends is its event whatever each names: the exception a thread died
-            # of may name a rank ("NCCL communicator was aborted on rank 1") where the report names a thread.
-            for other, _ in [*ended, *_chained(item, named, absorbed)]:
-                if id(other[2]) in absorbed:  # a report an earlier link ended, already told
-                    continue
-                absorbed.add(id(other[2]))
-                # A teller told again tells nothing of its own: what it absorbed moves along (a Ray
-                # death whose line a terminal cut, then the retry that handled it), and so do the
-                # worker reports it ended (rank 0's monitored_barrier error, which mp.spawn's report
-                # of process 0 ends in, told again by rank 0's first log line of it).
-                inherited = told.pop(id(other[2]), [])
-                inherited += [
-                    report[2] for report, _ in ends.get(id(other[2]), ())
-                    if id(report[2]) not in absorbed and report is not item
-                ]
-                absorbed.update(id(event) for event in inherited)
-                told.setdefault(id(item[2]), []).extend([other[2], *inherited])
-    return _ToldAgain(absorbed, told)
-
-
-def _raised_in_its_traceback(item: _Item, items: Sequence[_Item]) -> List[Tuple[_Item, int]]:
-    """The matches on the lines of the traceback attached to ``item`` (a worker's failure: torchrun's
-    Root Cause row and the rank's own traceback), each with its distance: the exception that traceback
-    ends in (rank 0's "RuntimeError: [...] Timed out waiting 5000ms for recv operation to complete") is
-    what the worker died of, one event with its failure."""
-    attached = item[2].traceback
-    if attached is None:
-        return []
-    traceback = attached[1]
-    here = item[2].match
-    return [
-        (other, abs(here.line - other[2].match.line))
-        for other in items
-        if other is not item and traceback.line <= other[2].match.line <= traceback.end_line
-    ]
-
-
-def _chained(
-    item: _Item, named: Sequence[Tuple[_Item, int]], absorbed: Set[int]
-) -> List[Tuple[_Item, int]]:
-    """The matches of ``named`` (each with its ``same_event_lines``) that ``item`` tells: those near it,
-    and those near one of them in turn. A client retrying its connect to a dead store logs the broken
-    socket at each try, some 16 lines apart, until the last try's timeout: the retries are one chain
-    however long it runs, and each link is near the next (``_same_event`` still asks the teller's
-    test, rank and pid of every link)."""
-    chain: List[Tuple[_Item, int]] = []
-    anchors = [item]
-    waiting = [(other, lines) for other, lines in named if other is not item and id(other[2]) not in absorbed]
-    grown = True
-    while grown:
-        grown = False
-        for entry in list(waiting):
-            other, lines = entry
-            if not any(_same_event(anchor, other, lines) for anchor in anchors):
-                continue
-            if not _same_event(item, other, _ANY_DISTANCE):
-                continue
-            waiting.remove(entry)
-            chain.append(entry)
-            anchors.append(other)
-            grown = True
-    return chain  # in the order found: the rule's own names first, as it lists them
-
-
-def _told_with_a_stack(event: LogEvent, again: Sequence[LogEvent]) -> Optional[LogEvent]:
-    """A crash line this finding tells again whose stack says where the crash happened (a crashed
-    pytest-xdist worker's report tells the worker's own "Fatal Python error"), when it has none."""
-    if event.stack is not None:
-        return None
-    return next((told for told in again if told.stack is not None), None)
-
-
-def _ended_by(items: Sequence[_Item]) -> Dict[int, List[Tuple[_Item, int]]]:
-    """id() of a match on the last line of a worker's traceback report that names the exception it ends
-    in ("Exception in thread worker-1:" ... "_queue.Empty", torch.multiprocessing's "-- Process 0
-    terminated with the following error:" ... "RuntimeError: [...] Timed out waiting 2000ms") -> those
-    reports, each with the lines between them: that line is the error the worker died of, so its rule
-    says what happened and the report who it happened to (one event; the report's message is added to
-    the match's). A report may end in a repeat the match's event folded in (the same text further down).
-    An atexit report is not a worker's: that the error came at exit, with status 0, is its own finding."""
-    blocks: List[_Item] = []
-    for item in items:
-        match = item[2].match
-        names_exception = any(match.groups.get(group) for group in EXCEPTION_GROUPS)
-        if match.rule.is_block and match.rule.kind is Kind.WORKER_FAILURE and names_exception:
-            blocks.append(item)
-    ends: Dict[int, List[Tuple[_Item, int]]] = {}
-    if not blocks:
-        return ends
-    for item in items:
-        match = item[2].match
-        if match.rule.is_block:
-            continue
-        for block in blocks:
-            told = block[2].match
-            if told.rule is match.rule:
-                continue
-            if told.end_line == match.line or (
-                item[2].repeats > 1 and told.end_line > match.line and _exception_text(told) == match.text
-            ):
-                ends.setdefault(id(item[2]), []).append((block, max(0, told.line - match.line)))
-    return ends
-
-
-def _exception_text(block: Match) -> Optional[str]:
-    return next((block.groups[group] for group in EXCEPTION_GROUPS if block.groups.get(group)), None)
-
-
-def _same_event(item: _Item, other: _Item, lines: int) -> bool:
-    """Whether ``other`` is at most ``lines`` lines from ``item``, in its test, of its rank, pid or device
-    (a ``device`` group) when both name one. An event on no test's lines may tell one in a test or be
-    told by it: the session's "Interrupted: 1 error during collection" tells the modules' failures, and
-    a crashed pytest-xdist worker's report tells its "[gw2] node down", which xdist prints among other
-    workers' results. Two events that name
-    the same process are that process's whatever test the log seemed to be running: with several
-    workers at once, the last test started may be another worker's."""
-    if item[3] != other[3]:
-        return False
-    first, second = item[2].match, other[2].match
-    gap = max(second.line - first.end_line, first.line - second.end_line) - 1
-    if gap > lines:
-        return False
-    who, whom = identity_of(first, use_rank_prefix=True), identity_of(second, use_rank_prefix=True)
-    if who is not None and whom is not None and who != whom:
-        return False
-    same_process = who is not None and who == whom and who[0] == "process"
-    if item[4] != other[4] and item[4] is not None and other[4] is not None and not same_process:
-        return False
-    device, other_device = _device_of(first), _device_of(second)
-    if device is not None and other_device is not None and device != other_device:
-        return False  # a K80's two GPUs that both fell off the bus: two events
-    pid, other_pid = _pid_of(first), _pid_of(second)
-    return pid is None or other_pid is None or pid == other_pid
-
-
-@dataclasses.dataclass(frozen=True)
-class _Merged:
-    absorbed: Set[int]  # id() of events told by another finding
-    crash_of: Dict[int, Tuple[str, LogEvent]]  # id() of a worker's event -> (signal, its crash)
-    stack_of: Dict[int, LogEvent]  # id() of a crash line without a stack -> a line of its crash with one
-
-
-def _one_event_one_finding(items: Sequence[_Item]) -> _Merged:
-    """Tell each crash once: per log, findings of one pid are one event (the root cause tells it), and a
-    crash line (faulthandler, the shell, the step's exit status) of the signal a worker died of is that
-    worker's crash; crash lines of one signal without a worker are one crash, the first one tells it."""
-    absorbed: Set[int] = set()
-    crash_of: Dict[int, Tuple[str, LogEvent]] = {}
-    stack_of: Dict[int, LogEvent] = {}
-    by_log: Dict[int, List[_Item]] = {}
-    for item in items:
-        if not item[3] and item[2].match.rule.kind in _MERGE_KINDS:
-            by_log.setdefault(item[0], []).append(item)
-    for log_items in by_log.values():
-        workers: Dict[str, _Item] = {}
-        signals: Dict[str, Optional[str]] = {}
-        first = sorted(log_items, key=lambda it: (0 if it[2].match.rule.root_cause else 1, it[2].match.seq))
-        for item in first:
-            event = item[2]
-            pid = _pid_of(event.match)
-            if pid is None or event.match.rule.kind not in _WORKER_KINDS:
-                continue
-            if pid in workers:
-                absorbed.add(id(event))
-            else:
-                workers[pid] = item
-            signals[pid] = signals.get(pid) or signal_of(event.match)
-        # torchrun's "ChildFailedError" line heads the report whose rows (Root Cause, other Failures)
-        # name the workers, and ends the agent's traceback that its log line of the first failure
-        # ("failed (exitcode: -9) local_rank: 3 (pid: 407727) of binary: ...") comes right before
-        # (torch/distributed/elastic/agent/server/api.py logs it, launcher/api.py raises): one event.
-        for item in log_items:
-            match = item[2].match
-            if match.rule.kind is not Kind.WORKER_FAILURE or match.rule.root_cause:
-                continue
-            if _pid_of(match) is not None or _CHILD_FAILED not in match.text:
-                continue
-            if any(_in_report_of(match, worker[2].match) for worker in workers.values()):
-                absorbed.add(id(item[2]))
-        crash_primary: Dict[str, List[Tuple[_Item, object]]] = {}
-        for item in sorted(log_items, key=lambda it: it[2].match.seq):
-            event = item[2]
-            kind = event.match.rule.kind
-            if id(event) in absorbed or (kind is not Kind.CRASH and _pid_of(event.match) is not None):
-                continue
-            signame = signal_of(event.match)
-            if signame is None:
-                continue
-            worker = _worker_for(event, item[4], signame, workers, signals)
-            if worker is not None:
-                if id(worker[2]) not in crash_of or (
-                    crash_of[id(worker[2])][1].stack is None and event.stack is not None
-                ):
-                    crash_of[id(worker[2])] = (signame, event)
-                absorbed.add(id(event))
-                continue
-            # Crash lines of one signal are one crash unless they name two processes or ranks (two
-            # ranks that both aborted) or happened in two tests. The line that says why the process
-            # died (a rule with ``dies_of``: glibc, a failed CHECK) tells it, else the first. A status
-            # (the step's exit 139) after a crash line that no test held is that crash, also when the
-            # test's progress line came between: the shell reports the death before the dead process's
-            # buffered output reaches the log (bluesky/ophyd#937).
-            who = _pid_of(event.match) or identity_of(event.match, use_rank_prefix=True)
-            is_status = kind is Kind.SIGNAL_EXIT
-            for index, (primary, primary_who) in enumerate(crash_primary.get(signame, [])):
-                same_test = item[4] is None or item[4] == primary[4] or (is_status and primary[4] is None)
-                if same_test and (who is None or primary_who in (None, who)):
-                    says_why = event.match.rule.dies_of and not primary[2].match.rule.dies_of
-                    teller, told = (item, primary) if says_why else (primary, item)
-                    absorbed.add(id(told[2]))
-                    crash_primary[signame][index] = (teller, primary_who or who)
-                    stack = stack_of.pop(id(told[2]), told[2] if told[2].stack is not None else None)
-                    if teller[2].stack is None and stack is not None and id(teller[2]) not in stack_of:
-                        stack_of[id(teller[2])] = stack
-                    break
-            else:
-                crash_primary.setdefault(signame, []).append((item, who))
-    return _Merged(absorbed, crash_of, stack_of)
-
-
-def _in_report_of(child_failed: Match, worker: Match) -> bool:
-    """Whether ``worker`` (a worker's failure naming its pid) is a row of the report that torchrun's
-    ChildFailedError line ``child_failed`` heads, or the agent's log line just before its traceback."""
-    after = worker.line - child_failed.end_line
-    before = child_failed.line - worker.end_line
-    return 0 < after <= _REPORT_LINES or 0 < before <= _REPORT_LINES
-
-
-def _worker_for(
-    event: LogEvent,
-    test: Optional[str],
-    signame: str,
-    workers: Dict[str, _Item],
-    signals: Dict[str, Optional[str]],
-) -> Optional[_Item]:
-    """The worker whose death ``event`` (a crash line) tells, when it can only be that one."""
-    candidates = [
-        w for pid, w in workers.items() if signals.get(pid) == signame and (test is None or w[4] == test)
-    ]
-    if len(candidates) > 1 and event.match.rank is not None:
-        rank_of = ("rank", str(event.match.rank))
-        ranked = [w for w in candidates if identity_of(w[2].match, use_rank_prefix=True) == rank_of]
-        candidates = ranked or candidates
-    if len(candidates) > 1:
-        candidates = [w for w in candidates if w[2].match.rule.root_cause] or candidates
-    return candidates[0] if len(candidates) == 1 else None
-
 
 def _killed(event: LogEvent, crash: Tuple[str, LogEvent], excerpt: str) -> Tuple[str, str]:
     """The one sentence for a worker killed by a crash, and the excerpt with the crash attached."""
@@ -973,7 +654,7 @@ def _killed(event: LogEvent, crash: Tuple[str, LogEvent], excerpt: str) -> Tuple
     site = crash_site(crash_event.stack) if crash_event.stack is not None else None
     if site is not None:
         told += CRASH_AT.format(site=site)
-    message = KILLED_BY_CRASH.format(who=who, pid=_pid_of(event.match), signal=signame, crash=told)
+    message = KILLED_BY_CRASH.format(who=who, pid=pid_of(event.match), signal=signame, crash=told)
     header = CRASH_HEADER.format(where=_where(crash_event.match, event.match.path))
     excerpt = f"{excerpt}\n{header}\n{_with_stack(crash_event.match.excerpt, crash_event)}"
     return message, excerpt
@@ -984,10 +665,10 @@ def _killed_by_signal(event: LogEvent) -> Optional[str]:
     worker died of a signal that no crash line of the log explains: the rank, the pid and the signal by
     name. None for any other event."""
     match = event.match
-    pid = _pid_of(match)
-    if pid is None or not match.rule.root_cause or match.rule.kind not in _WORKER_KINDS:
+    pid = pid_of(match)
+    if pid is None or not match.rule.root_cause or match.rule.kind not in WORKER_KINDS:
         return None
-    signame = _exit_signal(match)
+    signame = exit_signal(match)
     if signame is None:
         return None
     return KILLED.format(who=_who_of(match), pid=pid, signal=signame)
@@ -998,22 +679,10 @@ def _oom_kill_note(event: LogEvent, oom_kill: Optional[LogEvent]) -> str:
     SIGKILL leaves no trace of its own (the OOM killer, a scheduler, a user's kill -9), so the log alone
     says whether memory ran out."""
     match = event.match
-    if oom_kill is None or match.rule.kind not in _WORKER_KINDS or _exit_signal(match) != "SIGKILL":
+    if oom_kill is None or match.rule.kind not in WORKER_KINDS or exit_signal(match) != "SIGKILL":
         return ""
     told = format_message(oom_kill.match.rule.message, oom_kill.match.groups)
     return KILLED_OOM.format(message=_clip(told, MAX_QUOTE_CHARS), where=_where(oom_kill.match, match.path))
-
-
-def _exit_signal(match: Match) -> Optional[str]:
-    """The signal a negative exit code of ``match`` says its process died of (``-9``: SIGKILL), if any."""
-    for name in _EXIT_GROUPS:
-        number = _number((match.groups.get(name) or "").strip())
-        if number is not None and number < 0:
-            try:
-                return signal.Signals(-number).name
-            except ValueError:
-                return None
-    return None
 
 
 def _who_of(match: Match) -> str:
@@ -1034,97 +703,3 @@ def _with_stack(excerpt: str, event: LogEvent) -> str:
         lines.pop()  # the line that ended the stack is the log's next line, not part of the crash
     stack = "\n".join(lines)
     return f"{excerpt}\n{stack}" if excerpt else stack
-
-
-def crash_site(stack: Match) -> Optional[str]:
-    """``file.py:N`` of the innermost frame of a faulthandler stack outside the stdlib and packages."""
-    return _own_frame(stack.excerpt.split("\n"))
-
-
-def raise_site(traceback: Match) -> Optional[str]:
-    """``file.py:N`` of the innermost frame of a Python traceback (most recent call last) outside the
-    stdlib and packages: where the user's code raised."""
-    return _own_frame(reversed(traceback.excerpt.split("\n")))
-
-
-def _own_frame(lines: Iterable[str]) -> Optional[str]:
-    for frame in stack_frames(lines):
-        if not any(part in frame.group("path") for part in _LIBRARY_PATHS):
-            return f"{frame.group('path').rsplit('/', 1)[-1]}:{frame.group('line')}"
-    return None
-
-
-def signal_of(match: Match) -> Optional[str]:
-    """The signal a match says a process died of: ``-11``, ``139`` (128 + N), ``SIGSEGV``,
-    ``Segmentation fault``; a Windows crash status (``0xC0000005``, ``access violation``) by its name;
-    a ``signum`` group's signal number; else the signal its rule says the process dies of (``dies_of``).
-    A name the line spells out wins over a number: signal numbers differ between systems (an IDE on
-    macOS: "exit code 138 (interrupted by signal 10: SIGBUS)", where Linux's 10 is SIGUSR1)."""
-    named = _signal_named(match)
-    if named is not None:
-        return named
-    for name in _EXIT_GROUPS:
-        value = (match.groups.get(name) or "").strip()
-        if not value:
-            continue
-        number = _number(value)
-        if number is None:
-            continue
-        windows = windows_status_name(number) if abs(number) > 0xFFFF else None
-        if windows is not None:
-            return windows
-        signum = -number if number < 0 else number - 128 if 128 < number < 160 else 0
-        if signum > 0:
-            try:
-                return signal.Signals(signum).name
-            except ValueError:
-                return None
-    return _signal_number(match) or match.rule.dies_of
-
-
-def _signal_named(match: Match) -> Optional[str]:
-    """The signal an exit group names in words (``SIGSEGV``, ``Segmentation fault``), if any."""
-    for name in _EXIT_GROUPS:
-        value = (match.groups.get(name) or "").strip()
-        if value.upper().startswith("SIG") and value[3:].isalpha():
-            return value.upper()
-        word = _SIGNAL_WORDS.get(value.lower())
-        if word is not None:
-            return word
-    return None
-
-
-def _signal_number(match: Match) -> Optional[str]:
-    """The signal a ``signum`` group names by its number ("Received 15 death signal", glog's "***
-    Received signal 11 ***") or by its name."""
-    value = (match.groups.get("signum") or "").strip()
-    if value.upper().startswith("SIG") and value[3:].isalnum():
-        return value.upper()
-    if not value.isdigit():
-        return None
-    try:
-        return signal.Signals(int(value)).name
-    except ValueError:
-        return None
-
-
-def _number(value: str) -> Optional[int]:
-    """``-11``, ``139``, ``0xC0000005``, faulthandler's ``code 0xc0000374`` or a Windows status without its
-    prefix (``C0000005``: eight hex digits, some of them letters) as a number."""
-    value = value[len("code "):] if value.lower().startswith("code ") else value
-    hexadecimal = value.lower().startswith("0x") or (len(value) == 8 and not value.isdigit())
-    try:
-        return int(value, 16) if hexadecimal else int(value)
-    except ValueError:
-        return None
-
-
-def _device_of(match: Match) -> Optional[str]:
-    """The device a match names (a GPU's PCI address, an XLA device), in one spelling."""
-    device = (match.groups.get("device") or "").strip().lower()
-    return device or None
-
-
-def _pid_of(match: Match) -> Optional[str]:
-    pid = (match.groups.get("pid") or "").strip()
-    return pid if pid.isdigit() else None

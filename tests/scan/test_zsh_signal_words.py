@@ -13,7 +13,7 @@ import pytest
 from analyzer.model import Severity
 from analyzer.rules.loader import load_catalogue
 from analyzer.scan import scan_paths
-from analyzer.scan.rank import signal_of
+from analyzer.scan.same_event import signal_of
 from analyzer.scan.match import Match
 from tests.scan.test_engine_helpers import ENGINES
 
