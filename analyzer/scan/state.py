@@ -296,6 +296,7 @@ class LogState:
         # The header came under no report section of its own (a window of a log that starts inside an
         # inner run's short summary): how its test ended is told by the log's verdict.
         self.ctx_unsure = False
+        self.reason_header = -1  # the unittest report header whose traceback gave its test's reason
         self.session_seen = False  # the log shows a test session start of its own
         self.section = ""
         self.verdict: Optional[Match] = None
@@ -500,6 +501,7 @@ class LogState:
         elif marker == TRACEBACK_MARKER:
             self.last_traceback = match
             self._traceback(match)
+            self._report_reason(match)
         elif marker == CRASH_STACK_MARKER:
             last = self.last_crash
             self.last_crash = None
@@ -578,6 +580,20 @@ class LogState:
         if identity not in self.tracebacks and len(self.tracebacks) >= MAX_IDENTITIES:
             self.tracebacks.pop(next(iter(self.tracebacks)))
         self.tracebacks[identity] = match
+
+    def _report_reason(self, traceback: Match) -> None:
+        """A unittest failure's report ("FAIL: test_m (mod.Class)", then its traceback) gives the test its
+        one-line reason: the exception the last traceback under the header ends in (a chained one's
+        "During handling of the above exception" traceback comes last). A reason from elsewhere stays."""
+        if self.ctx_kind != "uheader" or self.depth or traceback.line <= self.ctx_line:
+            return
+        found = self.events.get(("test-failure", self.ctx_test))
+        exception = (traceback.groups.get("exc") or "").strip()
+        if found is None or not exception:
+            return
+        if found.reason is None or self.reason_header == self.ctx_line:
+            found.reason = exception
+            self.reason_header = self.ctx_line
 
     def _test_failure(self, match: Match) -> None:
         header = bool(match.groups.get("header"))
