@@ -299,7 +299,7 @@ def test_unittest_verbose_lines_attribute_and_their_outcome_handles():
 def test_a_unittest_failure_header_is_a_test_failure_in_both_spellings():
     findings = scan({"job.log": UNITTEST_FAILED})
     assert summary(findings) == [("unittest-test-failed", "error", 4, "test_a (m.T)")]
-    assert findings[0].message == "test_a (m.T) failed"
+    assert findings[0].message == "test_a (m.T) failed: AssertionError: 1 != 2"  # its report's traceback
 
 
 def test_a_test_that_never_reported_an_outcome_keeps_its_event_an_error():
