@@ -474,6 +474,7 @@ class _Run:
             if here.st_nlink > 0:
                 self._give_back_the_rights(here.st_mode)
                 return
+            aside = _move_aside_a_non_directory(self.log_dir)
             os.makedirs(self.log_dir, exist_ok=True)
             fresh = os.open(self.log_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
         except OSError:
@@ -482,10 +483,11 @@ class _Run:
         self.dir_fd = fresh
         if not self.log_dir_deleted:
             self.log_dir_deleted = True
+            instead = f"What the command put at its path is now {aside}.\n" if aside else ""
             self.diagnostics.append(Diagnostic(
                 "The log dir was deleted during the run; the guard made it again and restored its logs",
                 f"{self.log_dir} was removed while the command ran; the guard re-created it and wrote back "
-                "the logs and evidence from what it holds.\n",
+                f"the logs and evidence from what it holds.\n{instead}",
             ))
 
     # -- after the command exited ---------------------------------------------------------------
@@ -823,6 +825,23 @@ def _bring_back_a_moved_log_dir(run: _Run, dir_fd: int) -> None:
         f"The command moved {run.log_dir} to {actual}{instead}. The guard moved its own directory back to "
         f"{run.log_dir}.\n",
     ))
+
+
+def _move_aside_a_non_directory(path: str) -> str:
+    """Move aside what stands at ``path`` unless it is a real directory; its new name, or "".
+
+    A command that deletes the log dir and puts a symlink to a decoy directory (or a file) at its path
+    would otherwise get the restored logs written into the decoy, or none at all, while the action
+    uploads and reports the log dir by its path (upload-artifact follows the link).
+    """
+    try:
+        if stat.S_ISDIR(os.lstat(path).st_mode):
+            return ""
+    except FileNotFoundError:
+        return ""
+    aside = _aside_name(path.rstrip(os.sep))
+    os.rename(path, aside)
+    return aside
 
 
 def _aside_name(name: str) -> str:

@@ -1,0 +1,64 @@
+"""Red-team pass 26 of the guard: real misbehaving programs run through the real CLI, each test failing
+before its fix. ``no_process_left_behind`` (autouse, from tests/supervise) proves that nothing a test
+started is left alive afterwards.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Dict, Tuple
+
+import pytest
+
+from tests.supervise.conftest import BIN, no_process_left_behind  # noqa: F401 - autouse in this module too
+
+# The guard under test is this checkout's, whatever an installed copy elsewhere would give.
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def guard(cwd: Path, *args: str, timeout: float = 120) -> Tuple[int, str]:
+    """``python -m analyzer run ARGS`` in ``cwd``: (exit status, console text)."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "analyzer", "run", *args],
+        cwd=str(cwd), capture_output=True, timeout=timeout,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    return proc.returncode, (proc.stdout + proc.stderr).decode("utf-8", "replace")
+
+
+def report_at(path: Path) -> Dict[str, Any]:
+    return json.loads(path.read_text())
+
+
+# -- 1. a log dir deleted and replaced by a link to a decoy is made again, the link moved aside -------
+
+@pytest.mark.parametrize("mode", ["exit", "hang"])
+def test_a_log_dir_deleted_for_a_link_to_a_decoy_gets_its_logs_back(tmp_path, mode):
+    # The action uploads and reports the log dir by its path, and upload-artifact follows a link: the
+    # decoy's "passed" log was what the artifact showed, and the guard's logs were nowhere.
+    logs, decoy = tmp_path / "logs", tmp_path / "decoy"
+    logs.mkdir()
+    decoy.mkdir()
+    (decoy / "stdout.log").write_text("all tests passed\n")
+    timeout = ["--timeout", "2", "--kill-grace", "1"] if mode == "hang" else []
+    status, console = guard(
+        tmp_path, "--log-dir", str(logs), "--json", str(logs / "report.json"), *timeout, "--",
+        sys.executable, str(BIN / "delete_log_dir.py"), str(logs), mode, str(decoy),
+    )
+    assert status == (124 if mode == "hang" else 1), console
+    assert logs.is_dir() and not logs.is_symlink()
+    assert (logs / "stdout.log").read_bytes() == b"before the cleanup\nafter the cleanup\n"
+    assert (logs / "stderr.log").read_bytes() == b"Fatal Python error: Segmentation fault\n"
+    assert (decoy / "stdout.log").read_text() == "all tests passed\n" and not (decoy / "report.json").exists()
+    aside = [p for p in tmp_path.iterdir() if p.name.startswith("logs.put-there-by-the-command-")]
+    assert len(aside) == 1 and aside[0].is_symlink(), list(tmp_path.iterdir())
+    report = report_at(logs / "report.json")
+    assert report["verdict"] == "fail"
+    if mode == "hang":
+        assert "delete_log_dir.py" in (logs / "stacks.txt").read_text()
+    text = json.dumps(report["diagnostics"])
+    assert "log dir was deleted" in text and str(aside[0]) in text, text
