@@ -370,9 +370,23 @@ def _write_console_bounded(stream: TextIO, text: str) -> None:
     Console(fd).write_own(text.encode(getattr(stream, "encoding", None) or "utf-8", "backslashreplace"))
 
 
+def _resolve_run_paths(args: argparse.Namespace) -> None:
+    """Make the log dir and report paths absolute, once, before the command runs.
+
+    A relative path names a place in the working directory, which the command may delete (a
+    self-hosted runner's workspace cleanup, ``rm -rf`` of the suite's temporary checkout): after that
+    no relative path resolves, and the logs, the report and even the report's ``log_dir`` were lost.
+    """
+    for name in ("log_dir", "json", "summary", "github_output"):
+        path = getattr(args, name)
+        if path:
+            setattr(args, name, os.path.abspath(path))
+
+
 def _main_run(argv: Sequence[str]) -> int:
     options_argv, command = _split_run_argv(argv)
     args = _run_parser().parse_args(options_argv)
+    _resolve_run_paths(args)
     from .gh.facts import facts_from_env
     from .guarded import GuardedRun, parse_abort_kinds
     from .rules.loader import load_catalogue

@@ -62,3 +62,27 @@ def test_a_log_dir_deleted_for_a_link_to_a_decoy_gets_its_logs_back(tmp_path, mo
         assert "delete_log_dir.py" in (logs / "stacks.txt").read_text()
     text = json.dumps(report["diagnostics"])
     assert "log dir was deleted" in text and str(aside[0]) in text, text
+
+
+# -- 2. a command that deletes the guard's working directory still gets its logs and report ----------
+
+@pytest.mark.parametrize("mode", ["exit", "hang"])
+def test_a_command_that_deletes_the_working_directory_still_gets_logs_and_a_report(tmp_path, mode):
+    # A self-hosted runner's workspace cleanup, or a suite that removes the temporary checkout it ran
+    # in: the default ./guard-logs and a relative --json named nothing any more, and the guard died with
+    # a traceback in os.path.abspath instead of a report.
+    checkout = tmp_path / "checkout"
+    checkout.mkdir()
+    timeout = ["--timeout", "2", "--kill-grace", "1"] if mode == "hang" else []
+    status, console = guard(
+        checkout, "--json", "r.json", *timeout, "--",
+        sys.executable, str(BIN / "delete_log_dir.py"), str(checkout), mode,
+    )
+    assert "Traceback" not in console, console
+    assert status == (124 if mode == "hang" else 1), console
+    logs = checkout / "guard-logs"
+    assert (logs / "stdout.log").read_bytes() == b"before the cleanup\nafter the cleanup\n"
+    assert (logs / "stderr.log").read_bytes() == b"Fatal Python error: Segmentation fault\n"
+    report = report_at(checkout / "r.json")
+    assert report["verdict"] == "fail", report
+    assert any(f["rule"] == "fatal-python-error" for f in report["findings"]), report["findings"]

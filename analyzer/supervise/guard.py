@@ -201,9 +201,10 @@ class _Run:
     def __init__(self, options: GuardOptions, cancel: _Cancel) -> None:
         self.options = options
         self.cancel = cancel
-        self.log_dir = options.log_dir
-        self.stdout_path = os.path.join(options.log_dir, STDOUT_LOG)
-        self.stderr_path = os.path.join(options.log_dir, STDERR_LOG)
+        # Absolute now: the command may delete the working directory, after which no relative path resolves.
+        self.log_dir = os.path.abspath(options.log_dir)
+        self.stdout_path = os.path.join(self.log_dir, STDOUT_LOG)
+        self.stderr_path = os.path.join(self.log_dir, STDERR_LOG)
         self.token = spawn.new_tree_token()
         self.protect_pgid = spawn.own_process_group()
         self.helper_pids: List[int] = []
@@ -561,7 +562,7 @@ class _Run:
             duration_s=(self.ended or time.monotonic()) - self.started,
             leftover_pids=tuple(self.leftover_pids),
             unkillable_pids=tuple(sorted(self.unkillable)),
-            log_dir=os.path.abspath(self.log_dir),
+            log_dir=self.log_dir,
             containment=self.containment.name,
         )
 
