@@ -529,9 +529,31 @@ def _asks_for_github_format(argv: Sequence[str]) -> bool:
     )
 
 
+def _fill_closed_standard_descriptors() -> None:
+    """Put ``/dev/null`` on whichever of descriptors 0, 1 and 2 is closed, and streams on them.
+
+    Started with stdout or stderr closed (``>&-``, a daemon's leftovers), the guard's first files took
+    those numbers: the console echo of the command's stderr went into ``stdout.log`` (which then read
+    as rewritten by the command), and the report's console write failed on ``sys.stdout`` being None
+    with a traceback, turning a passing run into exit 1. A closed console now simply shows nothing.
+    """
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:
+            null = os.open(os.devnull, os.O_RDWR)  # the lowest free number: ``fd`` itself
+            if null != fd:
+                os.dup2(null, fd)
+                os.close(null)
+    for name, fd in (("stdout", 1), ("stderr", 2)):
+        if getattr(sys, name) is None:
+            setattr(sys, name, open(fd, "w", encoding="utf-8", errors="backslashreplace", closefd=False))
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Run the CLI and return the process exit status (see ``analyzer.verdict`` for the table)."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    _fill_closed_standard_descriptors()
     try:
         if argv[:1] == ["run"]:
             return _main_run(argv[1:])

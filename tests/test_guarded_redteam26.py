@@ -86,3 +86,24 @@ def test_a_command_that_deletes_the_working_directory_still_gets_logs_and_a_repo
     report = report_at(checkout / "r.json")
     assert report["verdict"] == "fail", report
     assert any(f["rule"] == "fatal-python-error" for f in report["findings"]), report["findings"]
+
+
+# -- 3. a guard started with its stdout or stderr closed keeps the logs apart and exits as the command --
+
+@pytest.mark.parametrize("closed", [">&-", ">&- 2>&-"])
+def test_a_guard_started_with_its_console_closed_keeps_the_logs_apart_and_passes(tmp_path, closed):
+    # A daemon's leftovers or a cron line's `>&-`: the guard's first files took descriptors 1 and 2, so
+    # the echo of the command's stderr landed in stdout.log (then "rewritten during the run"), and the
+    # report's console write died on sys.stdout being None: exit 1 and a traceback for a passing run.
+    logs = tmp_path / "logs"
+    script = "echo out; echo err >&2; sleep 0.3; echo more"
+    line = (f'exec "{sys.executable}" -m analyzer run --log-dir "{logs}" --json "{tmp_path}/r.json" '
+            f"-- sh -c '{script}' {closed}")
+    proc = subprocess.run(["sh", "-c", line], cwd=str(tmp_path), stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert proc.returncode == 0, proc
+    assert b"Traceback" not in proc.stderr, proc.stderr
+    assert (logs / "stdout.log").read_bytes() == b"out\nmore\n"
+    assert (logs / "stderr.log").read_bytes() == b"err\n"
+    report = report_at(tmp_path / "r.json")
+    assert report["verdict"] == "pass" and report["diagnostics"] == [], report
