@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -107,3 +108,33 @@ def test_a_guard_started_with_its_console_closed_keeps_the_logs_apart_and_passes
     assert (logs / "stderr.log").read_bytes() == b"err\n"
     report = report_at(tmp_path / "r.json")
     assert report["verdict"] == "pass" and report["diagnostics"] == [], report
+
+
+# -- 4. a job-control stop the command sends the guard does not stop its clocks ------------------------
+
+@pytest.mark.parametrize("name", ["SIGTSTP", "SIGTTIN", "SIGTTOU"])
+def test_a_stop_signal_the_command_sends_the_guard_cannot_stop_its_timeout(tmp_path, name):
+    # Unlike SIGSTOP these three can be caught: by default they stopped the guard, and with it every
+    # clock, so --timeout 2 never fired and the job hung until its backstop.
+    guard_proc = subprocess.Popen(
+        [sys.executable, "-m", "analyzer", "run", "--log-dir", str(tmp_path / "logs"), "--json",
+         str(tmp_path / "r.json"), "--timeout", "2", "--kill-grace", "1", "--",
+         sys.executable, str(BIN / "stop_the_guard.py"), name],
+        cwd=str(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        # A group of its own whose parent (this test) is in another group of the same session, as under
+        # the runner: the kernel drops these signals to an orphaned group (a new session's) unseen.
+        preexec_fn=os.setpgrp,
+    )
+    try:
+        console, _ = guard_proc.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        os.killpg(guard_proc.pid, signal.SIGCONT)  # the stopped guard, woken to end its tree
+        os.killpg(guard_proc.pid, signal.SIGTERM)
+        guard_proc.communicate(timeout=30)
+        pytest.fail(f"the guard did not return after {name} from its command")
+    assert guard_proc.returncode == 124, console
+    report = report_at(tmp_path / "r.json")
+    assert report["command"]["timeout_reason"] == "wall", report["command"]
+    # The command still gets the default disposition: a handler, not SIG_IGN, which execve passes on.
+    assert (tmp_path / "logs" / "stdout.log").read_text() == "default\n"

@@ -80,6 +80,11 @@ CANCEL_SIGNALS = tuple(
         "SIGIO", "SIGXCPU", "SIGPWR", "SIGTRAP", "SIGABRT", "SIGSYS", "SIGSTKFLT",
     )) if number is not None
 ) + tuple(REAL_TIME_SIGNALS)
+# The job-control stops a command can send its parent (`kill -TSTP $PPID`): unlike SIGSTOP they can be
+# caught, and a stopped guard runs no clock, so --timeout never fired. They are caught and dropped by a
+# handler rather than ignored: execve resets a handler to the default, while SIG_IGN would be inherited
+# by the command, whose own Ctrl-Z handling a test may check.
+STOP_SIGNALS = (signal.SIGTSTP, signal.SIGTTIN, signal.SIGTTOU)
 # SGR 0, G0 back to ASCII, shift in (SI): a terminal's look after the command's echo, without moving
 # the cursor or leaving an alternate screen (the command's output stays where it is).
 SGR_RESET = b"\x1b[0m\x1b(B\x0f"
@@ -719,12 +724,17 @@ def _install_handlers(handler: Callable[[int, object], None]) -> Callable[[], No
     if threading.current_thread() is not threading.main_thread():
         return lambda: None
     previous = {signum: signal.signal(signum, handler) for signum in CANCEL_SIGNALS}
+    previous.update({signum: signal.signal(signum, _stay_running) for signum in STOP_SIGNALS})
 
     def restore() -> None:
         for signum, old in previous.items():
             signal.signal(signum, old if old is not None else signal.SIG_DFL)
 
     return restore
+
+
+def _stay_running(_signum: int, _frame: object) -> None:
+    """A ``STOP_SIGNALS`` handler: the guard keeps its clocks running."""
 
 
 def _pidfd(pid: int) -> Optional[int]:
