@@ -138,3 +138,20 @@ def test_a_stop_signal_the_command_sends_the_guard_cannot_stop_its_timeout(tmp_p
     assert report["command"]["timeout_reason"] == "wall", report["command"]
     # The command still gets the default disposition: a handler, not SIG_IGN, which execve passes on.
     assert (tmp_path / "logs" / "stdout.log").read_text() == "default\n"
+
+
+# -- 5. a guard inside the guarded command is not where the hang is: its command is -------------------
+
+def test_a_hang_under_a_nested_guard_names_the_inner_commands_frame(tmp_path):
+    # A script that guards each shard itself, run under the action's guard: the outer hang finding
+    # named the inner guard's own wait (`_Run.watch`, guard.py) as where the run hung.
+    inner = ["-m", "analyzer", "run", "--log-dir", str(tmp_path / "inner"),
+             "--json", str(tmp_path / "inner.json")]
+    status, console = guard(
+        tmp_path, "--log-dir", str(tmp_path / "logs"), "--json", str(tmp_path / "r.json"), "--timeout", "4",
+        "--kill-grace", "1", "--", sys.executable, *inner, "--", sys.executable, str(BIN / "hang_main.py"),
+    )
+    assert status == 124, console
+    hang = next(f for f in report_at(tmp_path / "r.json")["findings"] if f["kind"] == "hang")
+    assert hang["message"].startswith("hung in `wait_for_a_peer_that_never_answers` (hang_main.py:"), hang
+    assert "_child_main" not in hang["message"], hang  # the inner guard's live scanner is no suspect either
