@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import os
 import signal
+import stat
 import sys
 from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, TextIO, Tuple
 
@@ -329,6 +330,34 @@ def _check_report_paths(args: argparse.Namespace) -> Dict[str, "ReportPath"]:
     return starts
 
 
+def _check_no_path_is_another(args: argparse.Namespace) -> None:
+    """Fail before the command runs when a report path names a file of the log dir or another report path.
+
+    ``--json LOGDIR/stdout.log`` wrote the report over the byte-exact log it cites, and ``--summary``
+    on the ``--json`` file appended Markdown to the JSON: both leave a file no later step can use.
+    """
+    from .supervise.guard import EVIDENCE_FILES, STDERR_LOG, STDOUT_LOG
+
+    taken = {os.path.realpath(os.path.join(args.log_dir, name)): f"the log dir's {name}"
+             for name in (STDOUT_LOG, STDERR_LOG, *EVIDENCE_FILES)}
+    for option, path in (("--json", args.json), ("--summary", args.summary),
+                         ("--github-output", args.github_output)):
+        if not path or _is_a_stream(path):
+            continue
+        real = os.path.realpath(path)
+        if real in taken:
+            raise UsageError(f"{option} {path}: is {taken[real]}; give the report a file of its own")
+        taken[real] = f"the {option} file"
+
+
+def _is_a_stream(path: str) -> bool:
+    """Whether ``path`` is there and no regular file (``/dev/stdout``, a FIFO): two reports may share it."""
+    try:
+        return not stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        return False
+
+
 def _check_writable(path: Optional[str], option: str) -> None:
     """Fail before the command runs when ``path`` could not be written after it (a file or a new one)."""
     if not path:
@@ -395,6 +424,7 @@ def _main_run(argv: Sequence[str]) -> int:
     # Everything that can be wrong is found before the command runs for an hour: the config, every
     # option, and the paths the report goes to.
     catalogue = load_catalogue(args.config)
+    _check_no_path_is_another(args)
     starts = _check_report_paths(args)
     options = GuardOptions(
         argv=tuple(command),

@@ -155,3 +155,26 @@ def test_a_hang_under_a_nested_guard_names_the_inner_commands_frame(tmp_path):
     hang = next(f for f in report_at(tmp_path / "r.json")["findings"] if f["kind"] == "hang")
     assert hang["message"].startswith("hung in `wait_for_a_peer_that_never_answers` (hang_main.py:"), hang
     assert "_child_main" not in hang["message"], hang  # the inner guard's live scanner is no suspect either
+
+
+# -- 6. a report path that names a log, or another report path, is a usage error before the run -----
+
+@pytest.mark.parametrize("args, needle", [
+    (["--json", "logs/stdout.log"], "--json {cwd}/logs/stdout.log: is the log dir's stdout.log"),
+    (["--summary", "logs/stderr.log"], "--summary {cwd}/logs/stderr.log: is the log dir's stderr.log"),
+    (["--json", "r.json", "--summary", "./r.json"], "--summary {cwd}/r.json: is the --json file"),
+])
+def test_a_report_path_that_would_overwrite_a_log_or_another_report_is_refused(tmp_path, args, needle):
+    # The report was written over the byte-exact log it cites (its findings then pointed at JSON), or
+    # the Markdown summary appended to the JSON report: both files useless to the steps after.
+    (tmp_path / "logs").mkdir()
+    status, console = guard(tmp_path, "--log-dir", "logs", *args, "--", sys.executable, "-c", "print('ran')")
+    assert status == 2, console
+    assert needle.format(cwd=tmp_path) in console and "ran" not in console, console
+    assert list((tmp_path / "logs").iterdir()) == []
+
+
+def test_two_reports_may_still_share_a_stream(tmp_path):
+    status, console = guard(tmp_path, "--log-dir", "logs", "--json", "/dev/stdout",
+                            "--summary", "/dev/stdout", "--", sys.executable, "-c", "print('ran')")
+    assert status == 0 and '"verdict": "pass"' in console, console
