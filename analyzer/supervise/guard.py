@@ -679,33 +679,38 @@ def supervise(options: GuardOptions) -> Supervision:
             _say_what_the_console_missed(run.pumps)
         if fenced:
             out_console.write_own(workflow.resume_line(stop_token))
-        restore()
-        os.close(wake_read)
-        os.close(wake_write)
-        _bring_back_a_moved_log_dir(run, run.dir_fd)
-        run.mend_the_log_dir()
-        dir_fd = run.dir_fd  # a new one if the command deleted the log dir
-        for stream, path in (("stdout", run.stdout_path), ("stderr", run.stderr_path)):
-            restored = _restore_log(dir_fd, os.path.basename(path), own_views[stream])
-            short = any(pump.name == stream and pump.log_error for pump in run.pumps)
-            if restored and not run.log_dir_deleted and not (short and restored == "rewritten"):
-                run.diagnostics.append(Diagnostic(
-                    f"{os.path.basename(path)} was {restored} during the run; the guard restored its own"
-                    " copy",
-                    f"The path {path} no longer held what the command printed; the guard put back its own "
-                    "copy, written from the pipe.\n",
-                ))
-            os.close(own_views[stream])
-        run.keep_the_evidence()
-        os.close(dir_fd)
-        for pump in run.pumps:
-            if pump.log_error:
-                log = STDOUT_LOG if pump.name == "stdout" else STDERR_LOG
-                run.diagnostics.append(Diagnostic(
-                    f"{log} is incomplete: {pump.log_error}",
-                    f"Writing {log} failed after {pump.logged} of the {pump.bytes} bytes the command wrote"
-                    f" to {pump.name} ({pump.log_error}); the rest is not in the log.\n",
-                ))
+        # The handlers stay until the logs are back: a cancel during the restore (a compare of up to
+        # 256 MiB per log) would otherwise meet the default action, and KeyboardInterrupt or SIGTERM
+        # lost the report of a run that had ended.
+        try:
+            _bring_back_a_moved_log_dir(run, run.dir_fd)
+            run.mend_the_log_dir()
+            dir_fd = run.dir_fd  # a new one if the command deleted the log dir
+            for stream, path in (("stdout", run.stdout_path), ("stderr", run.stderr_path)):
+                restored = _restore_log(dir_fd, os.path.basename(path), own_views[stream])
+                short = any(pump.name == stream and pump.log_error for pump in run.pumps)
+                if restored and not run.log_dir_deleted and not (short and restored == "rewritten"):
+                    run.diagnostics.append(Diagnostic(
+                        f"{os.path.basename(path)} was {restored} during the run; the guard restored its"
+                        " own copy",
+                        f"The path {path} no longer held what the command printed; the guard put back its"
+                        " own copy, written from the pipe.\n",
+                    ))
+                os.close(own_views[stream])
+            run.keep_the_evidence()
+            os.close(dir_fd)
+            for pump in run.pumps:
+                if pump.log_error:
+                    log = STDOUT_LOG if pump.name == "stdout" else STDERR_LOG
+                    run.diagnostics.append(Diagnostic(
+                        f"{log} is incomplete: {pump.log_error}",
+                        f"Writing {log} failed after {pump.logged} of the {pump.bytes} bytes the command"
+                        f" wrote to {pump.name} ({pump.log_error}); the rest is not in the log.\n",
+                    ))
+        finally:
+            restore()
+            os.close(wake_read)
+            os.close(wake_write)
     return Supervision(
         command=run.result(reason),
         findings=tuple(run.findings),
