@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any, Dict, Tuple
 
@@ -211,3 +212,33 @@ def test_a_cancel_while_the_logs_are_put_back_still_leaves_the_report(tmp_path, 
     assert proc.returncode == 1, proc
     report = report_at(tmp_path / "r.json")
     assert [f["rule"] for f in report["findings"]] == ["fatal-python-error"], report
+
+
+# -- 8. two guarded runs given one log dir: the second is refused before its command runs -------------
+
+def test_a_second_run_in_a_log_dir_in_use_is_refused_and_the_first_keeps_its_logs(tmp_path):
+    # Runners on one GPU host sharing a fixed log-dir: the second guard unlinked the first one's logs and
+    # made its own, the first then put its copy back over them, and each blamed its own command for a
+    # "rewritten" stdout.log while its report cited the other run's lines.
+    logs = tmp_path / "logs"
+    first = subprocess.Popen(
+        [sys.executable, "-m", "analyzer", "run", "--log-dir", str(logs), "--json", str(tmp_path / "a.json"),
+         "--", "sh", "-c", "echo first; sleep 2; echo 'Fatal Python error: Segmentation fault'"],
+        cwd=str(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not (logs / "stdout.log").exists() or not (logs / "stdout.log").read_bytes():
+            assert time.monotonic() < deadline and first.poll() is None, "the first run never started"
+            time.sleep(0.05)
+        status, console = guard(tmp_path, "--log-dir", str(logs), "--", "sh", "-c", "echo ran-2nd")
+    finally:
+        first_console, _ = first.communicate(timeout=60)
+    assert status == 2 and "is in use by another guarded run" in console and "ran-2nd" not in console, console
+    assert first.returncode == 1, first_console
+    assert (logs / "stdout.log").read_bytes() == b"first\nFatal Python error: Segmentation fault\n"
+    assert report_at(tmp_path / "a.json")["diagnostics"] == []
+    # Once the first run is over the log dir is free again.
+    status, console = guard(tmp_path, "--log-dir", str(logs), "--", "sh", "-c", "echo third")
+    assert status == 0, console

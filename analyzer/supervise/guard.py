@@ -17,6 +17,7 @@ unless the kernel refused SIGKILL or the signal itself (then it is reported, nev
 
 from __future__ import annotations
 
+import fcntl
 import os
 import secrets
 import select
@@ -587,14 +588,17 @@ def supervise(options: GuardOptions) -> Supervision:
     try:
         os.makedirs(options.log_dir, exist_ok=True)
         dir_fd = os.open(options.log_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        _claim_log_dir(dir_fd, options.log_dir)
         for name in EVIDENCE_FILES:
             _unlink_stale(dir_fd, name)  # a reused log dir's old evidence
         for stream, name in (("stdout", STDOUT_LOG), ("stderr", STDERR_LOG)):
             log_fds[stream] = _create_exclusive(dir_fd, name)
-    except OSError as err:
+    except (OSError, UsageError) as err:
         for fd in [*log_fds.values(), dir_fd]:
             if fd >= 0:
                 os.close(fd)
+        if isinstance(err, UsageError):
+            raise
         problem = err.strerror or err
         raise UsageError(f"--log-dir: cannot write logs in {options.log_dir!r}: {problem}") from err
     # The guard's own read-only view of each log: the path is the command's to tamper with, and so is
@@ -885,6 +889,24 @@ def _say_what_the_console_missed(pumps: Sequence[StreamPump]) -> None:
         if console is not None and missed > 0 and not console.broken:
             log = STDOUT_LOG if pump.name == "stdout" else STDERR_LOG
             console.write_own(CONSOLE_CUT_NOTE.format(missed=missed, stream=pump.name, log=log).encode())
+
+
+def _claim_log_dir(dir_fd: int, log_dir: str) -> None:
+    """Hold the log dir for this run (``flock``, released when the guard closes it or dies).
+
+    Two guarded runs given one log dir (runners on one GPU host sharing a fixed ``log-dir``, a guard
+    nested in the command with the outer one's) unlinked each other's logs: each report then cited
+    the other run's lines and blamed its own command for a "rewritten" log. ``UsageError`` when another
+    run holds it; a file system without locks is left unchecked.
+    """
+    try:
+        fcntl.flock(dir_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        raise UsageError(
+            f"--log-dir: {log_dir!r} is in use by another guarded run; give each run a log dir of its own"
+        ) from None
+    except OSError:
+        pass
 
 
 def _unlink_stale(dir_fd: int, name: str) -> None:
