@@ -242,3 +242,23 @@ def test_a_second_run_in_a_log_dir_in_use_is_refused_and_the_first_keeps_its_log
     # Once the first run is over the log dir is free again.
     status, console = guard(tmp_path, "--log-dir", str(logs), "--", "sh", "-c", "echo third")
     assert status == 0, console
+
+
+# -- 9. a guard started with SIGCHLD ignored still sees the command's real exit status ----------------
+
+def test_a_guard_started_with_sigchld_ignored_reports_the_commands_real_exit_status(tmp_path):
+    # Ignored, SIGCHLD has the kernel reap each child at once; waitpid then fails with ECHILD, which
+    # subprocess takes for exit 0: a command that exited 3 passed, and the command itself inherited the
+    # ignored SIGCHLD, so its own subprocess calls would have passed failing children the same way.
+    command = ("import signal, sys; ignored = signal.getsignal(signal.SIGCHLD) == signal.SIG_IGN; "
+               "print('ignored' if ignored else 'default'); sys.exit(3)")
+    proc = subprocess.run(
+        [sys.executable, str(BIN / "sigchld_ignored_launcher.py"), sys.executable, "-m", "analyzer", "run",
+         "--log-dir", str(tmp_path / "logs"), "--json", str(tmp_path / "r.json"), "--",
+         sys.executable, "-c", command],
+        cwd=str(tmp_path), capture_output=True, timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert proc.returncode == 3, proc
+    report = report_at(tmp_path / "r.json")
+    assert report["verdict"] == "fail" and report["command"]["exit_code"] == 3, report["command"]
+    assert (tmp_path / "logs" / "stdout.log").read_text() == "default\n"

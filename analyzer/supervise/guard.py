@@ -582,6 +582,7 @@ def supervise(options: GuardOptions) -> Supervision:
     "cancelled"``) with the same diagnosis, inside the runner's 10 s window, at whatever stage it comes.
     """
     _validate(options)
+    _default_sigchld()
     spawn.close_proc_to_the_command()  # before the scanner forks from us and the command starts
     log_fds: Dict[str, int] = {}
     dir_fd = -1
@@ -722,6 +723,20 @@ def supervise(options: GuardOptions) -> Supervision:
         stdout_path=run.stdout_path,
         stderr_path=run.stderr_path,
     )
+
+
+def _default_sigchld() -> None:
+    """Give SIGCHLD its default action again, in the guard and so in the command it starts.
+
+    Inherited ignored (some agents and daemons start their children so, to skip reaping them), it has
+    the kernel reap every child at once: ``waitpid`` fails with ECHILD, which ``subprocess`` reads as
+    exit 0, so a command that failed passed. The command would inherit it too (an ignored signal stays
+    ignored across execve, signal(7)), and its own ``subprocess`` calls would pass failing children.
+    """
+    if threading.current_thread() is threading.main_thread() and (
+        signal.getsignal(signal.SIGCHLD) == signal.SIG_IGN
+    ):
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
 
 
 def _install_handlers(handler: Callable[[int, object], None]) -> Callable[[], None]:
