@@ -253,7 +253,8 @@ def test_a_guard_started_with_sigchld_ignored_reports_the_commands_real_exit_sta
     command = ("import signal, sys; ignored = signal.getsignal(signal.SIGCHLD) == signal.SIG_IGN; "
                "print('ignored' if ignored else 'default'); sys.exit(3)")
     proc = subprocess.run(
-        [sys.executable, str(BIN / "sigchld_ignored_launcher.py"), sys.executable, "-m", "analyzer", "run",
+        [sys.executable, str(BIN / "inherited_signal_state.py"), "ignore-sigchld", sys.executable, "-m",
+         "analyzer", "run",
          "--log-dir", str(tmp_path / "logs"), "--json", str(tmp_path / "r.json"), "--",
          sys.executable, "-c", command],
         cwd=str(tmp_path), capture_output=True, timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)},
@@ -262,3 +263,35 @@ def test_a_guard_started_with_sigchld_ignored_reports_the_commands_real_exit_sta
     report = report_at(tmp_path / "r.json")
     assert report["verdict"] == "fail" and report["command"]["exit_code"] == 3, report["command"]
     assert (tmp_path / "logs" / "stdout.log").read_text() == "default\n"
+
+
+# -- 10. a guard started with the cancel signals blocked still takes the runner's cancel -------------
+
+def test_a_guard_started_with_its_cancel_signals_blocked_still_takes_the_runners_cancel(tmp_path):
+    # Blocked, the runner's SIGINT never reached the guard (nor its SIGTERM the command, which inherited
+    # the mask): the run went on to the runner's SIGKILL, without a report.
+    command = ("import time; status = open('/proc/self/status').read(); "
+               "print([l for l in status.splitlines() if l.startswith('SigBlk')][0], flush=True); "
+               "time.sleep(3600)")
+    guard_proc = subprocess.Popen(
+        [sys.executable, str(BIN / "inherited_signal_state.py"), "block-cancel", sys.executable, "-m",
+         "analyzer", "run", "--log-dir", str(tmp_path / "logs"), "--json", str(tmp_path / "r.json"),
+         "--timeout", "90", "--", sys.executable, "-c", command],
+        cwd=str(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    stdout_log = tmp_path / "logs" / "stdout.log"
+    deadline = time.monotonic() + 60
+    while not (stdout_log.exists() and stdout_log.read_bytes().endswith(b"\n")):
+        assert time.monotonic() < deadline and guard_proc.poll() is None, "the command never started"
+        time.sleep(0.05)
+    guard_proc.send_signal(signal.SIGINT)
+    try:
+        console, _ = guard_proc.communicate(timeout=15)
+    except subprocess.TimeoutExpired:
+        guard_proc.kill()
+        guard_proc.communicate(timeout=30)
+        pytest.fail("the guard did not take the runner's SIGINT")
+    assert guard_proc.returncode == 124, console
+    assert report_at(tmp_path / "r.json")["command"]["timeout_reason"] == "cancelled"
+    assert stdout_log.read_text() == "SigBlk:\t0000000000000000\n"  # the command's mask is empty too

@@ -582,7 +582,7 @@ def supervise(options: GuardOptions) -> Supervision:
     "cancelled"``) with the same diagnosis, inside the runner's 10 s window, at whatever stage it comes.
     """
     _validate(options)
-    _default_sigchld()
+    _undo_inherited_signal_state()
     spawn.close_proc_to_the_command()  # before the scanner forks from us and the command starts
     log_fds: Dict[str, int] = {}
     dir_fd = -1
@@ -725,18 +725,24 @@ def supervise(options: GuardOptions) -> Supervision:
     )
 
 
-def _default_sigchld() -> None:
-    """Give SIGCHLD its default action again, in the guard and so in the command it starts.
+def _undo_inherited_signal_state() -> None:
+    """Give SIGCHLD its default action and unblock every signal, in the guard and so in the command.
 
-    Inherited ignored (some agents and daemons start their children so, to skip reaping them), it has
-    the kernel reap every child at once: ``waitpid`` fails with ECHILD, which ``subprocess`` reads as
-    exit 0, so a command that failed passed. The command would inherit it too (an ignored signal stays
-    ignored across execve, signal(7)), and its own ``subprocess`` calls would pass failing children.
+    Both are inherited from whatever started the guard (an ignored signal and the signal mask survive
+    execve, signal(7)), and neither is the guard's to keep:
+
+    - SIGCHLD ignored (some agents and daemons start their children so, to skip reaping them) has the
+      kernel reap every child at once: ``waitpid`` fails with ECHILD, which ``subprocess`` reads as
+      exit 0, so a command that failed passed, and the command's own ``subprocess`` calls alike;
+    - SIGINT or SIGTERM blocked (a child started from a thread that blocks signals for a signal
+      thread) kept the runner's cancel from ever reaching the guard, and the guard's SIGTERM from the
+      command, which inherited the mask.
     """
-    if threading.current_thread() is threading.main_thread() and (
-        signal.getsignal(signal.SIGCHLD) == signal.SIG_IGN
-    ):
+    if threading.current_thread() is not threading.main_thread():
+        return
+    if signal.getsignal(signal.SIGCHLD) == signal.SIG_IGN:
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_SETMASK, ())
 
 
 def _install_handlers(handler: Callable[[int, object], None]) -> Callable[[], None]:
