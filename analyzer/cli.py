@@ -408,8 +408,14 @@ def _resolve_run_paths(args: argparse.Namespace) -> None:
     """
     for name in ("log_dir", "json", "summary", "github_output"):
         path = getattr(args, name)
-        if path:
+        if not path or os.path.isabs(path):
+            continue
+        try:
             setattr(args, name, os.path.abspath(path))
+        except OSError as err:  # the working directory was removed before the guard started
+            option = "--" + name.replace("_", "-")
+            problem = f"a relative path needs a working directory: {err.strerror}"
+            raise UsageError(f"{option} {path}: {problem}") from err
 
 
 def _main_run(argv: Sequence[str]) -> int:

@@ -295,3 +295,15 @@ def test_a_guard_started_with_its_cancel_signals_blocked_still_takes_the_runners
     assert guard_proc.returncode == 124, console
     assert report_at(tmp_path / "r.json")["command"]["timeout_reason"] == "cancelled"
     assert stdout_log.read_text() == "SigBlk:\t0000000000000000\n"  # the command's mask is empty too
+
+
+def test_a_guard_started_in_a_removed_working_directory_is_a_usage_error_not_a_traceback(tmp_path):
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    line = f'cd "{gone}" && rmdir "{gone}" && exec "{sys.executable}" -m analyzer run -- true'
+    proc = subprocess.run(["sh", "-c", line], capture_output=True, timeout=60,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert proc.returncode == 2, proc
+    assert proc.stderr.decode().endswith(
+        "error: --log-dir guard-logs: a relative path needs a working directory: No such file or directory\n"
+    ), proc.stderr
