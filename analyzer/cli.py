@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import os
 import signal
+import stat
 import sys
 from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, TextIO, Tuple
 
@@ -329,6 +330,34 @@ def _check_report_paths(args: argparse.Namespace) -> Dict[str, "ReportPath"]:
     return starts
 
 
+def _check_no_path_is_another(args: argparse.Namespace) -> None:
+    """Fail before the command runs when a report path names a file of the log dir or another report path.
+
+    ``--json LOGDIR/stdout.log`` wrote the report over the byte-exact log it cites, and ``--summary``
+    on the ``--json`` file appended Markdown to the JSON: both leave a file no later step can use.
+    """
+    from .supervise.guard import EVIDENCE_FILES, STDERR_LOG, STDOUT_LOG
+
+    taken = {os.path.realpath(os.path.join(args.log_dir, name)): f"the log dir's {name}"
+             for name in (STDOUT_LOG, STDERR_LOG, *EVIDENCE_FILES)}
+    for option, path in (("--json", args.json), ("--summary", args.summary),
+                         ("--github-output", args.github_output)):
+        if not path or _is_a_stream(path):
+            continue
+        real = os.path.realpath(path)
+        if real in taken:
+            raise UsageError(f"{option} {path}: is {taken[real]}; give the report a file of its own")
+        taken[real] = f"the {option} file"
+
+
+def _is_a_stream(path: str) -> bool:
+    """Whether ``path`` is there and no regular file (``/dev/stdout``, a FIFO): two reports may share it."""
+    try:
+        return not stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        return False
+
+
 def _check_writable(path: Optional[str], option: str) -> None:
     """Fail before the command runs when ``path`` could not be written after it (a file or a new one)."""
     if not path:
@@ -370,9 +399,29 @@ def _write_console_bounded(stream: TextIO, text: str) -> None:
     Console(fd).write_own(text.encode(getattr(stream, "encoding", None) or "utf-8", "backslashreplace"))
 
 
+def _resolve_run_paths(args: argparse.Namespace) -> None:
+    """Make the log dir and report paths absolute, once, before the command runs.
+
+    A relative path names a place in the working directory, which the command may delete (a
+    self-hosted runner's workspace cleanup, ``rm -rf`` of the suite's temporary checkout): after that
+    no relative path resolves, and the logs, the report and even the report's ``log_dir`` were lost.
+    """
+    for name in ("log_dir", "json", "summary", "github_output"):
+        path = getattr(args, name)
+        if not path or os.path.isabs(path):
+            continue
+        try:
+            setattr(args, name, os.path.abspath(path))
+        except OSError as err:  # the working directory was removed before the guard started
+            option = "--" + name.replace("_", "-")
+            problem = f"a relative path needs a working directory: {err.strerror}"
+            raise UsageError(f"{option} {path}: {problem}") from err
+
+
 def _main_run(argv: Sequence[str]) -> int:
     options_argv, command = _split_run_argv(argv)
     args = _run_parser().parse_args(options_argv)
+    _resolve_run_paths(args)
     from .gh.facts import facts_from_env
     from .guarded import GuardedRun, parse_abort_kinds
     from .rules.loader import load_catalogue
@@ -381,6 +430,7 @@ def _main_run(argv: Sequence[str]) -> int:
     # Everything that can be wrong is found before the command runs for an hour: the config, every
     # option, and the paths the report goes to.
     catalogue = load_catalogue(args.config)
+    _check_no_path_is_another(args)
     starts = _check_report_paths(args)
     options = GuardOptions(
         argv=tuple(command),
@@ -515,9 +565,31 @@ def _asks_for_github_format(argv: Sequence[str]) -> bool:
     )
 
 
+def _fill_closed_standard_descriptors() -> None:
+    """Put ``/dev/null`` on whichever of descriptors 0, 1 and 2 is closed, and streams on them.
+
+    Started with stdout or stderr closed (``>&-``, a daemon's leftovers), the guard's first files took
+    those numbers: the console echo of the command's stderr went into ``stdout.log`` (which then read
+    as rewritten by the command), and the report's console write failed on ``sys.stdout`` being None
+    with a traceback, turning a passing run into exit 1. A closed console now simply shows nothing.
+    """
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:
+            null = os.open(os.devnull, os.O_RDWR)  # the lowest free number: ``fd`` itself
+            if null != fd:
+                os.dup2(null, fd)
+                os.close(null)
+    for name, fd in (("stdout", 1), ("stderr", 2)):
+        if getattr(sys, name) is None:
+            setattr(sys, name, open(fd, "w", encoding="utf-8", errors="backslashreplace", closefd=False))
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Run the CLI and return the process exit status (see ``analyzer.verdict`` for the table)."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    _fill_closed_standard_descriptors()
     try:
         if argv[:1] == ["run"]:
             return _main_run(argv[1:])

@@ -71,6 +71,11 @@ _WAITING_ON_PEERS = frozenset(
 # the program runs: the resource tracker (every spawn or forkserver start) and the fork server. Never
 # where a hang is, however early in the tree they sit.
 _RUNTIME_HELPER_FILES = ("multiprocessing/resource_tracker.py", "multiprocessing/forkserver.py")
+# A guard run inside the guarded command (a script that guards each shard itself): its main thread waits
+# in its watch loop while its own command runs, and its live scanner idles in its loop. Neither is
+# where a hang is; the inner command is.
+_GUARD_FILE, _GUARD_WAIT = "analyzer/supervise/guard.py", "watch"
+_SCANNER_FILE, _SCANNER_LOOP = "analyzer/guarded.py", "_child_main"
 _PROCESS_FILE = "multiprocessing/process.py"
 # A pool's worker loop, and where it waits for its next task: a queue's get over a pipe and a lock.
 _POOL_WORKERS = frozenset({"worker", "_process_worker"})
@@ -324,7 +329,7 @@ def _innermost(dump: StackDump) -> str:
 
 
 def _only_waits(dump: StackDump) -> bool:
-    if _innermost(dump) in _WAITING_ON_CHILDREN or _idle_pool_worker(dump):
+    if _innermost(dump) in _WAITING_ON_CHILDREN or _idle_pool_worker(dump) or _guard_waiting(dump):
         return True
     return any(_bare_name(frame.function) in _POLLING_CHILDREN for frame in _own_frames(dump))
 
@@ -357,11 +362,21 @@ def _path(frame: Frame) -> str:
 
 def _runtime_helper(dump: StackDump) -> bool:
     """Whether ``dump`` is one of multiprocessing's helper servers in its loop (a child the fork server
-    forked runs the user's code, so it is not)."""
+    forked runs the user's code, so it is not), or a nested guard's live scanner."""
     frames = dump.main_thread_frames()
+    if frames and _bare_name(frames[0].function) == _SCANNER_LOOP and _path(frames[0]).endswith(
+        _SCANNER_FILE
+    ):
+        return True
     return all(frame.in_library for frame in frames) and any(
         frame.file.replace("\\", "/").endswith(_RUNTIME_HELPER_FILES) for frame in frames
     )
+
+
+def _guard_waiting(dump: StackDump) -> bool:
+    """Whether ``dump`` is a nested guard waiting for its own command."""
+    frame = _own_frames(dump)[0]
+    return _bare_name(frame.function) == _GUARD_WAIT and _path(frame).endswith(_GUARD_FILE)
 
 
 def _bare_name(function: str) -> str:

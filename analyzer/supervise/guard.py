@@ -17,6 +17,7 @@ unless the kernel refused SIGKILL or the signal itself (then it is reported, nev
 
 from __future__ import annotations
 
+import fcntl
 import os
 import secrets
 import select
@@ -80,6 +81,11 @@ CANCEL_SIGNALS = tuple(
         "SIGIO", "SIGXCPU", "SIGPWR", "SIGTRAP", "SIGABRT", "SIGSYS", "SIGSTKFLT",
     )) if number is not None
 ) + tuple(REAL_TIME_SIGNALS)
+# The job-control stops a command can send its parent (`kill -TSTP $PPID`): unlike SIGSTOP they can be
+# caught, and a stopped guard runs no clock, so --timeout never fired. They are caught and dropped by a
+# handler rather than ignored: execve resets a handler to the default, while SIG_IGN would be inherited
+# by the command, whose own Ctrl-Z handling a test may check.
+STOP_SIGNALS = (signal.SIGTSTP, signal.SIGTTIN, signal.SIGTTOU)
 # SGR 0, G0 back to ASCII, shift in (SI): a terminal's look after the command's echo, without moving
 # the cursor or leaving an alternate screen (the command's output stays where it is).
 SGR_RESET = b"\x1b[0m\x1b(B\x0f"
@@ -201,9 +207,10 @@ class _Run:
     def __init__(self, options: GuardOptions, cancel: _Cancel) -> None:
         self.options = options
         self.cancel = cancel
-        self.log_dir = options.log_dir
-        self.stdout_path = os.path.join(options.log_dir, STDOUT_LOG)
-        self.stderr_path = os.path.join(options.log_dir, STDERR_LOG)
+        # Absolute now: the command may delete the working directory, after which no relative path resolves.
+        self.log_dir = os.path.abspath(options.log_dir)
+        self.stdout_path = os.path.join(self.log_dir, STDOUT_LOG)
+        self.stderr_path = os.path.join(self.log_dir, STDERR_LOG)
         self.token = spawn.new_tree_token()
         self.protect_pgid = spawn.own_process_group()
         self.helper_pids: List[int] = []
@@ -474,6 +481,7 @@ class _Run:
             if here.st_nlink > 0:
                 self._give_back_the_rights(here.st_mode)
                 return
+            aside = _move_aside_a_non_directory(self.log_dir)
             os.makedirs(self.log_dir, exist_ok=True)
             fresh = os.open(self.log_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
         except OSError:
@@ -482,10 +490,11 @@ class _Run:
         self.dir_fd = fresh
         if not self.log_dir_deleted:
             self.log_dir_deleted = True
+            instead = f"What the command put at its path is now {aside}.\n" if aside else ""
             self.diagnostics.append(Diagnostic(
                 "The log dir was deleted during the run; the guard made it again and restored its logs",
                 f"{self.log_dir} was removed while the command ran; the guard re-created it and wrote back "
-                "the logs and evidence from what it holds.\n",
+                f"the logs and evidence from what it holds.\n{instead}",
             ))
 
     # -- after the command exited ---------------------------------------------------------------
@@ -559,7 +568,7 @@ class _Run:
             duration_s=(self.ended or time.monotonic()) - self.started,
             leftover_pids=tuple(self.leftover_pids),
             unkillable_pids=tuple(sorted(self.unkillable)),
-            log_dir=os.path.abspath(self.log_dir),
+            log_dir=self.log_dir,
             containment=self.containment.name,
         )
 
@@ -573,20 +582,24 @@ def supervise(options: GuardOptions) -> Supervision:
     "cancelled"``) with the same diagnosis, inside the runner's 10 s window, at whatever stage it comes.
     """
     _validate(options)
+    _undo_inherited_signal_state()
     spawn.close_proc_to_the_command()  # before the scanner forks from us and the command starts
     log_fds: Dict[str, int] = {}
     dir_fd = -1
     try:
         os.makedirs(options.log_dir, exist_ok=True)
         dir_fd = os.open(options.log_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        _claim_log_dir(dir_fd, options.log_dir)
         for name in EVIDENCE_FILES:
             _unlink_stale(dir_fd, name)  # a reused log dir's old evidence
         for stream, name in (("stdout", STDOUT_LOG), ("stderr", STDERR_LOG)):
             log_fds[stream] = _create_exclusive(dir_fd, name)
-    except OSError as err:
+    except (OSError, UsageError) as err:
         for fd in [*log_fds.values(), dir_fd]:
             if fd >= 0:
                 os.close(fd)
+        if isinstance(err, UsageError):
+            raise
         problem = err.strerror or err
         raise UsageError(f"--log-dir: cannot write logs in {options.log_dir!r}: {problem}") from err
     # The guard's own read-only view of each log: the path is the command's to tamper with, and so is
@@ -671,33 +684,38 @@ def supervise(options: GuardOptions) -> Supervision:
             _say_what_the_console_missed(run.pumps)
         if fenced:
             out_console.write_own(workflow.resume_line(stop_token))
-        restore()
-        os.close(wake_read)
-        os.close(wake_write)
-        _bring_back_a_moved_log_dir(run, run.dir_fd)
-        run.mend_the_log_dir()
-        dir_fd = run.dir_fd  # a new one if the command deleted the log dir
-        for stream, path in (("stdout", run.stdout_path), ("stderr", run.stderr_path)):
-            restored = _restore_log(dir_fd, os.path.basename(path), own_views[stream])
-            short = any(pump.name == stream and pump.log_error for pump in run.pumps)
-            if restored and not run.log_dir_deleted and not (short and restored == "rewritten"):
-                run.diagnostics.append(Diagnostic(
-                    f"{os.path.basename(path)} was {restored} during the run; the guard restored its own"
-                    " copy",
-                    f"The path {path} no longer held what the command printed; the guard put back its own "
-                    "copy, written from the pipe.\n",
-                ))
-            os.close(own_views[stream])
-        run.keep_the_evidence()
-        os.close(dir_fd)
-        for pump in run.pumps:
-            if pump.log_error:
-                log = STDOUT_LOG if pump.name == "stdout" else STDERR_LOG
-                run.diagnostics.append(Diagnostic(
-                    f"{log} is incomplete: {pump.log_error}",
-                    f"Writing {log} failed after {pump.logged} of the {pump.bytes} bytes the command wrote"
-                    f" to {pump.name} ({pump.log_error}); the rest is not in the log.\n",
-                ))
+        # The handlers stay until the logs are back: a cancel during the restore (a compare of up to
+        # 256 MiB per log) would otherwise meet the default action, and KeyboardInterrupt or SIGTERM
+        # lost the report of a run that had ended.
+        try:
+            _bring_back_a_moved_log_dir(run, run.dir_fd)
+            run.mend_the_log_dir()
+            dir_fd = run.dir_fd  # a new one if the command deleted the log dir
+            for stream, path in (("stdout", run.stdout_path), ("stderr", run.stderr_path)):
+                restored = _restore_log(dir_fd, os.path.basename(path), own_views[stream])
+                short = any(pump.name == stream and pump.log_error for pump in run.pumps)
+                if restored and not run.log_dir_deleted and not (short and restored == "rewritten"):
+                    run.diagnostics.append(Diagnostic(
+                        f"{os.path.basename(path)} was {restored} during the run; the guard restored its"
+                        " own copy",
+                        f"The path {path} no longer held what the command printed; the guard put back its"
+                        " own copy, written from the pipe.\n",
+                    ))
+                os.close(own_views[stream])
+            run.keep_the_evidence()
+            os.close(dir_fd)
+            for pump in run.pumps:
+                if pump.log_error:
+                    log = STDOUT_LOG if pump.name == "stdout" else STDERR_LOG
+                    run.diagnostics.append(Diagnostic(
+                        f"{log} is incomplete: {pump.log_error}",
+                        f"Writing {log} failed after {pump.logged} of the {pump.bytes} bytes the command"
+                        f" wrote to {pump.name} ({pump.log_error}); the rest is not in the log.\n",
+                    ))
+        finally:
+            restore()
+            os.close(wake_read)
+            os.close(wake_write)
     return Supervision(
         command=run.result(reason),
         findings=tuple(run.findings),
@@ -705,6 +723,26 @@ def supervise(options: GuardOptions) -> Supervision:
         stdout_path=run.stdout_path,
         stderr_path=run.stderr_path,
     )
+
+
+def _undo_inherited_signal_state() -> None:
+    """Give SIGCHLD its default action and unblock every signal, in the guard and so in the command.
+
+    Both are inherited from whatever started the guard (an ignored signal and the signal mask survive
+    execve, signal(7)), and neither is the guard's to keep:
+
+    - SIGCHLD ignored (some agents and daemons start their children so, to skip reaping them) has the
+      kernel reap every child at once: ``waitpid`` fails with ECHILD, which ``subprocess`` reads as
+      exit 0, so a command that failed passed, and the command's own ``subprocess`` calls alike;
+    - SIGINT or SIGTERM blocked (a child started from a thread that blocks signals for a signal
+      thread) kept the runner's cancel from ever reaching the guard, and the guard's SIGTERM from the
+      command, which inherited the mask.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return
+    if signal.getsignal(signal.SIGCHLD) == signal.SIG_IGN:
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_SETMASK, ())
 
 
 def _install_handlers(handler: Callable[[int, object], None]) -> Callable[[], None]:
@@ -716,12 +754,17 @@ def _install_handlers(handler: Callable[[int, object], None]) -> Callable[[], No
     if threading.current_thread() is not threading.main_thread():
         return lambda: None
     previous = {signum: signal.signal(signum, handler) for signum in CANCEL_SIGNALS}
+    previous.update({signum: signal.signal(signum, _stay_running) for signum in STOP_SIGNALS})
 
     def restore() -> None:
         for signum, old in previous.items():
             signal.signal(signum, old if old is not None else signal.SIG_DFL)
 
     return restore
+
+
+def _stay_running(_signum: int, _frame: object) -> None:
+    """A ``STOP_SIGNALS`` handler: the guard keeps its clocks running."""
 
 
 def _pidfd(pid: int) -> Optional[int]:
@@ -825,6 +868,23 @@ def _bring_back_a_moved_log_dir(run: _Run, dir_fd: int) -> None:
     ))
 
 
+def _move_aside_a_non_directory(path: str) -> str:
+    """Move aside what stands at ``path`` unless it is a real directory; its new name, or "".
+
+    A command that deletes the log dir and puts a symlink to a decoy directory (or a file) at its path
+    would otherwise get the restored logs written into the decoy, or none at all, while the action
+    uploads and reports the log dir by its path (upload-artifact follows the link).
+    """
+    try:
+        if stat.S_ISDIR(os.lstat(path).st_mode):
+            return ""
+    except FileNotFoundError:
+        return ""
+    aside = _aside_name(path.rstrip(os.sep))
+    os.rename(path, aside)
+    return aside
+
+
 def _aside_name(name: str) -> str:
     """A fresh name for what the command put where the guard's own file or directory belongs: kept (it
     may be evidence), and saying whose it is."""
@@ -850,6 +910,24 @@ def _say_what_the_console_missed(pumps: Sequence[StreamPump]) -> None:
         if console is not None and missed > 0 and not console.broken:
             log = STDOUT_LOG if pump.name == "stdout" else STDERR_LOG
             console.write_own(CONSOLE_CUT_NOTE.format(missed=missed, stream=pump.name, log=log).encode())
+
+
+def _claim_log_dir(dir_fd: int, log_dir: str) -> None:
+    """Hold the log dir for this run (``flock``, released when the guard closes it or dies).
+
+    Two guarded runs given one log dir (runners on one GPU host sharing a fixed ``log-dir``, a guard
+    nested in the command with the outer one's) unlinked each other's logs: each report then cited
+    the other run's lines and blamed its own command for a "rewritten" log. ``UsageError`` when another
+    run holds it; a file system without locks is left unchecked.
+    """
+    try:
+        fcntl.flock(dir_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        raise UsageError(
+            f"--log-dir: {log_dir!r} is in use by another guarded run; give each run a log dir of its own"
+        ) from None
+    except OSError:
+        pass
 
 
 def _unlink_stale(dir_fd: int, name: str) -> None:

@@ -56,10 +56,24 @@ def _read(path: str, limit: int) -> str:
 def read_stat(pid: int) -> Optional[Stat]:
     """State, parent and start time of ``pid``, or None when it is gone.
 
-    The command name (field 2) may hold spaces and parentheses, so fields are counted after its last ``)``.
+    A process whose main thread exited while others run on shows its leader as a zombie; its state is
+    then that of a thread still running (see ``proc_dir``).
     """
+    stat = _parse_stat(f"/proc/{pid}/stat")
+    if stat is None or stat.state != "Z":
+        return stat
+    thread = _live_thread(pid)
+    if thread is None:
+        return stat
+    running = _parse_stat(f"{thread}/stat")
+    return Stat(running.state, stat.ppid, stat.start) if running is not None else stat
+
+
+def _parse_stat(path: str) -> Optional[Stat]:
+    """Fields 3, 4 and 22 of a stat file; the command name (field 2) may hold spaces and parentheses, so
+    fields are counted after its last ``)``."""
     try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
+        with open(path, "rb") as handle:
             text = handle.read(4096)
     except OSError:
         return None
@@ -71,6 +85,31 @@ def read_stat(pid: int) -> Optional[Stat]:
         return Stat(fields[0].decode("ascii", "replace"), int(fields[1]), int(fields[19]))
     except ValueError:
         return None
+
+
+def _live_thread(pid: int) -> Optional[str]:
+    """``/proc/PID/task/TID`` of a thread still running in ``pid`` whose leader is a zombie, else None.
+
+    A main thread that calls ``pthread_exit`` leaves the process running in its other threads while the
+    kernel shows the leader as a zombie without command line, wait channel or memory: read as gone,
+    such a command was never signalled by the process scan (it outlived the guard) and was said to have
+    been "gone before it could be inspected". A real zombie has no other thread.
+    """
+    try:
+        tids = sorted(os.listdir(f"/proc/{pid}/task"))
+    except OSError:
+        return None
+    for tid in tids:
+        stat = _parse_stat(f"/proc/{pid}/task/{tid}/stat") if tid != str(pid) else None
+        if stat is not None and stat.state not in _GONE_STATES:
+            return f"/proc/{pid}/task/{tid}"
+    return None
+
+
+def proc_dir(pid: int) -> str:
+    """Where ``/proc`` shows what ``pid`` runs: its own entry, or a running thread's if its leader exited."""
+    stat = _parse_stat(f"/proc/{pid}/stat")
+    return (_live_thread(pid) if stat is not None and stat.state == "Z" else None) or f"/proc/{pid}"
 
 
 def proc_of(pid: int) -> Optional[Proc]:
@@ -182,14 +221,15 @@ def _age_s(start_ticks: int, uptime: Optional[float]) -> Optional[float]:
 
 def cmdline(pid: int) -> str:
     """The command line of ``pid`` on one line, credentials redacted; ``[comm]`` for a kernel-ish one."""
+    where = proc_dir(pid)
     try:
-        with open(f"/proc/{pid}/cmdline", "rb") as handle:
+        with open(f"{where}/cmdline", "rb") as handle:
             raw = handle.read(64 * 1024)
     except OSError:
         return "?"
     text = raw.rstrip(b"\0").replace(b"\0", b" ").decode("utf-8", "backslashreplace")
     if not text:
-        comm = _read(f"/proc/{pid}/comm", 100)
+        comm = _read(f"{where}/comm", 100)
         return f"[{comm}]" if comm else "?"
     return redact(text.translate(_PRINTABLE))
 
@@ -202,14 +242,15 @@ def describe(proc: Proc, uptime: Optional[float] = None) -> ProcessInfo:
     pid = proc.pid
     stat = read_stat(pid)
     age = _age_s(stat.start if stat else proc.start, _uptime() if uptime is None else uptime)
-    wchan = _read(f"/proc/{pid}/wchan", 200)
+    where = proc_dir(pid)
+    wchan = _read(f"{where}/wchan", 200)
     return ProcessInfo(
         pid=pid,
         ppid=stat.ppid if stat else 0,
         state=stat.state if stat else "?",
         cmdline=cmdline(pid)[:_MAX_CMDLINE],
         wchan="" if wchan == "0" else wchan,
-        kernel_stack=_read(f"/proc/{pid}/stack", _MAX_KERNEL_STACK),
+        kernel_stack=_read(f"{where}/stack", _MAX_KERNEL_STACK),
         started_s_ago=max(0.0, age if age is not None else 0.0),
     )
 
@@ -222,12 +263,13 @@ def describe_all(procs: Sequence[Proc]) -> List[ProcessInfo]:
 def is_python(pid: int) -> bool:
     """Whether ``pid`` runs a Python interpreter (worth a ``py-spy dump``)."""
     names = []
+    where = proc_dir(pid)
     try:
-        names.append(os.path.basename(os.readlink(f"/proc/{pid}/exe")))
+        names.append(os.path.basename(os.readlink(f"{where}/exe")))
     except OSError:
         pass
     try:
-        with open(f"/proc/{pid}/cmdline", "rb") as handle:
+        with open(f"{where}/cmdline", "rb") as handle:
             first = handle.read(4096).split(b"\0", 1)[0]
         names.append(os.path.basename(first.decode("utf-8", "replace")))
     except OSError:
