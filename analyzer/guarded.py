@@ -1381,6 +1381,7 @@ class GuardedRun:
             self.catalogue,
             guard_findings=tuple(supervision.findings) + tuple(incomplete) + failed,
             line_clocks=clocks,
+            guard_ended_at=supervision.ended_by_guard_at,
         )
         findings = [_name_the_hangs_test(finding) for finding in findings]
         verdict, status = decide(findings, supervision.command, self.fail_on)

@@ -87,11 +87,15 @@ def combine(
     catalogue: Catalogue,
     guard_findings: Sequence[Finding] = (),
     line_clocks: Optional[LineClocks] = None,
+    guard_ended_at: Optional[float] = None,
 ) -> List[Finding]:
     """Ranked findings (root cause first) of several logs' results and the guard's own findings.
 
     ``line_clocks`` maps a log's display path to ``line -> time.monotonic()`` of that line's arrival;
     when given, findings of different logs of the same rank are ordered by arrival time (stdout and
     stderr of one command), otherwise each log is ranked on its own and logs follow in the given order.
+    ``guard_ended_at``: when the guard's clock ran out, by the same clock (what came later is the
+    command's answer to being ended).
     """
-    return rank(results, catalogue, guard_findings=guard_findings, line_clocks=line_clocks)
+    return rank(results, catalogue, guard_findings=guard_findings, line_clocks=line_clocks,
+                guard_ended_at=guard_ended_at)

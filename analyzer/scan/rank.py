@@ -139,14 +139,17 @@ def rank(
     catalogue: Catalogue,
     guard_findings: Sequence[Finding] = (),
     line_clocks: Optional[LineClocks] = None,
+    guard_ended_at: Optional[float] = None,
 ) -> List[Finding]:
     """Ranked findings (root cause first) of per-log results and the guard's own findings.
 
     ``guard_findings`` (path ``""`` or the log dir, line 0) keep their order among findings of their
-    severity. Never raises.
+    severity; ``guard_ended_at``: ``time.monotonic()`` when the guard's clock ran out (or a cancel came),
+    to be read with ``line_clocks``. Never raises.
     """
     kept = [r for r in results if path_kept(r.path, catalogue)]
     guard = _guard_findings(guard_findings, catalogue)
+    as_the_guard_found = [_before_the_guard_ended_it(log, line_clocks, guard_ended_at) for log in kept]
     # Each event with what decides its place: (log index, event, handled?, its finding's test).
     events: List[Tuple[int, LogFindings, LogEvent, bool, Optional[str]]] = []
     for index, log in enumerate(kept):
@@ -203,7 +206,7 @@ def rank(
         ranked.append((key, finding, collateral))
     last = (float("inf"), len(kept), 0)
     for index, finding in enumerate(guard):
-        finding = _enrich_guard(finding, kept)
+        finding = _enrich_guard(finding, as_the_guard_found)
         if finding.rule in fallbacks:
             finding = _with_last_traceback(finding, kept, line_clocks)
         if kill_told is not None and kill_told[0] == index:
@@ -455,6 +458,18 @@ def _last_traceback_note(last: Match, here: Optional[str] = None) -> Tuple[str, 
 def _exception_name(traceback: Match) -> Optional[str]:
     """The exception line a traceback ends in (its ``exception`` or ``exc`` group), if it shows one."""
     return next((traceback.groups[n] for n in EXCEPTION_GROUPS if traceback.groups.get(n)), None)
+
+
+def _before_the_guard_ended_it(
+    log: LogFindings, line_clocks: Optional[LineClocks], ended_at: Optional[float]
+) -> LogFindings:
+    """``log`` as it stood when the guard's clock ran out: a verdict that arrived after that was the run's
+    answer to being ended (pytest prints "1 passed" when a SIGTERM handler raises KeyboardInterrupt), not
+    the end of the run, and the test it cut short was the one running."""
+    clock = None if ended_at is None or not line_clocks else line_clocks.get(log.path)
+    if clock is None or log.final_verdict is None or clock(log.final_verdict.line) < ended_at:
+        return log
+    return dataclasses.replace(log, final_verdict=None, unfinished=log.cut_short_by_verdict)
 
 
 def _enrich_guard(finding: Finding, logs: Sequence[LogFindings]) -> Finding:

@@ -168,6 +168,9 @@ class LogFindings:
     dropped: Tuple[Tuple[str, int], ...] = ()  # (rule id, distinct findings dropped past the cap)
     final_verdict: Optional[Match] = None  # the verdict in force when the log ended
     unfinished: Optional[TestLine] = None  # the test running when the log ended, if it never reported
+    # The test a final verdict cut short: the last progress line, with no outcome, before that verdict (a
+    # run interrupted mid-test prints its verdict anyway: pytest on KeyboardInterrupt).
+    cut_short_by_verdict: Optional[TestLine] = None
     last_traceback: Optional[Match] = None  # the log's last Python traceback
     ignored: bool = False  # the whole log matched an ignore.paths glob
     # (report header's name, the node id the log spells it with elsewhere) of the headers events were under
@@ -880,6 +883,8 @@ class LogState:
             dropped=tuple(sorted(self.dropped.items())),
             final_verdict=final_verdict,
             unfinished=unfinished,
+            cut_short_by_verdict=final if final_verdict is not None and final is not None
+            and not final.finished and not final.xdist and final.line < final_verdict.line else None,
             last_traceback=self.last_traceback,
             header_ids=tuple((name, node_id) for name, node_id in (ids or {}).items() if node_id),
         )

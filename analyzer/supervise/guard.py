@@ -150,6 +150,9 @@ class Supervision:
     diagnostics: Tuple[Diagnostic, ...]
     stdout_path: str
     stderr_path: str
+    # time.monotonic() when a clock ran out or a cancel came, before any signal: what the command printed
+    # from then on is its answer to being ended (a verdict printed on the guard's SIGTERM is no verdict).
+    ended_by_guard_at: Optional[float] = None
 
 
 class _Cancel:
@@ -226,6 +229,7 @@ class _Run:
         self.pumps: List[StreamPump] = []
         self.started = time.monotonic()
         self.ended: Optional[float] = None
+        self.ended_by_guard_at: Optional[float] = None  # when diagnose_and_end began
         self.abort_event = ""
         self.cancelled_after_exit = False
         self.dir_fd = -1  # the log dir, held open: evidence goes there even if the path is swapped
@@ -359,7 +363,7 @@ class _Run:
         return Deadline(total), grace
 
     def diagnose_and_end(self, reason: TimeoutReason) -> Deadline:
-        hit = time.monotonic()
+        hit = self.ended_by_guard_at = time.monotonic()
         cancelled = reason == TimeoutReason.CANCELLED
         deadline, grace = self.teardown_budget(cancelled)
         self.cancel.arm(deadline)
@@ -722,6 +726,7 @@ def supervise(options: GuardOptions) -> Supervision:
         diagnostics=tuple(run.diagnostics),
         stdout_path=run.stdout_path,
         stderr_path=run.stderr_path,
+        ended_by_guard_at=run.ended_by_guard_at,
     )
 
 
