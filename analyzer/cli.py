@@ -6,6 +6,7 @@ It walks the rooms in order, one way: supervise -> saved logs -> scan (with rule
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import signal
 import stat
@@ -616,3 +617,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 1
+    except OSError as err:  # after BrokenPipeError, an OSError too
+        if err.errno not in (errno.EMFILE, errno.ENFILE):
+            raise
+        # A tiny `ulimit -n`: the guard needs a few dozen descriptors (pipes, logs, their private copies).
+        print(f"{PROG}: error: out of file descriptors ({err.strerror}); raise `ulimit -n`", file=sys.stderr)
+        return USAGE_EXIT_STATUS

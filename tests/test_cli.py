@@ -386,3 +386,19 @@ def test_exactly_seven_days_is_allowed():
 
     assert parse_duration("168h") == parse_duration("604800") == MAX_DURATION_S
     assert run_cli("run", "--timeout", "604800.001", "--", "true")[0] == 2
+
+
+@pytest.mark.parametrize("limit", [8, 12, 16])
+def test_too_few_file_descriptors_for_the_guard_is_a_one_line_error(tmp_path: Path, limit: int):
+    import resource
+
+    def few_descriptors() -> None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit))
+
+    proc = subprocess.run(
+        [sys.executable, "-m", "analyzer", "run", "--log-dir", str(tmp_path / "logs"), "--", "true"],
+        capture_output=True, text=True, preexec_fn=few_descriptors, timeout=60,
+    )
+    assert proc.returncode == 2, proc.stderr
+    (line,) = proc.stderr.strip().splitlines()  # where it ran out decides the wording, never a traceback
+    assert line.startswith("python -m analyzer: error: ") and "Too many open files" in line
