@@ -492,7 +492,10 @@ class LogState:
                 self._run_passed(match)
             if self.on_run is not None:
                 self.on_run("verdict", match, passed)
-            self.run_events = {}
+            judged = self.run_framed or match.rule.unframed_run
+            # A verdict of no start shown, framed: an inner run's whose start was not printed; the events
+            # waiting for the outer run's verdict go on waiting.
+            self.run_events = {} if judged else {k: o for k, o in self.run_events.items() if o.inner}
             self.run_framed = False
         elif marker == INNER_RUN_MARKER:
             # pytester waits for each subprocess run: one that died without its verdict (pytest-timeout's

@@ -64,3 +64,19 @@ def test_the_same_inner_runs_of_a_failing_outer_run_stay_errors(tmp_path):
     assert " 1 failed, 2 passed in " in log
     found = summary(scan({"job.log": log}))
     assert ("cuda-error", "error") in [(s[0], s[1]) for s in found], found
+
+
+LOGS = Path(__file__).resolve().parent / "logs"
+
+
+def test_a_verdict_with_no_start_of_its_own_keeps_the_inner_runs_events_waiting_for_the_outer_verdict():
+    # pytest 9.2.0's own testing/test_capture.py (-k "test_capturing_basic_api or test_capturing_unicode
+    # or test_collect_capturing or test_libedit_workaround") under `python -m pytest -q -s -rA -p pytester`,
+    # exit 0 (captured by a helper session, /tmp/healthy4; its temp dirs as they were). An inner run's
+    # "Interrupted: 1 error during collection" waits for the outer quiet run's verdict; a pexpect child's
+    # "no tests ran" printed with no session start before it is no run's verdict and must not drop it.
+    log = (LOGS / "pytest-capture-quiet-s-inner-runs.log").read_text()
+    assert "Interrupted: 1 error during collection" in log and log.rstrip().endswith("deselected in 1.75s")
+    findings = scan({"job.log": log})
+    assert [f for f in findings if f.severity.value == "error"] == []
+    assert ("pytest-collection-interrupted", "notice") in {(f.rule, f.severity.value) for f in findings}
