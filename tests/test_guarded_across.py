@@ -108,7 +108,10 @@ def test_an_outcome_on_the_line_the_event_arrived_during_counts(tmp_path):
     code, report = guarded_pytest(tmp_path, "-v", "-s", suite=PASSING_STORE_SUITE)
     assert code == 0, report["findings"]
     found = [(f["severity"], f["test"]) for f in report["findings"] if f["path"].endswith("stderr.log")]
-    assert found and set(found) == {("notice", HANDLED)}, report["findings"]
+    # On a loaded machine the pump may time the line after the next test's start: it is then named after
+    # that test and handled only because every test from the earlier point on passed (ACROSS_SLACK_S).
+    assert found and {severity for severity, _ in found} == {"notice"}, report["findings"]
+    assert {test for _, test in found} <= {HANDLED, "test_store.py::test_after_it"}, report["findings"]
     assert f"{HANDLED} PASSED".encode() in (tmp_path / "logs" / "stdout.log").read_bytes()
 
 
