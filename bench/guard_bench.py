@@ -219,6 +219,7 @@ class _CpuByRole:
     def __init__(self, guard: subprocess.Popen) -> None:
         self._guard = guard
         self._cmdline = Path(f"/proc/{guard.pid}/cmdline").read_bytes()
+        self._born = int(Path(f"/proc/{guard.pid}/stat").read_bytes().rsplit(b")", 1)[1].split()[19])
         self._tree = {guard.pid}
         self._cpu = {}  # pid -> (role, seconds)
         self._thread = threading.Thread(target=self._sample, daemon=True)
@@ -239,6 +240,8 @@ class _CpuByRole:
             return
         ppid, seconds = int(stat[1]), (int(stat[11]) + int(stat[12])) / self._TICK
         role = self._cpu.get(pid, (None, 0.0))[0]
+        if role is None and int(stat[19]) < self._born:
+            return  # older than the guard: not of this run, whatever its parent or command line now
         if role is None:
             if pid == self._guard.pid:
                 role = "guard"
