@@ -14,7 +14,7 @@ from typing import (
 )
 
 from ..rules.model import Rule
-from ._engine_approx import LoosePatterns, rule_line_pattern, searched_folded
+from ._engine_approx import HYPERSCAN_LINE_END, LINE_END, LoosePatterns, rule_line_pattern, searched_folded
 from ._engine_literals import _C, Literal, Plan, _sre_parse
 
 Candidates = Dict[int, Set[int]]  # line start offset -> literal indices found in that line
@@ -520,8 +520,11 @@ def _hyperscan_loose_matcher(
     (a loosened class may take a "\n")."""
     patterns = {}
     for index, rule in rules.items():
+        # The line's end as Hyperscan can say it (no lookahead; ``$`` before each "\n" in multi-line
+        # mode): a match may take the "\r" a segment ends at, never the "\n", so its line is still its own.
         pattern = rule_line_pattern(rule)
         if pattern is not None:
+            pattern = pattern.replace(LINE_END, HYPERSCAN_LINE_END)
             patterns[index] = pattern
     found = _loose_database(patterns)
     if found is None:
@@ -611,7 +614,8 @@ def _compile_prefilter(expressions: List[bytes], ids: List[int]) -> Any:
     import hyperscan
 
     db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
-    db.compile(expressions=expressions, ids=ids, flags=[hyperscan.HS_FLAG_PREFILTER] * len(ids))
+    flags = hyperscan.HS_FLAG_PREFILTER | hyperscan.HS_FLAG_MULTILINE  # "$" at each line's end
+    db.compile(expressions=expressions, ids=ids, flags=[flags] * len(ids))
     return db
 
 
