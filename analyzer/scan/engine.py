@@ -29,7 +29,7 @@ from typing import IO, Any, Dict, Iterable, Iterator, List, Optional, Sequence, 
 
 from ..errors import InputError, UsageError
 from ..durations import format_duration
-from ..model import SCAN_INCOMPLETE_RULE, Kind
+from ..model import SCAN_INCOMPLETE_RULE
 from ..rules.budget import MatchBudget
 from ..rules.model import CUT_SHORT_GROUP, DEFAULT_MATCH_BUDGET_S, Catalogue, Rule
 from ._engine_approx import LoosePatterns
@@ -299,9 +299,6 @@ class _SourceScan:
         # The riders (``_engine_literals.Plan``) join a line's candidates only once another rule's
         # loosened pattern has kept the line: they cannot matter on a line no other rule matches.
         self.riders = plan.riders
-        # Nor on a line only a test's outcome rule kept: an echo there drops no other rule's match (a
-        # pytest XFAIL line holds unittest's "FAIL", and PyTorch's suites print thousands of them).
-        self.outcome_rules = frozenset(i for i, rule in enumerate(rules) if rule.kind is Kind.TEST_FAILURE)
         self.literal_rules = [lit.rules for lit in plan.literals]
         self.always = plan.always
         self.first = first if first is not None else rule_lookups(rules)
@@ -559,7 +556,7 @@ class _SourceScan:
         # straight to the budgeted search (``_search_long``).
         if indices and stop - pos <= LONG_LINE_CHARS and (self.window_ascii or buf[pos:stop].isascii()):
             indices = self.loose.matching(indices, buf, pos, stop)
-        if self.riders and (riders_too or any(index not in self.outcome_rules for index in indices)):
+        if self.riders and (indices or riders_too):
             indices = sorted({*indices, *self.riders})
         return indices
 
