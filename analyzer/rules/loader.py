@@ -471,6 +471,13 @@ def _check_message(message: str, groups: Set[str], source: str, key: str) -> Non
             )
 
 
+def fill_template(template: str, value: Optional[str]) -> str:
+    """A message field's template for ``value``: the text before ``|`` with the value at ``{}``, or the
+    text after ``|`` (nothing without one) when the group did not match (``None``)."""
+    shown, _, otherwise = template.partition(TEMPLATE_OTHERWISE)
+    return otherwise if value is None else shown.replace(TEMPLATE_SLOT, value, 1)
+
+
 def _plain_template(spec: str) -> bool:
     """Whether a field's format spec is empty or a template: text with one ``{}`` and no other brace,
     then maybe ``|`` and a text without braces."""

@@ -50,7 +50,7 @@ from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence, 
 
 from ..exits import describe_exit
 from ..model import GUARD_COMMAND_FAILED_RULE, SCAN_INCOMPLETE_RULE, Finding, Kind, Severity
-from ..rules.loader import EXIT_FIELD_SUFFIX, TEMPLATE_OTHERWISE, TEMPLATE_SLOT
+from ..rules.loader import EXIT_FIELD_SUFFIX, fill_template
 from ..rules.model import Catalogue, Rule
 from .match import Match
 from .same_event import (
@@ -303,8 +303,7 @@ def format_message(message: str, groups: Mapping[str, Optional[str]]) -> str:
             continue
         value = _field(field, groups)
         if template:
-            shown, _, otherwise = template.partition(TEMPLATE_OTHERWISE)
-            out.append(otherwise if value is None else shown.replace(TEMPLATE_SLOT, value, 1))
+            out.append(fill_template(template, value))
         else:
             out.append(MISSING_FIELD if value is None else value)
     return _one_line("".join(out))
