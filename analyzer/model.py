@@ -35,6 +35,10 @@ GUARD_RULE_IDS = (
 # The scanner's own finding (kind scan-incomplete): an unreadable file or a device skipped inside a
 # scanned directory, a user pattern disabled for its time budget. A catalogue entry like the above.
 SCAN_INCOMPLETE_RULE = "scan-incomplete"
+# Also the scanner's: a log that ends while a test it showed starting is still running, with nothing
+# after it to say why (os._exit(0) inside a test exits 0 with no verdict; a crash whose report went to a
+# captured stream leaves only the test's -v line).
+TEST_NEVER_FINISHED_RULE = "test-never-finished"
 
 
 class Kind(str, enum.Enum):

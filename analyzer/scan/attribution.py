@@ -75,7 +75,11 @@ _ID_GOES_ON = _PATH_BYTES | frozenset(b":[")
 # A node id; a parametrize id may hold spaces ("t.py::test_store[two words]"), so it runs to its "]".
 _NODE_ID = r"[\w./-]+\.py::[^\s\[]*(?:\[[^\]\n]*\])?\S*"
 _PYTEST_LINE = re.compile(r"(?P<test>" + _NODE_ID + r")(?P<rest>.*)")
-_XDIST_LINE = re.compile(r"\[gw\d+\] \[\s*\d+%\] [A-Z]+ (?P<test>" + _NODE_ID + r"|\S+)")
+# The progress column is left out under ``-o console_output_style=classic`` (and by pytest before 3.3) and
+# is a count under ``count``: ``[gw2] PASSED t``, ``[gw2] [ 3/40] PASSED t``.
+_XDIST_LINE = re.compile(
+    r"\[gw\d+\] (?:\[\s*\d+(?:%|/\d+)\] )?[A-Z]+ (?P<test>" + _NODE_ID + r"|\S+)"
+)
 # The elapsed time first, then the load average where the OS has one; "[3/11/1]": the third number
 # counts the failures so far. Sequential runs print nothing after the name, or " -- test_w failed"
 # about the file before it; parallel runs print the file's result ("passed", "failed (1 failure)").

@@ -49,7 +49,14 @@ import string
 from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
 from ..exits import describe_exit
-from ..model import GUARD_COMMAND_FAILED_RULE, SCAN_INCOMPLETE_RULE, Finding, Kind, Severity
+from ..model import (
+    GUARD_COMMAND_FAILED_RULE,
+    SCAN_INCOMPLETE_RULE,
+    TEST_NEVER_FINISHED_RULE,
+    Finding,
+    Kind,
+    Severity,
+)
 from ..rules.loader import EXIT_FIELD_SUFFIX, fill_template
 from ..rules.model import Catalogue, Rule
 from .match import Match
@@ -212,6 +219,11 @@ def rank(
         if kill_told is not None and kill_told[0] == index:
             finding = _with_kill_told(finding, kill_told[1])
         ranked.append(((finding.severity.rank, 1, 2, (float("inf"), len(kept), index)), finding, None))
+    for index, log in enumerate(as_the_guard_found):
+        finding = _never_finished(log, catalogue, [f for _, f, _ in ranked], set(line_clocks or ()))
+        if finding is not None:
+            ranked.append(((finding.severity.rank, 1, 4, _when_line(log, finding.line, index, line_clocks)),
+                           finding, None))
     for index, log in enumerate(kept):
         if log.dropped:
             finding = _capped(log, catalogue)
@@ -627,6 +639,51 @@ def _capped(log: LogFindings, catalogue: Catalogue) -> Optional[Finding]:
     severity = rule.severity or dict(catalogue.severity_overrides).get(SCAN_INCOMPLETE_RULE, Severity.WARNING)
     message = format_message(rule.message, {"reason": reason}) if rule.message else reason
     return Finding(Kind.SCAN_INCOMPLETE, SCAN_INCOMPLETE_RULE, severity, log.path, 0, _clip(message, 2000))
+
+
+def _never_finished(
+    log: LogFindings, catalogue: Catalogue, found: Sequence[Finding], one_run: Set[str]
+) -> Optional[Finding]:
+    """The test ``log`` shows starting and then nothing more of, when no error says why it stopped.
+
+    A run that exits 0 in the middle of a test (``os._exit(0)``), or whose crash report went to a stream
+    the runner captured, leaves only the test's progress line, and that is no pass. Any error of the
+    guard's (its hang or the command's exit status names the running test already), an error naming the
+    test, or an error of another kind than a test's failure in the same run (``one_run``: the logs of
+    one guarded command; a plain scan's logs are each a run) says why: a shell's "Killed" line can come
+    before the test's line, which waited in a buffer."""
+    running = log.unfinished
+    if running is None or TEST_NEVER_FINISHED_RULE in catalogue.ignore_rules:
+        return None
+    same_run = one_run if log.path in one_run else {log.path}
+    for finding in found:
+        if finding.severity is not Severity.ERROR:
+            continue
+        if finding.line == 0 or finding.test == running.test:
+            return None
+        if finding.path in same_run and finding.kind is not Kind.TEST_FAILURE:
+            return None
+    try:
+        rule = catalogue.guard_rule(TEST_NEVER_FINISHED_RULE)
+    except KeyError:  # a catalogue built by hand, without the entry
+        return None
+    message = format_message(rule.message, {"test": _clip(running.test, MAX_FIELD_CHARS)})
+    return Finding(
+        rule.kind, rule.id, _severity(rule), log.path, running.line, _one_line(message), test=running.test
+    )
+
+
+def _when_line(
+    log: LogFindings, line: int, index: int, clocks: Optional[LineClocks]
+) -> Tuple[float, int, int]:
+    """Where a finding made for ``line`` of ``log`` stands in the order of events (see ``_when``)."""
+    clock = clocks.get(log.path) if clocks else None
+    if clock is not None:
+        try:
+            return (float(clock(line)), index, 0)
+        except Exception:  # a clock that cannot say keeps the log's own order
+            pass
+    return (float("inf"), index, 0)
 
 
 def _finding_where(finding: Finding, here: str) -> str:

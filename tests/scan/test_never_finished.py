@@ -1,0 +1,132 @@
+"""A log that ends in the middle of a test, with nothing after it that says why, is no pass.
+
+Real runs, not hand-written logs: pytest -v and unittest -v on tests that call ``os._exit(0)`` (the run
+exits 0 with no verdict: CI shows green) and that segfault while faulthandler writes to the stream pytest
+captures (the report is lost with the process). Both leave only the test's progress line.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from analyzer.model import Kind, Severity
+from analyzer.rules.loader import load_catalogue
+from analyzer.scan import scan_paths
+from tests.scan.test_engine_helpers import ENGINES
+
+BUILTIN = load_catalogue()
+REPO = Path(__file__).resolve().parents[2]
+
+EXITS_EARLY = """
+import os
+
+def test_first():
+    pass
+
+def test_exits_early():
+    os._exit(0)
+
+def test_never_runs():
+    assert False
+"""
+
+CRASH_REPORT_CAPTURED = """
+import ctypes, faulthandler
+
+def test_first():
+    pass
+
+def test_segfaults():
+    faulthandler.enable()  # onto pytest's captured stderr: the report dies with the process
+    ctypes.string_at(0)
+"""
+
+CRASH_REPORT_SHOWN = """
+import ctypes
+
+def test_segfaults():
+    ctypes.string_at(0)
+"""
+
+UNITTEST_EXITS_EARLY = """
+import os, unittest
+
+class Handoff(unittest.TestCase):
+    def test_a(self):
+        pass
+
+    def test_b(self):
+        os._exit(0)
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
+"""
+
+
+def _pytest_log(tmp_path: Path, source: str, *flags: str) -> Path:
+    (tmp_path / "test_run.py").write_text(source)
+    log = tmp_path / "run.log"
+    with open(log, "wb") as out:
+        subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *flags, "test_run.py"],
+                       cwd=tmp_path, stdout=out, stderr=subprocess.STDOUT, timeout=120)
+    return log
+
+
+def _errors(log: Path, engine: str = "python"):
+    return [f for f in scan_paths([str(log)], BUILTIN, engine=engine) if f.severity is Severity.ERROR]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_pytest_run_that_exits_0_inside_a_test_fails_naming_it(tmp_path, engine):
+    errors = _errors(_pytest_log(tmp_path, EXITS_EARLY, "-v"), engine)
+    assert [(f.rule, f.kind, f.test) for f in errors] == [
+        ("test-never-finished", Kind.TEST_FAILURE, "test_run.py::test_exits_early")]
+    assert errors[0].message.startswith("test_run.py::test_exits_early never finished")
+
+
+def test_a_crash_whose_report_was_captured_leaves_the_test_named(tmp_path):
+    errors = _errors(_pytest_log(tmp_path, CRASH_REPORT_CAPTURED, "-v"))
+    assert [(f.rule, f.test) for f in errors] == [("test-never-finished", "test_run.py::test_segfaults")]
+
+
+def test_a_crash_the_log_shows_is_the_one_finding(tmp_path):
+    errors = _errors(_pytest_log(tmp_path, CRASH_REPORT_SHOWN, "-v"))
+    assert [f.rule for f in errors] == ["fatal-python-error"]
+    assert errors[0].test == "test_run.py::test_segfaults"
+
+
+def test_a_finished_run_has_no_such_finding(tmp_path):
+    log = _pytest_log(tmp_path, EXITS_EARLY.replace("os._exit(0)", "pass"), "-v")
+    errors = _errors(log)
+    assert [(f.rule, f.test) for f in errors] == [("pytest-test-outcome", "test_run.py::test_never_runs")]
+
+
+def test_a_unittest_run_that_exits_0_inside_a_test_fails_naming_it(tmp_path):
+    script = tmp_path / "run_handoff.py"
+    script.write_text(UNITTEST_EXITS_EARLY)
+    log = tmp_path / "run.log"
+    with open(log, "wb") as out:
+        subprocess.run([sys.executable, str(script)], cwd=tmp_path, stdout=out, stderr=subprocess.STDOUT,
+                       timeout=60, check=True)
+    errors = _errors(log)
+    assert [(f.rule, f.test) for f in errors] == [("test-never-finished", "test_b (__main__.Handoff)")]
+
+
+def test_the_guard_fails_a_command_that_exits_0_inside_a_test(tmp_path):
+    (tmp_path / "test_run.py").write_text(EXITS_EARLY)
+    report = tmp_path / "report.json"
+    guard = subprocess.run(
+        [sys.executable, "-m", "analyzer", "run", "--log-dir", str(tmp_path / "logs"), "--json", str(report),
+         "--", sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-v", "test_run.py"],
+        cwd=tmp_path, env=dict(os.environ, PYTHONPATH=str(REPO)), capture_output=True, timeout=120,
+    )
+    assert guard.returncode == 1, guard.stdout.decode(errors="replace")[-2000:]
+    findings = json.loads(report.read_text())["findings"]
+    assert [(f["rule"], f["test"]) for f in findings if f["severity"] == "error"] == [
+        ("test-never-finished", "test_run.py::test_exits_early")]
