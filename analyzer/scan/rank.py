@@ -644,7 +644,8 @@ def _capped(log: LogFindings, catalogue: Catalogue) -> Optional[Finding]:
 def _never_finished(
     log: LogFindings, catalogue: Catalogue, found: Sequence[Finding], one_run: Set[str]
 ) -> Optional[Finding]:
-    """The test ``log`` shows starting and then nothing more of, when no error says why it stopped.
+    """The test ``log`` shows starting and then nothing more of (or its run, when no test's name shows),
+    when no error (or, for a run, no warning) says why it stopped.
 
     A run that exits 0 in the middle of a test (``os._exit(0)``), or whose crash report went to a stream
     the runner captured, leaves only the test's progress line, and that is no pass. Any error of the
@@ -653,24 +654,26 @@ def _never_finished(
     one guarded command; a plain scan's logs are each a run) says why: a shell's "Killed" line can come
     before the test's line, which waited in a buffer."""
     running = log.unfinished
-    if running is None or TEST_NEVER_FINISHED_RULE in catalogue.ignore_rules:
+    test, line = (running.test, running.line) if running is not None else (None, log.open_run)
+    if not line or TEST_NEVER_FINISHED_RULE in catalogue.ignore_rules:
         return None
     same_run = one_run if log.path in one_run else {log.path}
+    # Without a test's name the log shows less of the run, a window of it perhaps: a warning of the run
+    # (an xdist worker that went down) is reason enough to say nothing.
+    least = Severity.ERROR if test is not None else Severity.WARNING
     for finding in found:
-        if finding.severity is not Severity.ERROR:
+        if not finding.severity.at_least(least):
             continue
-        if finding.line == 0 or finding.test == running.test:
+        if finding.line == 0 or (test is not None and finding.test == test):
             return None
-        if finding.path in same_run and finding.kind is not Kind.TEST_FAILURE:
+        if finding.path in same_run and (finding.kind is not Kind.TEST_FAILURE or test is None):
             return None
     try:
         rule = catalogue.guard_rule(TEST_NEVER_FINISHED_RULE)
     except KeyError:  # a catalogue built by hand, without the entry
         return None
-    message = format_message(rule.message, {"test": _clip(running.test, MAX_FIELD_CHARS)})
-    return Finding(
-        rule.kind, rule.id, _severity(rule), log.path, running.line, _one_line(message), test=running.test
-    )
+    message = format_message(rule.message, {"test": _clip(test, MAX_FIELD_CHARS) if test else None})
+    return Finding(rule.kind, rule.id, _severity(rule), log.path, line, _one_line(message), test=test)
 
 
 def _when_line(

@@ -168,6 +168,9 @@ class LogFindings:
     dropped: Tuple[Tuple[str, int], ...] = ()  # (rule id, distinct findings dropped past the cap)
     final_verdict: Optional[Match] = None  # the verdict in force when the log ended
     unfinished: Optional[TestLine] = None  # the test running when the log ended, if it never reported
+    # Where the log's own test run printed its start, when the log ends inside it (no verdict after it)
+    # and shows no test running (pytest without -v names none): 0 otherwise.
+    open_run: int = 0
     # The test a final verdict cut short: the last progress line, with no outcome, before that verdict (a
     # run interrupted mid-test prints its verdict anyway: pytest on KeyboardInterrupt).
     cut_short_by_verdict: Optional[TestLine] = None
@@ -322,6 +325,7 @@ class LogState:
         # (``pytest -q``, unittest) says they were its run's.
         self.run_events: Dict[int, _Open] = {}
         self.run_framed = False
+        self.run_started = 0  # the line of the log's own run's "test session starts" until its verdict
         # The tests that failed in the current run (since its start or the last verdict), and, once a verdict
         # closed it, that run's failures and events with the verdict before it: a verdict the outer run's
         # progress then follows was an inner run's (``_verdict_was_inner``).
@@ -449,6 +453,7 @@ class LogState:
                 self.run_events = {}  # the log's own run starts: what came before is not in it
                 self.run_failed = []
                 self.run_framed = True
+                self.run_started = match.line
                 if self.on_run is not None:
                     self.on_run("start", match, False)
             if not self.depth:
@@ -497,6 +502,7 @@ class LogState:
             # waiting for the outer run's verdict go on waiting.
             self.run_events = {} if judged else {k: o for k, o in self.run_events.items() if o.inner}
             self.run_framed = False
+            self.run_started = 0
         elif marker == INNER_RUN_MARKER:
             # pytester waits for each subprocess run: one that died without its verdict (pytest-timeout's
             # thread method ends it with os._exit) is over when the next one starts.
@@ -886,6 +892,7 @@ class LogState:
             dropped=tuple(sorted(self.dropped.items())),
             final_verdict=final_verdict,
             unfinished=unfinished,
+            open_run=self.run_started if self.run_framed and final_verdict is None and unfinished is None else 0,
             cut_short_by_verdict=final if final_verdict is not None and final is not None
             and not final.finished and not final.xdist and final.line < final_verdict.line else None,
             last_traceback=self.last_traceback,

@@ -130,3 +130,19 @@ def test_the_guard_fails_a_command_that_exits_0_inside_a_test(tmp_path):
     findings = json.loads(report.read_text())["findings"]
     assert [(f["rule"], f["test"]) for f in findings if f["severity"] == "error"] == [
         ("test-never-finished", "test_run.py::test_exits_early")]
+
+
+@pytest.mark.parametrize("flags", [(), ("-rA",)])
+def test_without_v_the_run_that_never_printed_its_verdict_is_named(tmp_path, flags):
+    log = _pytest_log(tmp_path, EXITS_EARLY, *flags)
+    errors = _errors(log)
+    assert [(f.rule, f.test) for f in errors] == [("test-never-finished", None)]
+    assert "test session starts" in log.read_text().splitlines()[errors[0].line - 1]
+    assert errors[0].message.startswith("the test run that started here never finished")
+
+
+@pytest.mark.parametrize("flags", [(), ("--co",), ("--co", "-q"), ("-x",)])
+def test_without_v_a_run_that_printed_its_verdict_has_no_such_finding(tmp_path, flags):
+    log = _pytest_log(tmp_path, EXITS_EARLY.replace("os._exit(0)", "pass").replace("assert False", "pass"),
+                      *flags)
+    assert _errors(log) == []
