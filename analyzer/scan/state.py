@@ -99,6 +99,9 @@ REPORT_RANK = regex.compile(r"\brank\s*:\s*(\d+) \(local_rank:")
 # traceback's '  File "/work/x.py", line 7, in main'.
 FRAME = regex.compile(r'^\s*File "(?P<path>[^"]+)", line (?P<line>\d+)(?:,? in (?P<function>\w+))?')
 _FAILING_VERDICT = regex.compile(r"\b(?:failed|errors?)\b")
+# unittest's verdict ("Ran N tests in Xs", then OK or FAILED): its run printed a "FAIL: test_m (mod.Class)"
+# or "ERROR: ..." report for every test that failed before it (unittest's TextTestResult.printErrors).
+UNITTEST_VERDICT_OUTCOMES = ("OK", "FAILED")
 
 Identity = Tuple[str, str]
 
@@ -326,6 +329,10 @@ class LogState:
         # closed it, that run's failures and events with the verdict before it: a verdict the outer run's
         # progress then follows was an inner run's (``_verdict_was_inner``).
         self.run_failed: List[str] = []
+        # unittest tests of the current run failed only by an outcome line ("test_m (mod.Class) ... FAIL", or
+        # "FAIL" alone after what it printed), with no "FAIL: test_m" report yet: the run's verdict says
+        # whether that word was unittest's (the report came) or the test's own output (it did not).
+        self.unreported: Dict[str, None] = {}
         self.closed_run: Tuple[List[str], List[_Open], Optional[Match]] = ([], [], None)
         # The events opened on the latest line that opened one: a short summary's "FAILED t.py::t - REASON"
         # may retell as its reason an event the test's report already showed (``_summary_retold``).
@@ -479,6 +486,8 @@ class LogState:
                 # Printed while a test was still running: an inner run's verdict (a quiet runner's test
                 # prints nothing when it ends, so the verdict after it is the run's own).
                 return
+            if _reports_every_failure(match):
+                self._unreported_passed()
             self.closed_run = (self.run_failed, list(self.run_events.values()), self.verdict)
             self.run_failed = []
             self.verdict = match
@@ -665,7 +674,23 @@ class LogState:
         for match in held or ():
             self._failed(match, normal_test_id(match.groups.get("test") or ""))
 
+    def _unreported_passed(self) -> None:
+        """A unittest verdict came: a test whose failure only an outcome line told, with no "FAIL:" or
+        "ERROR:" report in its run, did not fail (it printed the word itself, then passed: "FAIL", then
+        "ok")."""
+        for test in self.unreported:
+            self.failed.pop(test, None)
+            self.events.pop(("test-failure", test), None)
+            if test in self.run_failed:
+                self.run_failed.remove(test)
+        self.unreported = {}
+
     def _failed(self, match: Match, test: str) -> None:
+        if match.groups.get("header"):
+            self.unreported.pop(test, None)
+        elif match.groups.get("outcome") and is_unittest_id(test) and test not in self.failed \
+                and len(self.unreported) < MAX_FAILED_TESTS:
+            self.unreported[test] = None
         if test not in self.failed:
             if len(self.failed) < MAX_FAILED_TESTS:
                 self.failed[test] = None
@@ -921,6 +946,12 @@ def verdict_failed(verdict: Match) -> bool:
     if outcome:
         return outcome.strip().upper() not in ("OK", "SUCCESS")
     return bool(_FAILING_VERDICT.search(verdict.groups.get("summary") or verdict.text))
+
+
+def _reports_every_failure(verdict: Match) -> bool:
+    """Whether ``verdict`` is unittest's, whose run reported each failed test under a header before it."""
+    outcome = (verdict.groups.get("outcome") or "").strip()
+    return outcome in UNITTEST_VERDICT_OUTCOMES and bool(verdict.groups.get("count"))
 
 
 def _pid(match: Match) -> Optional[str]:
