@@ -78,6 +78,7 @@ INNER_RUN_MARKER = "inner-run"
 ATTEMPT_RESTARTED = "attempt-restarted"
 RUN_SUCCEEDED = "run-succeeded"
 MAX_TENTATIVE = 1000
+MAX_CLOSED_RUNS = 1000
 # A ``void_at_end`` echo holds this many of the matches it dropped, and counts them after all when an
 # event comes within ECHO_VOID_GAP lines of its end (or the log ends with it).
 MAX_ECHO_HELD = 64
@@ -326,14 +327,16 @@ class LogState:
         self.run_events: Dict[int, _Open] = {}
         self.run_framed = False
         # The tests that failed in the current run (since its start or the last verdict), and, once a verdict
-        # closed it, that run's failures and events with the verdict before it: a verdict the outer run's
-        # progress then follows was an inner run's (``_verdict_was_inner``).
+        # closed it, that run's failures and events with the verdict before it, for each run closed since the
+        # log's own run was last seen starting: a verdict the outer run's progress then follows was an inner
+        # run's, and so was every one before it back to there (``_verdict_was_inner``: pytester's quiet runs
+        # print no start, and a test may run several back to back).
         self.run_failed: List[str] = []
         # unittest tests of the current run failed only by an outcome line ("test_m (mod.Class) ... FAIL", or
         # "FAIL" alone after what it printed), with no "FAIL: test_m" report yet: the run's verdict says
         # whether that word was unittest's (the report came) or the test's own output (it did not).
         self.unreported: Dict[str, None] = {}
-        self.closed_run: Tuple[List[str], List[_Open], Optional[Match]] = ([], [], None)
+        self.closed_runs: List[Tuple[List[str], List[_Open], Optional[Match]]] = []
         # The events opened on the latest line that opened one: a short summary's "FAILED t.py::t - REASON"
         # may retell as its reason an event the test's report already showed (``_summary_retold``).
         self.line_events: Tuple[int, List[tuple]] = (0, [])
@@ -455,6 +458,7 @@ class LogState:
                     return
                 self.run_events = {}  # the log's own run starts: what came before is not in it
                 self.run_failed = []
+                self.closed_runs = []
                 self.run_framed = True
                 if self.on_run is not None:
                     self.on_run("start", match, False)
@@ -488,7 +492,9 @@ class LogState:
                 return
             if _reports_every_failure(match):
                 self._unreported_passed()
-            self.closed_run = (self.run_failed, list(self.run_events.values()), self.verdict)
+            if len(self.closed_runs) >= MAX_CLOSED_RUNS:
+                self.closed_runs.pop(0)  # a run that old stays judged by its own verdict
+            self.closed_runs.append((self.run_failed, list(self.run_events.values()), self.verdict))
             self.run_failed = []
             self.verdict = match
             self.outer_open = False
@@ -547,21 +553,21 @@ class LogState:
                 opened.run_passed = verdict
 
     def _verdict_was_inner(self) -> None:
-        """The verdict taken for the log's own was an inner run's: the failures reported under it were that
-        run's (the outer test that ran it is judged by the outer run), and its events on no test's lines
-        wait for the outer run's verdict."""
-        failed, events, before = self.closed_run
-        self.closed_run = ([], [], None)
-        if self.on_run is not None:
-            self.on_run("inner", None, False)
+        """The verdicts taken for the log's own since its run was last seen starting were inner runs': the
+        failures reported under them were those runs' (the outer test that ran them is judged by the outer
+        run), and their events on no test's lines wait for the outer run's verdict."""
+        closed, self.closed_runs = self.closed_runs, []
         self.tentative = None  # failures held under its short summary were its own
-        for test in failed:
-            self.failed.pop(test, None)
-            self.events.pop(("test-failure", test), None)
-        for opened in events:
-            opened.inner, opened.run_passed = True, None
-            self.run_events[id(opened)] = opened
-        self.verdict = before
+        for failed, events, before in reversed(closed):
+            if self.on_run is not None:
+                self.on_run("inner", None, False)
+            for test in failed:
+                self.failed.pop(test, None)
+                self.events.pop(("test-failure", test), None)
+            for opened in events:
+                opened.inner, opened.run_passed = True, None
+                self.run_events[id(opened)] = opened
+            self.verdict = before
 
     def _attempt_marker(self, match: Match, marker: str) -> None:
         """A supervised run started, restarted an attempt, or succeeded: a restarted attempt's events were
