@@ -11,7 +11,9 @@ context and are dropped:
   of a pytest run whose start the log shows, on no test's lines (``pytest`` without ``-v`` names no
   running test), was handled when that run's verdict reports no failure and no error; so was one
   since the log's start or the last verdict when the verdict is of a runner that never prints its
-  start (``pytest -q``, unittest: the rule's ``unframed_run``);
+  start (``pytest -q``, unittest: the rule's ``unframed_run``); unittest's verdict comes after a report
+  ("FAIL: test_m (mod.Class)") of every test that failed, so a test only an outcome line said failed ("FAIL"
+  alone, which the test may have printed itself before unittest's "ok") did not fail without one;
 - ``traceback``: kept per rank or process only while a failure can still ask for it, and the last
   one of the log for a failed exit status that nothing else explains (a ``fallback`` rule's);
 - ``run-started`` / ``attempt-restarted`` / ``run-succeeded`` (torch elastic's "starting workers for
@@ -21,7 +23,9 @@ context and are dropped:
 - ``inner-run`` (pytester's ``running: PYTHON -mpytest ...``): the next ``test session starts`` is a test's
   inner run even under ``-q``, where neither the outer run's start nor the test's id was printed; an event
   in it on no test's lines is judged by the outer run's verdict (``voids_verdict`` voids only its own);
-  it also ends any inner run still open (one that died without its verdict);
+  it also ends any inner run still open (one that died without its verdict); a session start glued to the
+  outer run's progress after a verdict makes every verdict since the log's own run last showed itself an
+  inner run's (pytester's quiet runs print no start, several back to back);
 - any marker a rule's ``collateral_after`` names: the last one per name;
 - ``echo`` with its ``echo`` group set (GitHub's runner echoing a run step's script, its shell: and env:
   lines; git naming a commit by its subject): the lines quote a command or a commit, not what ran, so
