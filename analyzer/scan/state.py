@@ -11,7 +11,9 @@ context and are dropped:
   of a pytest run whose start the log shows, on no test's lines (``pytest`` without ``-v`` names no
   running test), was handled when that run's verdict reports no failure and no error; so was one
   since the log's start or the last verdict when the verdict is of a runner that never prints its
-  start (``pytest -q``, unittest: the rule's ``unframed_run``);
+  start (``pytest -q``, unittest: the rule's ``unframed_run``); unittest's verdict comes after a report
+  ("FAIL: test_m (mod.Class)") of every test that failed, so a test only an outcome line said failed ("FAIL"
+  alone, which the test may have printed itself before unittest's "ok") did not fail without one;
 - ``traceback``: kept per rank or process only while a failure can still ask for it, and the last
   one of the log for a failed exit status that nothing else explains (a ``fallback`` rule's);
 - ``run-started`` / ``attempt-restarted`` / ``run-succeeded`` (torch elastic's "starting workers for
@@ -21,7 +23,9 @@ context and are dropped:
 - ``inner-run`` (pytester's ``running: PYTHON -mpytest ...``): the next ``test session starts`` is a test's
   inner run even under ``-q``, where neither the outer run's start nor the test's id was printed; an event
   in it on no test's lines is judged by the outer run's verdict (``voids_verdict`` voids only its own);
-  it also ends any inner run still open (one that died without its verdict);
+  it also ends any inner run still open (one that died without its verdict); a session start glued to the
+  outer run's progress after a verdict makes every verdict since the log's own run last showed itself an
+  inner run's (pytester's quiet runs print no start, several back to back);
 - any marker a rule's ``collateral_after`` names: the last one per name;
 - ``echo`` with its ``echo`` group set (GitHub's runner echoing a run step's script, its shell: and env:
   lines; git naming a commit by its subject): the lines quote a command or a commit, not what ran, so
@@ -78,6 +82,7 @@ INNER_RUN_MARKER = "inner-run"
 ATTEMPT_RESTARTED = "attempt-restarted"
 RUN_SUCCEEDED = "run-succeeded"
 MAX_TENTATIVE = 1000
+MAX_CLOSED_RUNS = 1000
 # A ``void_at_end`` echo holds this many of the matches it dropped, and counts them after all when an
 # event comes within ECHO_VOID_GAP lines of its end (or the log ends with it).
 MAX_ECHO_HELD = 64
@@ -99,6 +104,9 @@ REPORT_RANK = regex.compile(r"\brank\s*:\s*(\d+) \(local_rank:")
 # traceback's '  File "/work/x.py", line 7, in main'.
 FRAME = regex.compile(r'^\s*File "(?P<path>[^"]+)", line (?P<line>\d+)(?:,? in (?P<function>\w+))?')
 _FAILING_VERDICT = regex.compile(r"\b(?:failed|errors?)\b")
+# unittest's verdict ("Ran N tests in Xs", then OK or FAILED): its run printed a "FAIL: test_m (mod.Class)"
+# or "ERROR: ..." report for every test that failed before it (unittest's TextTestResult.printErrors).
+UNITTEST_VERDICT_OUTCOMES = ("OK", "FAILED")
 
 Identity = Tuple[str, str]
 
@@ -327,10 +335,16 @@ class LogState:
         self.run_framed = False
         self.run_started = 0  # the line of the log's own run's "test session starts" until its verdict
         # The tests that failed in the current run (since its start or the last verdict), and, once a verdict
-        # closed it, that run's failures and events with the verdict before it: a verdict the outer run's
-        # progress then follows was an inner run's (``_verdict_was_inner``).
+        # closed it, that run's failures and events with the verdict before it, for each run closed since the
+        # log's own run was last seen starting: a verdict the outer run's progress then follows was an inner
+        # run's, and so was every one before it back to there (``_verdict_was_inner``: pytester's quiet runs
+        # print no start, and a test may run several back to back).
         self.run_failed: List[str] = []
-        self.closed_run: Tuple[List[str], List[_Open], Optional[Match]] = ([], [], None)
+        # unittest tests of the current run failed only by an outcome line ("test_m (mod.Class) ... FAIL", or
+        # "FAIL" alone after what it printed), with no "FAIL: test_m" report yet: the run's verdict says
+        # whether that word was unittest's (the report came) or the test's own output (it did not).
+        self.unreported: Dict[str, None] = {}
+        self.closed_runs: List[Tuple[List[str], List[_Open], Optional[Match]]] = []
         # The events opened on the latest line that opened one: a short summary's "FAILED t.py::t - REASON"
         # may retell as its reason an event the test's report already showed (``_summary_retold``).
         self.line_events: Tuple[int, List[tuple]] = (0, [])
@@ -452,6 +466,7 @@ class LogState:
                     return
                 self.run_events = {}  # the log's own run starts: what came before is not in it
                 self.run_failed = []
+                self.closed_runs = []
                 self.run_framed = True
                 self.run_started = match.line
                 if self.on_run is not None:
@@ -484,7 +499,11 @@ class LogState:
                 # Printed while a test was still running: an inner run's verdict (a quiet runner's test
                 # prints nothing when it ends, so the verdict after it is the run's own).
                 return
-            self.closed_run = (self.run_failed, list(self.run_events.values()), self.verdict)
+            if _reports_every_failure(match):
+                self._unreported_passed()
+            if len(self.closed_runs) >= MAX_CLOSED_RUNS:
+                self.closed_runs.pop(0)  # a run that old stays judged by its own verdict
+            self.closed_runs.append((self.run_failed, list(self.run_events.values()), self.verdict))
             self.run_failed = []
             self.verdict = match
             self.outer_open = False
@@ -544,21 +563,21 @@ class LogState:
                 opened.run_passed = verdict
 
     def _verdict_was_inner(self) -> None:
-        """The verdict taken for the log's own was an inner run's: the failures reported under it were that
-        run's (the outer test that ran it is judged by the outer run), and its events on no test's lines
-        wait for the outer run's verdict."""
-        failed, events, before = self.closed_run
-        self.closed_run = ([], [], None)
-        if self.on_run is not None:
-            self.on_run("inner", None, False)
+        """The verdicts taken for the log's own since its run was last seen starting were inner runs': the
+        failures reported under them were those runs' (the outer test that ran them is judged by the outer
+        run), and their events on no test's lines wait for the outer run's verdict."""
+        closed, self.closed_runs = self.closed_runs, []
         self.tentative = None  # failures held under its short summary were its own
-        for test in failed:
-            self.failed.pop(test, None)
-            self.events.pop(("test-failure", test), None)
-        for opened in events:
-            opened.inner, opened.run_passed = True, None
-            self.run_events[id(opened)] = opened
-        self.verdict = before
+        for failed, events, before in reversed(closed):
+            if self.on_run is not None:
+                self.on_run("inner", None, False)
+            for test in failed:
+                self.failed.pop(test, None)
+                self.events.pop(("test-failure", test), None)
+            for opened in events:
+                opened.inner, opened.run_passed = True, None
+                self.run_events[id(opened)] = opened
+            self.verdict = before
 
     def _attempt_marker(self, match: Match, marker: str) -> None:
         """A supervised run started, restarted an attempt, or succeeded: a restarted attempt's events were
@@ -671,7 +690,23 @@ class LogState:
         for match in held or ():
             self._failed(match, normal_test_id(match.groups.get("test") or ""))
 
+    def _unreported_passed(self) -> None:
+        """A unittest verdict came: a test whose failure only an outcome line told, with no "FAIL:" or
+        "ERROR:" report in its run, did not fail (it printed the word itself, then passed: "FAIL", then
+        "ok")."""
+        for test in self.unreported:
+            self.failed.pop(test, None)
+            self.events.pop(("test-failure", test), None)
+            if test in self.run_failed:
+                self.run_failed.remove(test)
+        self.unreported = {}
+
     def _failed(self, match: Match, test: str) -> None:
+        if match.groups.get("header"):
+            self.unreported.pop(test, None)
+        elif match.groups.get("outcome") and is_unittest_id(test) and test not in self.failed \
+                and len(self.unreported) < MAX_FAILED_TESTS:
+            self.unreported[test] = None
         if test not in self.failed:
             if len(self.failed) < MAX_FAILED_TESTS:
                 self.failed[test] = None
@@ -928,6 +963,12 @@ def verdict_failed(verdict: Match) -> bool:
     if outcome:
         return outcome.strip().upper() not in ("OK", "SUCCESS")
     return bool(_FAILING_VERDICT.search(verdict.groups.get("summary") or verdict.text))
+
+
+def _reports_every_failure(verdict: Match) -> bool:
+    """Whether ``verdict`` is unittest's, whose run reported each failed test under a header before it."""
+    outcome = (verdict.groups.get("outcome") or "").strip()
+    return outcome in UNITTEST_VERDICT_OUTCOMES and bool(verdict.groups.get("count"))
 
 
 def _pid(match: Match) -> Optional[str]:
