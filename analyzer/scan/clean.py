@@ -104,9 +104,11 @@ _LOGGER_PREFIX = re.compile(
     # syslog, journald: the host, then the program with its pid ("python3[1234]: ") or the kernel's; the
     # stamp alone before a message ("Dec 05 01:50:10 CUDA error: ...", "... Worker-2 exitcode: -15", as
     # moreutils' ts prints) names no host and program
-    # (journalctl's short, short-precise, short-iso and short-iso-precise, rsyslog's RFC 3339 file format)
+    # (journalctl's short, short-precise, short-iso and short-iso-precise, rsyslog's RFC 3339 file format);
+    # a tag without a pid (logger -t train) only after a host name as pdsh's (below): "CUDA error: " is none
     r"(?:(?:[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d(?:\.\d+)?"
-    r"|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)) [\w.-]+ (?:[\w./@-]+\[\d+\]|kernel): "
+    r"|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)) "
+    r"(?:[\w.-]+ (?:[\w./@-]+\[\d+\]|kernel)|" + _HOST + r" [\w./@-]+): "
     r"|[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d(?:\.\d+)? "  # the same stamp alone (CircleCI, old PyTorch CI)
     # loguru's default format, "2024-01-09 18:41:23.123 | ERROR    | train:main:42 - " (loguru/_defaults.py)
     r"|\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \| (?:TRACE|DEBUG|INFO|SUCCESS|WARNING|ERROR|CRITICAL) *\| "

@@ -2,10 +2,11 @@
 
 Each prefix below is the one the tool writes, from its source or manual: Buildkite's agent's timestamp
 (an APC control string, buildkite/agent core/job_controller.go), journalctl's short-precise, short-iso
-and short-iso-precise outputs and rsyslog's RFC 3339 file format, MPICH's and Intel MPI's mpiexec
--prepend-rank ("[%r] ", hydra's prepend pattern), torchrun's log line prefix template as torch's docs
-give it ("[${rank}]:", set through TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE), and Python logging's
-"%(asctime)s %(levelname)s %(message)s" family ("%(levelname)-8s" padded to 8 columns).
+and short-iso-precise outputs, rsyslog's RFC 3339 file format, a syslog tag without a pid after a host
+name, MPICH's and Intel MPI's mpiexec -prepend-rank ("[%r] ", hydra's prepend pattern), torchrun's log
+line prefix template as torch's docs give it ("[${rank}]:", set through
+TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE), and Python logging's "%(asctime)s %(levelname)s %(message)s"
+family ("%(levelname)-8s" padded to 8 columns).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ CONTAINERS = {
     "journalctl-short-iso": b"2024-01-09T18:41:23+0000 gpu-node-3 python3[1234]: ",
     "journalctl-short-iso-precise": b"2024-01-09T18:41:23.123456+00:00 gpu-node-3 python3[1234]: ",
     "rsyslog-rfc3339": b"2024-01-09T18:41:23.123456+01:00 gpu-node-3 kernel: ",
+    "syslog-tag-without-pid": b"Nov 29 17:59:56 gpu-node-3 train: ",
     "mpich-prepend-rank": b"[3] ",
     "torchrun-rank-template": b"[7]:",
     "torchrun-rank-template-space": b"[7]: ",
@@ -55,6 +57,7 @@ def test_what_the_new_prefixes_must_not_take():
         # moreutils' ts: a stamp before a message names no host and program
         b"Nov 29 17:59:56.123 CUDA error: an illegal memory access was encountered":
             "CUDA error: an illegal memory access was encountered",
+        b"2024-01-09T18:41:23+0000 Fatal error: x": "Fatal error: x",
         # bash's job report aligns its columns: "[1]" is its job, the line is its report
         b"[1]    5606 segmentation fault  python x.py": "[1]    5606 segmentation fault  python x.py",
         # a WARNING record keeps its level (python-logged-warning-traceback reads it)
