@@ -9,12 +9,15 @@ row.
 
 Other loggers' prefixes are removed so that a rule anchored at ``^`` (a traceback's last line, "Process
 NAME:", "Segmentation fault") still finds its wording when the log went through them: journald/syslog
-(``Nov 29 17:59:56 host proc[12]: ``, or the stamp alone as CircleCI shows it), a bare date-time
-(``2026-09-17 13:40:05 ``, pm2's ``2022-11-16T13:12:10: ``), a Kubernetes container log's
+(``Nov 29 17:59:56 host proc[12]: ``, journalctl's precise and ISO stamps and rsyslog's RFC 3339 one
+before the same, a tag without a pid after a host name, or the stamp alone as CircleCI shows it), a
+bare date-time (``2026-09-17 13:40:05 ``, pm2's ``2022-11-16T13:12:10: ``; Python logging's level after
+it: ``2024-01-09 18:41:23,123 ERROR    ``), a Kubernetes container log's
 ``2024-01-09T18:41:23.123456789Z stderr F ``, a GitLab job log's ``2024-06-11T14:25:33.123456Z 00O ``,
 loguru's ``2024-01-09 18:41:23.123 | ERROR    | train:main:42 - ``, Hydra's
 ``[2024-01-09 18:41:23,123][__main__][ERROR] - ``, Jenkins' timestamper (``14:13:08 ``), docker
-buildkit (``#9 31.55 ``), Buildkite's ``[2026-01-31T04:40:19Z] ``,
+buildkit (``#9 31.55 ``), Buildkite's ``[2026-01-31T04:40:19Z] `` (its agent's own
+stamp, ``ESC _bk;t=MS BEL``, is a control string that ``strip_controls`` removes),
 Python logging's ``[2024-01-09 18:41:23,123] [ERROR] `` and ``ERROR:pkg.module:``, glog and torch's
 C++ logging at levels I, W and E (``E0325 12:00:00.123 1234 file.cpp:12] ``,
 ``[E1206 18:44:12.7 ProcessGroupNCCL.cpp:607] ``), TensorFlow's and absl's
@@ -23,7 +26,8 @@ C++ logging at levels I, W and E (``E0325 12:00:00.123 1234 file.cpp:12] ``,
 ``ERROR 08-15 17:38:13 [core.py:398] `` (older releases without the brackets), Ray's and vLLM's
 ``(EngineCore_DP0 pid=559) `` and ``(VllmWorker rank=2 pid=808339) ``, docker compose's
 ``service  | ``, torchrun ``--tee``'s ``[default0]:`` (a local rank, so it is not returned as the
-rank), pdsh's ``10.0.0.6: `` or ``worker-1: `` (DeepSpeed's multi-node launcher), Determined's trial
+rank) and its ``[${rank}]:`` template, MPICH's ``mpiexec -prepend-rank``'s ``[3] ``, pdsh's
+``10.0.0.6: `` or ``worker-1: `` (DeepSpeed's multi-node launcher), Determined's trial
 ``13047a84-9fa2-4afe-b5b4-6475139b76b3 || `` (the master's ``<>  [2021-12-07 10:43:01] 087c0ee7 || ``),
 horovodrun's ``[4]<stderr>:`` (mpirun's without the job number), srun ``--label``'s task ``0: ``
 (ctest ``-V`` numbers its tests' lines alike: a log that shows ctest's keeps them), kubectl logs
