@@ -91,8 +91,12 @@ _GITLAB_STREAM = r"(?:[0-9a-f]{2}[OE]\+? )?"
 # Python logging's level after its asctime ("%(asctime)s %(levelname)-8s %(message)s", "%(asctime)s
 # [%(levelname)s] %(message)s"); a WARNING record keeps its level, as in the cookbook's format below.
 # "%(levelname)-8s" pads the name to 8 columns: exactly that padding goes, so a traceback keeps its indent.
+# Ray's format goes on with "file.py:N -- " (its plain handler's "%(asctime)s\t%(levelname)s
+# %(filename)s:%(lineno)s -- %(message)s", a blank for the tab once pasted): the level stays with the rest
+# of that prefix, which Ray's rules read ("ERROR tune_controller.py:1331 -- Trial task failed ...").
 _LOGGING_LEVEL = (
-    r"(?:(?:DEBUG|ERROR) {4}|INFO {5}|(?:DEBUG|INFO|ERROR|CRITICAL) |\[(?:DEBUG|INFO|ERROR|CRITICAL)\] )?"
+    r"(?:(?:(?:DEBUG|ERROR) {4}|INFO {5}|(?:DEBUG|INFO|ERROR|CRITICAL) |\[(?:DEBUG|INFO|ERROR|CRITICAL)\] )"
+    r"(?![\w.-]+:\d+ -- ))?"
 )
 # GitHub's stamp.
 _TIMESTAMP = re.compile(

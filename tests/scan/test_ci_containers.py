@@ -67,6 +67,9 @@ def test_what_the_new_prefixes_must_not_take():
         b"2024-01-09 18:41:23,123 ERRORS: 3": "ERRORS: 3",
         b"[12]:x": "x",
         b"[12]  x": "[12]  x",
+        # Ray's "%(levelname)s %(filename)s:%(lineno)s -- ": the level stays with its prefix (rules read it)
+        b"2025-04-24 09:39:44,684 ERROR tune_controller.py:1331 -- Trial task failed for trial x":
+            "ERROR tune_controller.py:1331 -- Trial task failed for trial x",
         # "%(levelname)-8s": the padding goes, the message's own indent stays
         b'2024-01-09 18:41:23,123 ERROR      File "q.py", line 9, in get': '  File "q.py", line 9, in get',
     }
