@@ -10,7 +10,9 @@ A source is wrapped when the first ``SAMPLE_BYTES`` of it show the signature of 
 ``MIN_CUT_SHARE`` of the W-column rows broken inside a word or a sentence. The sample is the same
 whatever the engine's window size, so the decision is too. Rows a program drew to the full width
 (pytest's ``=== ... ===`` rules) and rows a copy padded with spaces end a line; a row of W - 1 columns
-is one whose last column held a space the copy trimmed (tmux's ``capture-pane`` does).
+is one whose last column held a space the copy trimmed (tmux's ``capture-pane`` does). When every cut of
+the sample fell on such a space, no row is W wide: the widest rows are W - 1, some of them read as a cut
+only with their space back ("... Reason:" / "Page not present"), and no narrower row was trimmed.
 
 In a wrapped source, a logical line is a run of cut rows plus the row after them (at most
 ``MAX_PIECES`` rows). Windows are re-cut so that no run is split between two windows. What the engine
@@ -49,6 +51,9 @@ _ELAPSED = re.compile(rb"\d+:\d\d:\d\d ")
 # A row ending inside a timestamp ("... AT 2020-07-11T", "2020-07-11T2", "17:09:") whose next row goes
 # on with digits: no program ends a line there.
 _INSIDE_A_STAMP = re.compile(rb"(?:\d\d-\d\dT\d{0,2}|\d:\d\d:|\d{4}-(?:\d\d-)?)$")
+# A row ending in ":", "," or ";" before a capitalised word: a sentence's punctuation, then its space,
+# which a copy trimmed from the row's end; the words are never glued so.
+_SPACE_WAS_HERE = re.compile(rb"[:,;]\n[A-Z][a-z]$")
 Piece = Tuple[int, int]  # a row of the window: its start and end offsets (no line ending)
 
 
@@ -129,9 +134,24 @@ def wrap_width(sample: bytes) -> Optional[int]:
         if width < MIN_WIDTH or longer > MAX_LONGER:
             return None
         if _cut_at(rows, widths, long_rows, width, 2 if longer else 1):
-            return width
+            return width + 1 if not longer and _trimmed_at(rows, widths, long_rows, width) else width
         longer += widths.count(width)
     return None
+
+
+def _trimmed_at(rows: List[bytes], widths: List[int], long_rows: List[int], width: int) -> bool:
+    """Whether the widest rows, ``width`` wide, are rows of a terminal one column wider whose every cut
+    fell on a space the copy trimmed: no row is ``width - 1`` wide with its own trimmed cut, and a row
+    reads as a cut only with the space back ("... Reason:" / "Page not present": no program prints
+    "Reason:Page")."""
+    evidence = False
+    for i in long_rows:
+        row, after, w = rows[i], rows[i + 1], widths[i]
+        if w == width - 1 and _cut_in_a_word(row + b" ", after):
+            return False
+        if w == width and _SPACE_WAS_HERE.search(row + b"\n" + after[:2]) and not _cut_in_a_word(row, after):
+            evidence = True
+    return evidence
 
 
 def _cut_at(rows: List[bytes], widths: List[int], long_rows: List[int], width: int, least: int) -> bool:

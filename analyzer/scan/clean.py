@@ -9,12 +9,15 @@ row.
 
 Other loggers' prefixes are removed so that a rule anchored at ``^`` (a traceback's last line, "Process
 NAME:", "Segmentation fault") still finds its wording when the log went through them: journald/syslog
-(``Nov 29 17:59:56 host proc[12]: ``, or the stamp alone as CircleCI shows it), a bare date-time
-(``2026-09-17 13:40:05 ``, pm2's ``2022-11-16T13:12:10: ``), a Kubernetes container log's
+(``Nov 29 17:59:56 host proc[12]: ``, journalctl's precise and ISO stamps and rsyslog's RFC 3339 one
+before the same, a tag without a pid after a host name, or the stamp alone as CircleCI shows it), a
+bare date-time (``2026-09-17 13:40:05 ``, pm2's ``2022-11-16T13:12:10: ``; Python logging's level after
+it: ``2024-01-09 18:41:23,123 ERROR    ``), a Kubernetes container log's
 ``2024-01-09T18:41:23.123456789Z stderr F ``, a GitLab job log's ``2024-06-11T14:25:33.123456Z 00O ``,
 loguru's ``2024-01-09 18:41:23.123 | ERROR    | train:main:42 - ``, Hydra's
 ``[2024-01-09 18:41:23,123][__main__][ERROR] - ``, Jenkins' timestamper (``14:13:08 ``), docker
-buildkit (``#9 31.55 ``), Buildkite's ``[2026-01-31T04:40:19Z] ``,
+buildkit (``#9 31.55 ``), Buildkite's ``[2026-01-31T04:40:19Z] `` (its agent's own
+stamp, ``ESC _bk;t=MS BEL``, is a control string that ``strip_controls`` removes),
 Python logging's ``[2024-01-09 18:41:23,123] [ERROR] `` and ``ERROR:pkg.module:``, glog and torch's
 C++ logging at levels I, W and E (``E0325 12:00:00.123 1234 file.cpp:12] ``,
 ``[E1206 18:44:12.7 ProcessGroupNCCL.cpp:607] ``), TensorFlow's and absl's
@@ -23,7 +26,8 @@ C++ logging at levels I, W and E (``E0325 12:00:00.123 1234 file.cpp:12] ``,
 ``ERROR 08-15 17:38:13 [core.py:398] `` (older releases without the brackets), Ray's and vLLM's
 ``(EngineCore_DP0 pid=559) `` and ``(VllmWorker rank=2 pid=808339) ``, docker compose's
 ``service  | ``, torchrun ``--tee``'s ``[default0]:`` (a local rank, so it is not returned as the
-rank), pdsh's ``10.0.0.6: `` or ``worker-1: `` (DeepSpeed's multi-node launcher), Determined's trial
+rank) and its ``[${rank}]:`` template, MPICH's ``mpiexec -prepend-rank``'s ``[3] ``, pdsh's
+``10.0.0.6: `` or ``worker-1: `` (DeepSpeed's multi-node launcher), Determined's trial
 ``13047a84-9fa2-4afe-b5b4-6475139b76b3 || `` (the master's ``<>  [2021-12-07 10:43:01] 087c0ee7 || ``),
 horovodrun's ``[4]<stderr>:`` (mpirun's without the job number), srun ``--label``'s task ``0: ``
 (ctest ``-V`` numbers its tests' lines alike: a log that shows ctest's keeps them), kubectl logs
@@ -56,9 +60,11 @@ from __future__ import annotations
 import re
 from typing import List, Optional, Tuple
 
-# CSI (colours, cursor moves), OSC terminated by BEL or ST (hyperlinks, titles), and the short
-# two-byte escapes. No branch can consume b"\n", which keeps line numbering intact.
-_ANSI = re.compile(rb"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b\n]*(?:\x07|\x1b\\)|[ -/]*[0-~])")
+# CSI (colours, cursor moves), the control strings terminated by BEL or ST (OSC's hyperlinks and titles;
+# APC, which Buildkite's agent writes before every line as its timestamp, "\x1b_bk;t=1704825683123\x07":
+# buildkite/agent core/job_controller.go; DCS, PM, SOS), and the short two-byte escapes. No branch can
+# consume b"\n", which keeps line numbering intact.
+_ANSI = re.compile(rb"\x1b(?:\[[0-?]*[ -/]*[@-~]|[\]_P^X][^\x07\x1b\n]*(?:\x07|\x1b\\)|[ -/]*[0-~])")
 # The same CSI sequences as a paste shows them when ESC went through ``cat -v``, ``less`` or a terminal
 # copy in caret notation: ``^[[36m``. "^[[" is never text of its own, so no branch can eat a word.
 _CARET_CSI = re.compile(rb"\^\[\[[0-?]*[ -/]*[@-~]")
@@ -82,6 +88,16 @@ _CRI_STREAM = r"(?:std(?:out|err) [FP] )?"
 # A GitLab job log's stream after its stamp when FF_TIMESTAMPS is on: the stream's number, O(ut) or E(rr),
 # and "+" on a line that continues the one before ("2024-06-11T14:25:33.123456Z 00O+ ").
 _GITLAB_STREAM = r"(?:[0-9a-f]{2}[OE]\+? )?"
+# Python logging's level after its asctime ("%(asctime)s %(levelname)-8s %(message)s", "%(asctime)s
+# [%(levelname)s] %(message)s"); a WARNING record keeps its level, as in the cookbook's format below.
+# "%(levelname)-8s" pads the name to 8 columns: exactly that padding goes, so a traceback keeps its indent.
+# Ray's format goes on with "file.py:N -- " (its plain handler's "%(asctime)s\t%(levelname)s
+# %(filename)s:%(lineno)s -- %(message)s", a blank for the tab once pasted): the level stays with the rest
+# of that prefix, which Ray's rules read ("ERROR tune_controller.py:1331 -- Trial task failed ...").
+_LOGGING_LEVEL = (
+    r"(?:(?:(?:DEBUG|ERROR) {4}|INFO {5}|(?:DEBUG|INFO|ERROR|CRITICAL) |\[(?:DEBUG|INFO|ERROR|CRITICAL)\] )"
+    r"(?![\w.-]+:\d+ -- ))?"
+)
 # GitHub's stamp.
 _TIMESTAMP = re.compile(
     rb"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d+Z " + (_CRI_STREAM + _GITLAB_STREAM).encode()
@@ -96,7 +112,11 @@ _LOGGER_PREFIX = re.compile(
     # syslog, journald: the host, then the program with its pid ("python3[1234]: ") or the kernel's; the
     # stamp alone before a message ("Dec 05 01:50:10 CUDA error: ...", "... Worker-2 exitcode: -15", as
     # moreutils' ts prints) names no host and program
-    r"(?:[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d [\w.-]+ (?:[\w./@-]+\[\d+\]|kernel): "
+    # (journalctl's short, short-precise, short-iso and short-iso-precise, rsyslog's RFC 3339 file format);
+    # a tag without a pid (logger -t train) only after a host name as pdsh's (below): "CUDA error: " is none
+    r"(?:(?:[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d(?:\.\d+)?"
+    r"|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)) "
+    r"(?:[\w.-]+ (?:[\w./@-]+\[\d+\]|kernel)|" + _HOST + r" [\w./@-]+): "
     r"|[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d(?:\.\d+)? "  # the same stamp alone (CircleCI, old PyTorch CI)
     # loguru's default format, "2024-01-09 18:41:23.123 | ERROR    | train:main:42 - " (loguru/_defaults.py)
     r"|\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \| (?:TRACE|DEBUG|INFO|SUCCESS|WARNING|ERROR|CRITICAL) *\| "
@@ -105,7 +125,7 @@ _LOGGER_PREFIX = re.compile(
     # and stampy's; TensorFlow's C++ logging has a space before its time, and its level after: kept below);
     # Hugging Face's examples' "%m/%d/%Y %H:%M:%S"
     r"| *\d{4}-\d\d-\d\d[ T]\d\d:\d\d(?::\d\d(?:[.,]\d+)?)?(?:Z|[+-]\d\d:?\d\d)? "
-    + _CRI_STREAM + _GITLAB_STREAM +
+    + _CRI_STREAM + _GITLAB_STREAM + _LOGGING_LEVEL +
     r"|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?: "
     r"|\d\d/\d\d/\d{4} \d\d:\d\d:\d\d "
     # what logging's "%(asctime)s - %(name)s - %(levelname)s - %(message)s" (the logging cookbook's) and
@@ -133,8 +153,14 @@ _LOGGER_PREFIX = re.compile(
     r"|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \[?[\w./-]+:\d+\] "
     r"|(?P<process>\((?:[\w.-]+ )*(?:rank=\d+ )?pid=\d+)(?:, ip=[\d.]+)?\) "  # Ray's, vLLM's "(Name pid=1) "
     r"|[\w.-]+ +\| "  # docker compose's "service  | "
-    r"|(?P<tee>\[[A-Za-z_]\w*?\d+\]:) ?"  # torchrun --tee's "[default0]:" (role and *local* rank: not a rank)
-    r"|\[\d+\] (?=\[rank\d+\]:)"  # a pid tag before torch's "[rank3]:"
+    # torchrun --tee's "[default0]:" (role and *local* rank: not a rank), and the "[${rank}]:" that torch's
+    # docs give as its log line prefix template (TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE; torch/distributed/
+    # elastic/agent/server/local_elastic_agent.py)
+    r"|(?P<tee>\[(?:[A-Za-z_]\w*?)?\d+\]:) ?"
+    # MPICH's and Intel MPI's mpiexec -prepend-rank (-l): "[3] " (hydra's prepend pattern "[%r] "), or a pid
+    # tag before torch's "[rank3]:". Not a speaker: a log viewer's line numbers read the same ("[1824] ").
+    # Bash's job report ("[1]    5606 segmentation fault") aligns its columns with more blanks.
+    r"|\[\d+\] (?=\S)"
     # Determined's trial (or container) before each line of it, after the master's own stamp
     r"|(?:<> +\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\] )?"
     r"(?P<trial>[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}|[0-9a-f]{8}) \|\| "
