@@ -927,7 +927,7 @@ class LogState:
             dropped=tuple(sorted(self.dropped.items())),
             final_verdict=final_verdict,
             unfinished=unfinished,
-            open_run=self.run_started if self.run_framed and final_verdict is None and unfinished is None else 0,
+            open_run=self.run_started if self.run_framed and final_verdict is None and not unfinished else 0,
             cut_short_by_verdict=final if final_verdict is not None and final is not None
             and not final.finished and not final.xdist and final.line < final_verdict.line else None,
             last_traceback=self.last_traceback,
