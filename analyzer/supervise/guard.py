@@ -18,6 +18,7 @@ unless the kernel refused SIGKILL or the signal itself (then it is reported, nev
 from __future__ import annotations
 
 import fcntl
+import functools
 import os
 import secrets
 import select
@@ -89,6 +90,15 @@ STOP_SIGNALS = (signal.SIGTSTP, signal.SIGTTIN, signal.SIGTTOU)
 # SGR 0, G0 back to ASCII, shift in (SI): a terminal's look after the command's echo, without moving
 # the cursor or leaving an alternate screen (the command's output stays where it is).
 SGR_RESET = b"\x1b[0m\x1b(B\x0f"
+COMMANDS_LEFT_STOPPED_TITLE = (
+    "The command left GitHub's workflow commands stopped: the annotations are not shown"
+)
+COMMANDS_LEFT_STOPPED = (
+    "With --allow-workflow-commands the command's own ::stop-commands:: reaches the runner, and the command "
+    "stopped workflow commands with a token that no line can resume (one with a space or '::' in it), or "
+    "with a line too long for the guard to follow. The runner shows every annotation after it, the guard's "
+    "included, as plain text: the verdict and findings are in this report and the job summary.\n"
+)
 NO_PRIVATE_COPY_TITLE = "The logs could not be kept privately: a log rewritten in place goes unnoticed"
 NO_PRIVATE_COPY = (
     "The file system of {log_dir} does not support O_TMPFILE (overlayfs before Linux 6.6, NFS, some FUSE "
@@ -626,6 +636,7 @@ def supervise(options: GuardOptions) -> Supervision:
     # stdout cannot cover stderr: inside the fence the command's stderr is echoed on stdout too.
     err_console = out_console if stop_commands else Console(2)
     consoles = [out_console] if err_console is out_console else [out_console, err_console]
+    follower = _follow_the_commands_commands(options, out_console, err_console)
     wake_read, wake_write = os.pipe()
     os.set_blocking(wake_write, False)
     cancel = _Cancel(wake_write)
@@ -688,6 +699,8 @@ def supervise(options: GuardOptions) -> Supervision:
             _say_what_the_console_missed(run.pumps)
         if fenced:
             out_console.write_own(workflow.resume_line(stop_token))
+        if follower is not None:
+            _undo_the_commands_workflow_state(follower, out_console, run.diagnostics)
         # The handlers stay until the logs are back: a cancel during the restore (a compare of up to
         # 256 MiB per log) would otherwise meet the default action, and KeyboardInterrupt or SIGTERM
         # lost the report of a run that had ended.
@@ -803,6 +816,30 @@ def _flush(stream: object) -> None:
         stream.flush()  # type: ignore[attr-defined]
     except (AttributeError, OSError, ValueError):
         pass
+
+
+def _follow_the_commands_commands(options: GuardOptions, out_console: Console,
+                                  err_console: Console) -> Optional[workflow.CommandFollower]:
+    """A follower of the workflow commands the command issues itself, where the guard lets them through
+    under GitHub Actions (``--allow-workflow-commands``); None elsewhere."""
+    if not (options.echo and options.allow_workflow_commands and os.environ.get("GITHUB_ACTIONS") == "true"):
+        return None
+    follower = workflow.CommandFollower()
+    out_console.follow = functools.partial(follower.feed, "stdout")
+    if err_console is not out_console:
+        err_console.follow = functools.partial(follower.feed, "stderr")
+    return follower
+
+
+def _undo_the_commands_workflow_state(follower: workflow.CommandFollower, console: Console,
+                                      diagnostics: List[Diagnostic]) -> None:
+    """Resume the workflow commands the command stopped, and close the group it left open, before the
+    guard's own annotations; say so in the report where that cannot be done."""
+    lines, restored = follower.closing_lines()
+    if lines:
+        console.write_own(lines)
+    if not restored:
+        diagnostics.append(Diagnostic(COMMANDS_LEFT_STOPPED_TITLE, COMMANDS_LEFT_STOPPED))
 
 
 def _end_partial_lines(consoles: Sequence[Console]) -> None:
