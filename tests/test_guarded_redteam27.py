@@ -104,3 +104,79 @@ def test_a_stop_token_past_what_the_follower_keeps_of_a_line_is_said_to_be_unkno
     legacy = CommandFollower()
     legacy.feed("stdout", b"x" * LINE_HEAD_BYTES + b"##[group]late\n")
     assert legacy.closing_lines()[1] is False
+
+
+# -- 2. the tools the guard runs at a timeout are the ones it found before the command ran ------------
+
+def _a_venv_of_our_own(tmp_path: Path) -> Path:
+    """A virtualenv like the action's private one, with this interpreter's packages and a real py-spy
+    beside its python: files the command may write, as the action's venv under $RUNNER_TEMP is."""
+    import sysconfig
+
+    from analyzer.supervise.snapshot import PY_SPY_NAME, find_tool
+
+    py_spy = find_tool(PY_SPY_NAME)
+    if py_spy is None:
+        pytest.skip("py-spy is not installed")
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    where = "import sysconfig; print(sysconfig.get_paths()['purelib'])"
+    site = subprocess.run([str(venv / "bin" / "python"), "-c", where],
+                          check=True, capture_output=True, text=True).stdout.strip()
+    Path(site, "outer.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    (venv / "bin" / PY_SPY_NAME).write_bytes(Path(py_spy).read_bytes())
+    (venv / "bin" / PY_SPY_NAME).chmod(0o755)
+    return venv / "bin" / "python"
+
+
+def test_tools_the_command_replaced_are_not_run_as_the_guards_helpers(tmp_path):
+    # Before: at the timeout the guard ran the command's script as its py-spy (and would have run its
+    # nvidia-smi from a PATH directory), with the guard's environment: the real GITHUB_OUTPUT, outside
+    # the command's cgroup; the stacks it parsed were the script's.
+    python = _a_venv_of_our_own(tmp_path)
+    writable_on_path = tmp_path / "local-bin"  # as ~/.local/bin on a hosted runner's PATH
+    writable_on_path.mkdir()
+    output, marker = tmp_path / "github_output", tmp_path / "planted-ran"
+    output.write_bytes(b"")
+    env = dict(os.environ, GITHUB_ACTIONS="true", RUNNER_TEMP=str(tmp_path), GITHUB_OUTPUT=str(output),
+               PYTHONPATH=str(ROOT), PATH=f"{writable_on_path}{os.pathsep}{os.environ['PATH']}")
+    proc = subprocess.run(
+        [str(python), "-m", "analyzer", "run", "--format", "github", "--github-output", str(output),
+         "--json", str(tmp_path / "report.json"), "--log-dir", str(tmp_path / "logs"),
+         "--timeout", "3s", "--kill-grace", "1s", "--",
+         sys.executable, str(BIN / "plant_the_guards_helpers.py"), str(marker)],
+        cwd=str(tmp_path), env=env, capture_output=True, timeout=120,
+    )
+    log = (tmp_path / "logs" / "stdout.log").read_text()
+    assert "planted" in log and (writable_on_path / "nvidia-smi").exists(), log
+    assert proc.returncode == 124, proc.stdout[-2000:]
+    assert not marker.exists(), marker.read_text()
+    report = json.loads((tmp_path / "report.json").read_text())
+    [hang] = [finding for finding in report["findings"] if finding["rule"] == "guard-timeout"]
+    assert "plant_the_guards_helpers.py" in hang["message"], hang["message"]  # the real py-spy's stack
+    assert not (tmp_path / "logs" / "gpu.txt").exists()  # no nvidia-smi when the guard started
+    assert b"verdict=pass" not in output.read_bytes()
+
+
+def test_a_kept_tool_is_the_file_as_it_was_found(tmp_path):
+    from analyzer.supervise.snapshot import keep_tool
+
+    binary = tmp_path / "tool"
+    binary.write_bytes(Path("/bin/true").read_bytes())
+    binary.chmod(0o755)
+    kept = keep_tool(str(binary))
+    try:
+        binary.write_bytes(b"#!/bin/sh\nexit 7\n")  # rewritten in place: the same inode
+        assert subprocess.run([kept.argv0(through_sudo=False)], pass_fds=kept.pass_fds).returncode == 0
+        assert kept.argv0(through_sudo=True) == f"/proc/{os.getpid()}/fd/{kept.fd}"
+    finally:
+        kept.close()
+    script = tmp_path / "script"
+    script.write_text("#!/bin/sh\nexit 3\n")
+    script.chmod(0o755)
+    kept = keep_tool(str(script))
+    try:
+        os.replace(binary, script)  # replaced by another file: the kept one still runs
+        assert subprocess.run([kept.argv0(through_sudo=False)], pass_fds=kept.pass_fds).returncode == 3
+    finally:
+        kept.close()

@@ -227,6 +227,7 @@ class _Run:
         self.token = spawn.new_tree_token()
         self.protect_pgid = spawn.own_process_group()
         self.helper_pids: List[int] = []
+        self.tools = snapshot.Tools(None, None, None)  # found in ``start``, before the command runs
         self.findings: List[Finding] = []
         self.diagnostics: List[Diagnostic] = []
         self.unkillable: Dict[int, ProcessInfo] = {}
@@ -256,6 +257,7 @@ class _Run:
         # a process that runs the guard again, already a subreaper, the live scanner is one of them.
         guard_pid = os.getpid()
         self.helper_pids.extend(pid for pid, stat in tree.all_stats().items() if stat.ppid == guard_pid)
+        self.tools = snapshot.find_tools()
         self.started = time.monotonic()
         try:
             self.proc = spawn.start(self.options.argv, env, before_exec=self.containment.before_exec())
@@ -414,7 +416,8 @@ class _Run:
         gpu_box: List[Optional[snapshot.GpuSnapshot]] = [None]
         with self.reaper.paused():  # no helper may be reaped before its pid is known
             gpu_thread: Optional[threading.Thread] = threading.Thread(
-                target=lambda: gpu_box.__setitem__(0, snapshot.gpu_snapshot(dump_s, self.helper_pids)),
+                target=lambda: gpu_box.__setitem__(
+                    0, snapshot.gpu_snapshot(dump_s, self.helper_pids, self.tools)),
                 daemon=True,
             )
             try:
@@ -422,7 +425,7 @@ class _Run:
             except RuntimeError:  # "can't start new thread": the tree took the user's last processes
                 gpu_thread = None
             # Every dump at once, under one bound: 16 ranks cost about what one does.
-            dumps, native = snapshot.dump_all(python_pids, pausable, dump_s, self.helper_pids)
+            dumps, native = snapshot.dump_all(python_pids, pausable, dump_s, self.helper_pids, self.tools)
             if gpu_thread is not None:
                 gpu_thread.join(deadline.within(0.5))
         return diagnosis.Evidence(tuple(infos), tuple(dumps), tuple(native), gpu_box[0], skipped)
@@ -687,6 +690,7 @@ def supervise(options: GuardOptions) -> Supervision:
             raise
         finally:
             run.finish_containment()
+            run.tools.close()
     finally:
         for fd in [*log_fds.values(), *copy_fds.values()]:  # never handed to a pump: it could not start
             if fd >= 0:
