@@ -180,3 +180,36 @@ def test_a_kept_tool_is_the_file_as_it_was_found(tmp_path):
         assert subprocess.run([kept.argv0(through_sudo=False)], pass_fds=kept.pass_fds).returncode == 3
     finally:
         kept.close()
+
+
+# -- 3. a terminal the killed command left without echo gets its modes back -------------------------
+
+def test_a_prompt_killed_at_the_timeout_does_not_leave_the_terminal_without_echo(tmp_path):
+    # Before: the guard killed the command inside getpass and returned 124 with the user's terminal
+    # still -echo (and a prompt's -icanon): the shell after it showed nothing that was typed.
+    import pty
+    import termios
+
+    pid, fd = pty.fork()
+    if pid == 0:  # the guard, the pty its console and its stdin, as in an interactive shell
+        os.environ["PYTHONPATH"] = str(ROOT)
+        os.execv(sys.executable, [
+            sys.executable, "-m", "analyzer", "run", "--log-dir", str(tmp_path / "logs"), "--timeout", "2s",
+            "--kill-grace", "1s", "--", sys.executable, str(BIN / "password_prompt.py"),
+        ])
+    before = termios.tcgetattr(fd)
+    out = b""
+    while True:
+        try:
+            chunk = os.read(fd, 1 << 16)
+        except OSError:  # EIO: the guard closed the pty
+            break
+        if not chunk:
+            break
+        out += chunk
+    after = termios.tcgetattr(fd)
+    os.close(fd)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 124, out
+    assert b"Enter your token" in out  # the command did reach its prompt
+    assert after[3] & termios.ECHO and after == before, (before, after)

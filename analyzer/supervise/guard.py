@@ -26,6 +26,7 @@ import stat
 import signal
 import subprocess
 import sys
+import termios
 import threading
 import time
 from dataclasses import dataclass
@@ -629,6 +630,7 @@ def supervise(options: GuardOptions) -> Supervision:
         for stream, view in own_views.items():
             options.on_log_ready(stream, _reopen_read_only(view))
     spawn.become_subreaper()
+    terminal_modes = _terminal_modes()
     stop_token = workflow.stop_token()
     stop_commands = options.echo and workflow.should_stop_commands(
         os.environ, options.allow_workflow_commands
@@ -697,6 +699,7 @@ def supervise(options: GuardOptions) -> Supervision:
                 os.close(fd)
         for console in consoles:
             console.cut(CONSOLE_CUT_WAIT_S)
+        _restore_terminal_modes(terminal_modes)
         if options.echo:
             # The report follows on the console; it must not start in the middle of the command's line.
             _end_partial_lines(consoles)
@@ -844,6 +847,34 @@ def _undo_the_commands_workflow_state(follower: workflow.CommandFollower, consol
         console.write_own(lines)
     if not restored:
         diagnostics.append(Diagnostic(COMMANDS_LEFT_STOPPED_TITLE, COMMANDS_LEFT_STOPPED))
+
+
+def _terminal_modes() -> Dict[int, list]:
+    """The termios settings of each of the guard's standard descriptors that is a terminal."""
+    modes = {}
+    for fd in (0, 1, 2):
+        try:
+            modes[fd] = termios.tcgetattr(fd)
+        except (termios.error, OSError):  # not a terminal, or closed
+            pass
+    return modes
+
+
+def _restore_terminal_modes(modes: Dict[int, list]) -> None:
+    """Put back the terminal settings the command changed and could not restore itself.
+
+    The command inherits the guard's terminal as stdin and may set its modes (``getpass`` turns echo
+    off, a prompt or a pager turns off canonical input); killed at a timeout while it waited there, it
+    left the user's shell without echo. Only while the guard's group is the terminal's foreground one:
+    a background process that sets terminal modes is sent SIGTTOU (termios(3)), and the modes are then
+    not the guard's to set.
+    """
+    for fd, saved in modes.items():
+        try:
+            if os.tcgetpgrp(fd) == os.getpgrp() and termios.tcgetattr(fd) != saved:
+                termios.tcsetattr(fd, termios.TCSANOW, saved)
+        except (termios.error, OSError):  # not our controlling terminal, or gone
+            pass
 
 
 def _end_partial_lines(consoles: Sequence[Console]) -> None:
