@@ -182,34 +182,44 @@ def test_a_kept_tool_is_the_file_as_it_was_found(tmp_path):
         kept.close()
 
 
-# -- 3. a terminal the killed command left without echo gets its modes back -------------------------
+# -- 3. a terminal the killed command left without echo, or non-blocking, is put back ------------------
 
-def test_a_prompt_killed_at_the_timeout_does_not_leave_the_terminal_without_echo(tmp_path):
-    # Before: the guard killed the command inside getpass and returned 124 with the user's terminal
-    # still -echo (and a prompt's -icanon): the shell after it showed nothing that was typed.
+SHOW_THE_TERMINAL = (
+    "import fcntl, os, termios; mode = termios.tcgetattr(0); "
+    "print('after the guard: echo', bool(mode[3] & termios.ECHO),"
+    " 'canonical', bool(mode[3] & termios.ICANON),"
+    " 'nonblocking', bool(fcntl.fcntl(0, fcntl.F_GETFL) & os.O_NONBLOCK))"
+)
+
+
+@pytest.mark.parametrize("how", ["echo-off", "nonblocking"])
+def test_a_prompt_killed_at_the_timeout_does_not_leave_the_terminal_broken(tmp_path, how):
+    # Before: the guard killed the command at its prompt and returned 124 with the user's terminal
+    # still without echo (getpass), or non-blocking (the open file description the shell shares), so
+    # the shell after it showed nothing typed, or its next reader failed with EAGAIN.
     import pty
-    import termios
+    import shlex
 
+    guard = [sys.executable, "-m", "analyzer", "run", "--log-dir", str(tmp_path / "logs"), "--timeout", "2s",
+             "--kill-grace", "1s", "--", sys.executable, str(BIN / "password_prompt.py"), how]
+    # As an interactive shell runs it: the pty is the shell's terminal and stdin, and the program after
+    # the guard reads the same open file description of it.
+    show = f"{shlex.quote(sys.executable)} -c {shlex.quote(SHOW_THE_TERMINAL)}"
+    line = f"{shlex.join(guard)}; echo status=$?; {show}"
     pid, fd = pty.fork()
-    if pid == 0:  # the guard, the pty its console and its stdin, as in an interactive shell
+    if pid == 0:
         os.environ["PYTHONPATH"] = str(ROOT)
-        os.execv(sys.executable, [
-            sys.executable, "-m", "analyzer", "run", "--log-dir", str(tmp_path / "logs"), "--timeout", "2s",
-            "--kill-grace", "1s", "--", sys.executable, str(BIN / "password_prompt.py"),
-        ])
-    before = termios.tcgetattr(fd)
+        os.execv("/bin/sh", ["sh", "-c", line])
     out = b""
     while True:
         try:
             chunk = os.read(fd, 1 << 16)
-        except OSError:  # EIO: the guard closed the pty
+        except OSError:  # EIO: the last holder of the pty closed it
             break
         if not chunk:
             break
         out += chunk
-    after = termios.tcgetattr(fd)
     os.close(fd)
-    _, status = os.waitpid(pid, 0)
-    assert os.waitstatus_to_exitcode(status) == 124, out
-    assert b"Enter your token" in out  # the command did reach its prompt
-    assert after[3] & termios.ECHO and after == before, (before, after)
+    os.waitpid(pid, 0)
+    assert b"Enter your token" in out and b"status=124" in out, out  # it did wait at its prompt
+    assert b"after the guard: echo True canonical True nonblocking False" in out, out[-600:]

@@ -849,30 +849,36 @@ def _undo_the_commands_workflow_state(follower: workflow.CommandFollower, consol
         diagnostics.append(Diagnostic(COMMANDS_LEFT_STOPPED_TITLE, COMMANDS_LEFT_STOPPED))
 
 
-def _terminal_modes() -> Dict[int, list]:
-    """The termios settings of each of the guard's standard descriptors that is a terminal."""
+def _terminal_modes() -> Dict[int, Tuple[list, int]]:
+    """The termios settings and file status flags of each standard descriptor that is a terminal."""
     modes = {}
     for fd in (0, 1, 2):
         try:
-            modes[fd] = termios.tcgetattr(fd)
+            modes[fd] = (termios.tcgetattr(fd), fcntl.fcntl(fd, fcntl.F_GETFL))
         except (termios.error, OSError):  # not a terminal, or closed
             pass
     return modes
 
 
-def _restore_terminal_modes(modes: Dict[int, list]) -> None:
+def _restore_terminal_modes(modes: Dict[int, Tuple[list, int]]) -> None:
     """Put back the terminal settings the command changed and could not restore itself.
 
-    The command inherits the guard's terminal as stdin and may set its modes (``getpass`` turns echo
-    off, a prompt or a pager turns off canonical input); killed at a timeout while it waited there, it
-    left the user's shell without echo. Only while the guard's group is the terminal's foreground one:
-    a background process that sets terminal modes is sent SIGTTOU (termios(3)), and the modes are then
-    not the guard's to set.
+    The command inherits the guard's terminal as stdin, and its open file description with it: it may
+    set the terminal's modes (``getpass`` turns echo off, a prompt or a pager canonical input) or make
+    it non-blocking (as Node.js does with its stdin); killed at a timeout while it waited there, it
+    left the user's shell without echo, or its next reader failing with EAGAIN. Only while the guard's
+    group is the terminal's foreground one: a background process that sets terminal modes is sent
+    SIGTTOU (termios(3)), and the terminal is then not the guard's to set.
     """
-    for fd, saved in modes.items():
+    for fd, (saved, flags) in modes.items():
         try:
-            if os.tcgetpgrp(fd) == os.getpgrp() and termios.tcgetattr(fd) != saved:
+            if os.tcgetpgrp(fd) != os.getpgrp():
+                continue
+            if termios.tcgetattr(fd) != saved:
                 termios.tcsetattr(fd, termios.TCSANOW, saved)
+            now = fcntl.fcntl(fd, fcntl.F_GETFL)
+            if (now ^ flags) & os.O_NONBLOCK:
+                fcntl.fcntl(fd, fcntl.F_SETFL, (now & ~os.O_NONBLOCK) | (flags & os.O_NONBLOCK))
         except (termios.error, OSError):  # not our controlling terminal, or gone
             pass
 
