@@ -95,6 +95,33 @@ def test_the_follower_reads_lines_as_the_runner_does():
     assert follower.closing_lines() == (b"\n::last::\n", True)
 
 
+def test_the_follower_reads_a_chunk_of_many_lines_as_it_reads_them_one_by_one():
+    # A chunk's whole lines are searched for candidates only (the echo of a flood goes through it):
+    # whatever the cuts, the state is the one the line-by-line reading gives.
+    import random
+    import re
+
+    from analyzer.supervise.workflow import CommandFollower
+
+    def state(pieces):
+        follower = CommandFollower()
+        for piece in pieces:
+            follower.feed("stdout", piece)
+        return follower.closing_lines(), follower.stop_token, follower.group_open
+
+    atoms = [b"::group::g", b"::endgroup::", b"::stop-commands::tok", b"::tok::", b"##[tok]", b"x ##[group]y",
+             b"  ::group::z", b"\xc2\xa0::endgroup::", b"a::b", b"::stop-commands::a b", b"##[group]", b"",
+             b"\t::STOP-COMMANDS::T2", b"::t2::", b"t.py::test_x PASSED"]
+    chooser = random.Random(27)
+    for _ in range(2000):
+        lines = [chooser.choice(atoms) for _ in range(chooser.randint(1, 14))]
+        data = b"".join(line + chooser.choice([b"\n", b"\r", b"\r\n"]) for line in lines)
+        cuts = sorted(chooser.sample(range(1, len(data)), min(len(data) - 1, chooser.randint(0, 4))))
+        chunks = [data[a:b] for a, b in zip([0, *cuts], [*cuts, len(data)])]
+        one_by_one = [piece for piece in re.split(rb"([\r\n])", data) if piece]
+        assert state(chunks) == state(one_by_one), (data, cuts)
+
+
 def test_a_stop_token_past_what_the_follower_keeps_of_a_line_is_said_to_be_unknown():
     from analyzer.supervise.workflow import LINE_HEAD_BYTES, CommandFollower
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import secrets
 import threading
-from typing import Dict, FrozenSet, Mapping, Optional, Tuple
+from typing import Dict, FrozenSet, List, Mapping, Optional, Tuple
 
 
 def stop_token() -> str:
@@ -61,6 +61,12 @@ _LINE_END = re.compile(rb"[\r\n]")
 # and a test's single line may be a gigabyte.
 LINE_HEAD_BYTES = 64 * 1024
 _LEGACY_MARK = b"##["
+# A line the runner may take for a command: "::" after leading whitespace (the runner's TrimStart,
+# Unicode spaces included, in UTF-8) or "##[" anywhere. Found from a line end with a literal first
+# byte, which Python's re searches for fast (a character class first ran at 20 MB/s on a flood).
+_LEADING_SPACE = (rb"(?:[ \t\x0b\x0c\x1c-\x1f]|\xc2[\x85\xa0]|\xe1\x9a\x80|\xe2\x80[\x80-\x8a\xa8\xa9\xaf]"
+                  rb"|\xe2\x81\x9f|\xe3\x80\x80)*::")
+_COMMAND_AFTER_LINE_END = (re.compile(b"\n" + _LEADING_SPACE), re.compile(b"\r" + _LEADING_SPACE))
 
 
 def _unescape(text: str, table: Tuple[Tuple[str, str], ...]) -> str:
@@ -112,13 +118,31 @@ class CommandFollower:
         self.unknown = False  # a line too long to follow may have held a command
 
     def feed(self, stream: str, data: bytes) -> None:
-        """Follow ``data``, as it reached the console of ``stream`` (``stdout`` or ``stderr``)."""
+        """Follow ``data``, as it reached the console of ``stream`` (``stdout`` or ``stderr``).
+
+        Only the lines the runner could take for a command are parsed (the echo of a flood goes
+        through here): the line the last call left open, the one this leaves open, and the whole
+        lines in between that hold a candidate (``_CANDIDATE``).
+        """
         with self._lock:
-            pieces = _LINE_END.split(data)
-            for piece in pieces[:-1]:
-                self._add(stream, piece)
-                self._end_line(stream)
-            self._add(stream, pieces[-1])
+            first = _LINE_END.search(data)
+            if first is None:
+                self._add(stream, data)
+                return
+            self._add(stream, data[: first.start()])
+            self._end_line(stream)
+            last = max(data.rfind(b"\n"), data.rfind(b"\r"))
+            done = first.end()
+            for where in _candidates(data, first.start(), last):
+                if where < done:
+                    continue  # in a line already read
+                begin = max(data.rfind(b"\n", done, where), data.rfind(b"\r", done, where), done - 1) + 1
+                end = _LINE_END.search(data, where, last + 1).start()
+                line = data[begin:end]
+                dropped = line[LINE_HEAD_BYTES:]
+                self._line(line[:LINE_HEAD_BYTES], bool(dropped), _LEGACY_MARK in dropped)
+                done = end + 1
+            self._add(stream, data[last + 1:])
 
     def _add(self, stream: str, piece: bytes) -> None:
         head = self._heads.setdefault(stream, bytearray())
@@ -135,6 +159,11 @@ class CommandFollower:
         cut = stream in self._dropped_tail
         marked = self._dropped_mark.pop(stream, False)
         self._dropped_tail.pop(stream, None)
+        self._line(bytes(head), cut, marked)
+
+    def _line(self, head: bytes, cut: bool, marked: bool) -> None:
+        """One whole line: its first ``LINE_HEAD_BYTES`` bytes, whether more followed, and whether what
+        followed held a legacy ``##[``."""
         registered = _REGISTERED_COMMANDS | ({self.stop_token.lower()} if self.stop_token else frozenset())
         command = parse_command(head.decode("utf-8", "replace"), registered)
         if command is None:
@@ -176,6 +205,18 @@ class CommandFollower:
             if self.group_open:
                 out += b"::endgroup::\n"
             return out, restored
+
+
+def _candidates(data: bytes, start: int, stop: int) -> List[int]:
+    """Where lines that may be commands start (after the line end at ``start``), or where their "##["
+    is, in ``data[start:stop]``; in order."""
+    found = [match.start() + 1 for pattern in _COMMAND_AFTER_LINE_END
+             for match in pattern.finditer(data, start, stop)]
+    mark = data.find(_LEGACY_MARK, start, stop)
+    while mark >= 0:
+        found.append(mark)
+        mark = data.find(_LEGACY_MARK, mark + len(_LEGACY_MARK), stop)
+    return sorted(found)
 
 
 def _resume_line_for(token: str) -> Optional[bytes]:
