@@ -228,7 +228,7 @@ class _Run:
         self.token = spawn.new_tree_token()
         self.protect_pgid = spawn.own_process_group()
         self.helper_pids: List[int] = []
-        self.tools = snapshot.Tools(None, None, None)  # found in ``start``, before the command runs
+        self.tools = snapshot.Tools(None, None, None)  # as ``supervise`` found them before the command
         self.findings: List[Finding] = []
         self.diagnostics: List[Diagnostic] = []
         self.unkillable: Dict[int, ProcessInfo] = {}
@@ -258,7 +258,6 @@ class _Run:
         # a process that runs the guard again, already a subreaper, the live scanner is one of them.
         guard_pid = os.getpid()
         self.helper_pids.extend(pid for pid, stat in tree.all_stats().items() if stat.ppid == guard_pid)
-        self.tools = snapshot.find_tools()
         self.started = time.monotonic()
         try:
             self.proc = spawn.start(self.options.argv, env, before_exec=self.containment.before_exec())
@@ -620,6 +619,9 @@ def supervise(options: GuardOptions) -> Supervision:
             raise
         problem = err.strerror or err
         raise UsageError(f"--log-dir: cannot write logs in {options.log_dir!r}: {problem}") from err
+    # Before the command, and before the scanner forks: copying py-spy takes a few milliseconds, which
+    # would part the scanner's start from the command's (see _Run.start on their clock tick).
+    tools = snapshot.find_tools()
     # The guard's own read-only view of each log: the path is the command's to tamper with, and so is
     # the file it names (a same-user command can truncate or rewrite it in place), so where the file
     # system allows the view is of a private copy the pump writes first; it becomes the log at the end.
@@ -647,6 +649,7 @@ def supervise(options: GuardOptions) -> Supervision:
     cancel = _Cancel(wake_write)
     run = _Run(options, cancel)
     run.dir_fd = dir_fd
+    run.tools = tools
     if any(fd < 0 for fd in copy_fds.values()):
         no_copy = NO_PRIVATE_COPY.format(log_dir=options.log_dir)
         run.diagnostics.append(Diagnostic(NO_PRIVATE_COPY_TITLE, no_copy))
