@@ -18,6 +18,7 @@ unless the kernel refused SIGKILL or the signal itself (then it is reported, nev
 from __future__ import annotations
 
 import fcntl
+import functools
 import os
 import secrets
 import select
@@ -25,6 +26,7 @@ import stat
 import signal
 import subprocess
 import sys
+import termios
 import threading
 import time
 from dataclasses import dataclass
@@ -89,6 +91,15 @@ STOP_SIGNALS = (signal.SIGTSTP, signal.SIGTTIN, signal.SIGTTOU)
 # SGR 0, G0 back to ASCII, shift in (SI): a terminal's look after the command's echo, without moving
 # the cursor or leaving an alternate screen (the command's output stays where it is).
 SGR_RESET = b"\x1b[0m\x1b(B\x0f"
+COMMANDS_LEFT_STOPPED_TITLE = (
+    "The command left GitHub's workflow commands stopped: the annotations are not shown"
+)
+COMMANDS_LEFT_STOPPED = (
+    "With --allow-workflow-commands the command's own ::stop-commands:: reaches the runner, and the command "
+    "stopped workflow commands with a token that no line can resume (one with a space or '::' in it), or "
+    "with a line too long for the guard to follow. The runner shows every annotation after it, the guard's "
+    "included, as plain text: the verdict and findings are in this report and the job summary.\n"
+)
 NO_PRIVATE_COPY_TITLE = "The logs could not be kept privately: a log rewritten in place goes unnoticed"
 NO_PRIVATE_COPY = (
     "The file system of {log_dir} does not support O_TMPFILE (overlayfs before Linux 6.6, NFS, some FUSE "
@@ -217,6 +228,7 @@ class _Run:
         self.token = spawn.new_tree_token()
         self.protect_pgid = spawn.own_process_group()
         self.helper_pids: List[int] = []
+        self.tools = snapshot.Tools(None, None, None)  # as ``supervise`` found them before the command
         self.findings: List[Finding] = []
         self.diagnostics: List[Diagnostic] = []
         self.unkillable: Dict[int, ProcessInfo] = {}
@@ -404,7 +416,8 @@ class _Run:
         gpu_box: List[Optional[snapshot.GpuSnapshot]] = [None]
         with self.reaper.paused():  # no helper may be reaped before its pid is known
             gpu_thread: Optional[threading.Thread] = threading.Thread(
-                target=lambda: gpu_box.__setitem__(0, snapshot.gpu_snapshot(dump_s, self.helper_pids)),
+                target=lambda: gpu_box.__setitem__(
+                    0, snapshot.gpu_snapshot(dump_s, self.helper_pids, self.tools)),
                 daemon=True,
             )
             try:
@@ -412,7 +425,7 @@ class _Run:
             except RuntimeError:  # "can't start new thread": the tree took the user's last processes
                 gpu_thread = None
             # Every dump at once, under one bound: 16 ranks cost about what one does.
-            dumps, native = snapshot.dump_all(python_pids, pausable, dump_s, self.helper_pids)
+            dumps, native = snapshot.dump_all(python_pids, pausable, dump_s, self.helper_pids, self.tools)
             if gpu_thread is not None:
                 gpu_thread.join(deadline.within(0.5))
         return diagnosis.Evidence(tuple(infos), tuple(dumps), tuple(native), gpu_box[0], skipped)
@@ -606,6 +619,9 @@ def supervise(options: GuardOptions) -> Supervision:
             raise
         problem = err.strerror or err
         raise UsageError(f"--log-dir: cannot write logs in {options.log_dir!r}: {problem}") from err
+    # Before the command, and before the scanner forks: copying py-spy takes a few milliseconds, which
+    # would part the scanner's start from the command's (see _Run.start on their clock tick).
+    tools = snapshot.find_tools()
     # The guard's own read-only view of each log: the path is the command's to tamper with, and so is
     # the file it names (a same-user command can truncate or rewrite it in place), so where the file
     # system allows the view is of a private copy the pump writes first; it becomes the log at the end.
@@ -616,6 +632,7 @@ def supervise(options: GuardOptions) -> Supervision:
         for stream, view in own_views.items():
             options.on_log_ready(stream, _reopen_read_only(view))
     spawn.become_subreaper()
+    terminal_modes = _terminal_modes()
     stop_token = workflow.stop_token()
     stop_commands = options.echo and workflow.should_stop_commands(
         os.environ, options.allow_workflow_commands
@@ -626,11 +643,13 @@ def supervise(options: GuardOptions) -> Supervision:
     # stdout cannot cover stderr: inside the fence the command's stderr is echoed on stdout too.
     err_console = out_console if stop_commands else Console(2)
     consoles = [out_console] if err_console is out_console else [out_console, err_console]
+    follower = _follow_the_commands_commands(options, out_console, err_console)
     wake_read, wake_write = os.pipe()
     os.set_blocking(wake_write, False)
     cancel = _Cancel(wake_write)
     run = _Run(options, cancel)
     run.dir_fd = dir_fd
+    run.tools = tools
     if any(fd < 0 for fd in copy_fds.values()):
         no_copy = NO_PRIVATE_COPY.format(log_dir=options.log_dir)
         run.diagnostics.append(Diagnostic(NO_PRIVATE_COPY_TITLE, no_copy))
@@ -676,18 +695,22 @@ def supervise(options: GuardOptions) -> Supervision:
             raise
         finally:
             run.finish_containment()
+            run.tools.close()
     finally:
         for fd in [*log_fds.values(), *copy_fds.values()]:  # never handed to a pump: it could not start
             if fd >= 0:
                 os.close(fd)
         for console in consoles:
             console.cut(CONSOLE_CUT_WAIT_S)
+        _restore_terminal_modes(terminal_modes)
         if options.echo:
             # The report follows on the console; it must not start in the middle of the command's line.
             _end_partial_lines(consoles)
             _say_what_the_console_missed(run.pumps)
         if fenced:
             out_console.write_own(workflow.resume_line(stop_token))
+        if follower is not None:
+            _undo_the_commands_workflow_state(follower, out_console, run.diagnostics)
         # The handlers stay until the logs are back: a cancel during the restore (a compare of up to
         # 256 MiB per log) would otherwise meet the default action, and KeyboardInterrupt or SIGTERM
         # lost the report of a run that had ended.
@@ -803,6 +826,64 @@ def _flush(stream: object) -> None:
         stream.flush()  # type: ignore[attr-defined]
     except (AttributeError, OSError, ValueError):
         pass
+
+
+def _follow_the_commands_commands(options: GuardOptions, out_console: Console,
+                                  err_console: Console) -> Optional[workflow.CommandFollower]:
+    """A follower of the workflow commands the command issues itself, where the guard lets them through
+    under GitHub Actions (``--allow-workflow-commands``); None elsewhere."""
+    if not (options.echo and options.allow_workflow_commands and os.environ.get("GITHUB_ACTIONS") == "true"):
+        return None
+    follower = workflow.CommandFollower()
+    out_console.follow = functools.partial(follower.feed, "stdout")
+    if err_console is not out_console:
+        err_console.follow = functools.partial(follower.feed, "stderr")
+    return follower
+
+
+def _undo_the_commands_workflow_state(follower: workflow.CommandFollower, console: Console,
+                                      diagnostics: List[Diagnostic]) -> None:
+    """Resume the workflow commands the command stopped, and close the group it left open, before the
+    guard's own annotations; say so in the report where that cannot be done."""
+    lines, restored = follower.closing_lines()
+    if lines:
+        console.write_own(lines)
+    if not restored:
+        diagnostics.append(Diagnostic(COMMANDS_LEFT_STOPPED_TITLE, COMMANDS_LEFT_STOPPED))
+
+
+def _terminal_modes() -> Dict[int, Tuple[list, int]]:
+    """The termios settings and file status flags of each standard descriptor that is a terminal."""
+    modes = {}
+    for fd in (0, 1, 2):
+        try:
+            modes[fd] = (termios.tcgetattr(fd), fcntl.fcntl(fd, fcntl.F_GETFL))
+        except (termios.error, OSError):  # not a terminal, or closed
+            pass
+    return modes
+
+
+def _restore_terminal_modes(modes: Dict[int, Tuple[list, int]]) -> None:
+    """Put back the terminal settings the command changed and could not restore itself.
+
+    The command inherits the guard's terminal as stdin, and its open file description with it: it may
+    set the terminal's modes (``getpass`` turns echo off, a prompt or a pager canonical input) or make
+    it non-blocking (as Node.js does with its stdin); killed at a timeout while it waited there, it
+    left the user's shell without echo, or its next reader failing with EAGAIN. Only while the guard's
+    group is the terminal's foreground one: a background process that sets terminal modes is sent
+    SIGTTOU (termios(3)), and the terminal is then not the guard's to set.
+    """
+    for fd, (saved, flags) in modes.items():
+        try:
+            if os.tcgetpgrp(fd) != os.getpgrp():
+                continue
+            if termios.tcgetattr(fd) != saved:
+                termios.tcsetattr(fd, termios.TCSANOW, saved)
+            now = fcntl.fcntl(fd, fcntl.F_GETFL)
+            if (now ^ flags) & os.O_NONBLOCK:
+                fcntl.fcntl(fd, fcntl.F_SETFL, (now & ~os.O_NONBLOCK) | (flags & os.O_NONBLOCK))
+        except (termios.error, OSError):  # not our controlling terminal, or gone
+            pass
 
 
 def _end_partial_lines(consoles: Sequence[Console]) -> None:

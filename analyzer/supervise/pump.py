@@ -67,6 +67,8 @@ class Console:
         self.last_byte = b""
         self.wrote = False
         self.escaped = False  # the command's echo held a control that sets terminal modes (_MODE_BYTES)
+        # Called with each run of the command's bytes that reached this console, under ``lock``.
+        self.follow: Optional[Callable[[bytes], None]] = None
         self.lock = threading.Lock()
         self._cut = False
         self._broken = False
@@ -126,6 +128,8 @@ class Console:
                 if written:
                     self.wrote = True
                     self.last_byte = bytes(piece[written - 1: written])
+                    if self.follow is not None:
+                        self.follow(bytes(piece[:written]))
             if not written:  # a non-blocking console that is full
                 try:
                     select.select([], [self.fd], [], _CONSOLE_WAIT_S)

@@ -10,6 +10,9 @@ is short).
 
 from __future__ import annotations
 
+import fcntl
+import functools
+import operator
 import os
 import re
 import shutil
@@ -92,6 +95,116 @@ def find_tool(name: str) -> Optional[str]:
     return shutil.which(name)
 
 
+@dataclass(frozen=True)
+class Tool:
+    """A helper program as it was when the guard started, before the command could touch it.
+
+    Every file the step can write the command can write too: the action's virtualenv (py-spy beside
+    the interpreter) and a directory on PATH such as ``~/.local/bin``. Looked up and started by path
+    at a timeout, a program the command put there ran as the guard's helper: outside the command's tree
+    and cgroup, with the guard's environment (the runner's real ``GITHUB_OUTPUT``), and through
+    ``sudo -n`` as root. So each tool is found once, before the command starts, and run from a
+    descriptor: a binary from a sealed copy in memory (``memfd_create(2)``, ``F_SEAL_WRITE``), a script
+    (its interpreter may read files beside the path it was started by) from the file found then.
+    """
+
+    path: str  # where it was found
+    fd: int = -1  # the kept copy or file; -1: run by path (no copy could be made)
+
+    def argv0(self, through_sudo: bool) -> str:
+        """The name to run it by: the kept descriptor, through ``/proc``.
+
+        sudo closes every descriptor but 0-2 before it runs the tool, so through sudo it is the
+        guard's own ``/proc`` entry (root may open it; the command, the same user as a non-dumpable
+        guard, may not); otherwise the helper's own inherited descriptor (``pass_fds``).
+        """
+        if self.fd < 0:
+            return self.path
+        return f"/proc/{os.getpid() if through_sudo else 'self'}/fd/{self.fd}"
+
+    @property
+    def pass_fds(self) -> Tuple[int, ...]:
+        return (self.fd,) if self.fd >= 0 else ()
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            try:
+                os.close(self.fd)
+            except OSError:
+                pass
+
+
+@dataclass(frozen=True)
+class Tools:
+    """py-spy, nvidia-smi and sudo, found before the command started (``find_tools``)."""
+
+    py_spy: Optional[Tool]
+    nvidia_smi: Optional[Tool]
+    sudo: Optional[str]  # set-user-ID: run by the path found then (a copy would not be)
+
+    def close(self) -> None:
+        for tool in (self.py_spy, self.nvidia_smi):
+            if tool is not None:
+                tool.close()
+
+
+def find_tools() -> Tools:
+    """Find and keep the helpers now; call before the command starts, ``close`` after the run."""
+    return Tools(keep_tool(find_tool(PY_SPY_NAME)), keep_tool(shutil.which(NVIDIA_SMI_NAME)),
+                 shutil.which("sudo"))
+
+
+def _tools_now() -> Tools:
+    """The tools by their paths now, for a caller with none found before a command (a direct call)."""
+    py_spy, nvidia_smi = find_tool(PY_SPY_NAME), shutil.which(NVIDIA_SMI_NAME)
+    return Tools(Tool(py_spy) if py_spy else None, Tool(nvidia_smi) if nvidia_smi else None,
+                 shutil.which("sudo"))
+
+
+_MFD_EXEC = 0x0010  # linux/memfd.h since 6.3: executable even where vm.memfd_noexec asks otherwise
+_SEALS = ("F_SEAL_SEAL", "F_SEAL_SHRINK", "F_SEAL_GROW", "F_SEAL_WRITE")
+
+
+def keep_tool(path: Optional[str]) -> Optional[Tool]:
+    """``path`` kept as it is now (see ``Tool``); a plain path where the system offers no way to."""
+    if path is None:
+        return None
+    try:
+        source = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return Tool(path)  # execute-only: not ours to copy, nor the command's to write
+    try:
+        if os.pread(source, 2, 0) == b"#!":
+            return Tool(path, source)
+        copy = _sealed_copy(source, os.path.basename(path))
+    except OSError:
+        copy = -1
+    os.close(source)
+    return Tool(path, copy)
+
+
+def _sealed_copy(source: int, name: str) -> int:
+    """An executable, sealed in-memory copy of the file open at ``source`` (-1 where none can be)."""
+    if not hasattr(os, "memfd_create") or not hasattr(fcntl, "F_ADD_SEALS"):
+        return -1
+    flags = os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING
+    try:
+        fd = os.memfd_create(name, flags | _MFD_EXEC)
+    except OSError:  # EINVAL before Linux 6.3
+        fd = os.memfd_create(name, flags)
+    try:
+        while os.sendfile(fd, source, None, 1 << 24):
+            pass
+        if not os.fstat(fd).st_mode & 0o111:  # vm.memfd_noexec made it a data file
+            raise OSError("memfd not executable")
+        seals = functools.reduce(operator.or_, [getattr(fcntl, name) for name in _SEALS])
+        fcntl.fcntl(fd, fcntl.F_ADD_SEALS, seals)
+    except OSError:
+        os.close(fd)
+        return -1
+    return fd
+
+
 def privilege_prefix(euid: int, ptrace_scope: Optional[int], sudo: Optional[str]) -> List[str]:
     """What to put before ``py-spy`` so it may read the tree's memory.
 
@@ -134,12 +247,13 @@ def _main_thread_frames(text: str, pid: int) -> Tuple[Frame, ...]:
 class _Helper:
     """A helper process writing to a temporary file (no pipe to fill), killed at its deadline."""
 
-    def __init__(self, argv: Sequence[str]) -> None:
+    def __init__(self, argv: Sequence[str], pass_fds: Sequence[int] = ()) -> None:
         self.out = tempfile.TemporaryFile()
         self.error = ""
         try:
             self.proc: Optional[subprocess.Popen] = subprocess.Popen(
-                list(argv), stdin=subprocess.DEVNULL, stdout=self.out, stderr=subprocess.STDOUT
+                list(argv), stdin=subprocess.DEVNULL, stdout=self.out, stderr=subprocess.STDOUT,
+                pass_fds=tuple(pass_fds),
             )
         except OSError as err:
             self.proc = None
@@ -214,23 +328,26 @@ def dump_all(
     native_pids: Sequence[int],
     timeout_s: float,
     helper_pids: Optional[List[int]] = None,
+    tools: Optional[Tools] = None,
 ) -> Tuple[List[StackDump], List[StackDump]]:
     """Non-blocking dumps of ``pids`` and native dumps of ``native_pids``, every helper started at once.
 
     One ``timeout_s`` bounds them all: many processes cost about what one does, not the sum.
     """
-    tool = find_tool(PY_SPY_NAME)
+    tools = tools or _tools_now()
+    tool = tools.py_spy
     if tool is None:
         missing = "py-spy is not installed"
         return ([StackDump(pid, "", missing) for pid in pids],
                 [StackDump(pid, "", missing) for pid in native_pids])
     deadline = time.monotonic() + timeout_s
     wanted = [(pid, False) for pid in pids] + [(pid, True) for pid in native_pids]
-    prefix = privilege_prefix(os.geteuid(), _ptrace_scope(), shutil.which("sudo")) if wanted else []
+    prefix = privilege_prefix(os.geteuid(), _ptrace_scope(), tools.sudo) if wanted else []
+    argv0, pass_fds = tool.argv0(through_sudo=bool(prefix)), () if prefix else tool.pass_fds
     helpers: List[Tuple[int, bool, _Helper]] = []
     for pid, is_native in wanted:
         mode = "--native" if is_native else "--nonblocking"
-        helper = _Helper([*prefix, tool, "dump", mode, "--full-filenames", "--pid", str(pid)])
+        helper = _Helper([*prefix, argv0, "dump", mode, "--full-filenames", "--pid", str(pid)], pass_fds)
         helpers.append((pid, is_native, helper))
         if helper_pids is not None and helper.proc is not None:
             helper_pids.append(helper.proc.pid)
@@ -335,14 +452,19 @@ def parse_nvidia_smi(gpu_csv: str, apps_csv: str) -> GpuSnapshot:
     return GpuSnapshot(tuple(gpus), tuple(apps))
 
 
-def gpu_snapshot(timeout_s: float, helper_pids: Optional[List[int]] = None) -> Optional[GpuSnapshot]:
-    """Query ``nvidia-smi`` (both queries at once, within ``timeout_s``); None when it is not installed."""
-    tool = shutil.which(NVIDIA_SMI_NAME)
+def gpu_snapshot(timeout_s: float, helper_pids: Optional[List[int]] = None,
+                 tools: Optional[Tools] = None) -> Optional[GpuSnapshot]:
+    """Query ``nvidia-smi`` (both queries at once, within ``timeout_s``); None when it is not installed.
+
+    ``tools``: as found before the command started (``find_tools``); None looks them up now.
+    """
+    tool = (tools or _tools_now()).nvidia_smi
     if tool is None:
         return None
     deadline = time.monotonic() + timeout_s
-    gpu_helper = _Helper([tool, *GPU_QUERY])
-    apps_helper = _Helper([tool, *APPS_QUERY])
+    argv0 = tool.argv0(through_sudo=False)
+    gpu_helper = _Helper([argv0, *GPU_QUERY], tool.pass_fds)
+    apps_helper = _Helper([argv0, *APPS_QUERY], tool.pass_fds)
     for helper in (gpu_helper, apps_helper):
         if helper_pids is not None and helper.proc is not None:
             helper_pids.append(helper.proc.pid)
