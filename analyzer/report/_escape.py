@@ -185,10 +185,17 @@ def markdown_inline(text: str, table: bool = False) -> str:
     The span is written as a Markdown code span (never as ``<code>``: GFM still parses Markdown and
     autolinks inside a raw ``<code>`` tag).
     """
-    return "".join(
-        markdown_code(part, table) if code else _markdown_words(part, table)
-        for code, part in _spans(one_line(text))
-    )
+    pieces: List[str] = []
+    for code, part in _spans(one_line(text)):
+        piece = markdown_code(part, table) if code else _markdown_words(part, table)
+        if not piece:
+            continue
+        if piece.startswith("`") and pieces and pieces[-1].endswith("`"):
+            # Two code spans back to back would merge their backtick runs into one fence, and what the
+            # second held ("`b<img src=x>") would be read as Markdown and HTML.
+            pieces.append(" ")
+        pieces.append(piece)
+    return "".join(pieces)
 
 
 def code_fence(text: str) -> str:

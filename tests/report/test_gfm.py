@@ -119,3 +119,14 @@ def test_a_leaked_process_named_like_markdown_makes_an_inert_summary(tmp_path: P
     markdown = summary.read_text(encoding="utf-8")
     assert "evil/x.svg" in markdown and "leaked-process" in markdown
     _assert_inert(markdown)
+
+
+def test_code_spans_back_to_back_stay_two_spans():
+    # A hung process's name (exec -a) or a log line can end one span where the next begins: written
+    # side by side, the first's closing backtick and the second's opening run would make one fence,
+    # and the second span's text would be Markdown again (found by the red-team pass 27).
+    from analyzer.report._escape import markdown_inline
+
+    inline = markdown_inline("hung in `a```b<img src=x>` (pid 1)")
+    _assert_inert(inline)
+    assert render_html(inline).count("<code>") == 2
