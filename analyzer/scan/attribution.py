@@ -314,11 +314,14 @@ class TestTracker:
 
     __slots__ = (
         "carry", "outcomes", "_watch", "_watch_from", "_buf", "_to", "_here", "_here_start", "_bare_to",
-        "_head", "ids", "_wanted", "_last",
+        "_head", "ids", "_wanted", "_last", "row",
     )
 
     def __init__(self) -> None:
         self.carry: Optional[TestLine] = None
+        # pytest's last progress row without -v, as (line, percent), when it is the log's last line that
+        # ends in a percentage; None otherwise (a -v line came after it).
+        self.row: Optional[Tuple[int, int]] = None
         self.outcomes: Dict[int, bool] = {}
         self._watch: Optional[TestLine] = None
         self._watch_from = 0  # offset in the current window from which the watched test is read
@@ -454,6 +457,7 @@ class TestTracker:
         if self._head is not None:
             self._take_head(buf)
         self._head = _trailing_head(buf, next_line)
+        self._take_row(buf, first_line, next_line)
         watch = self._watch
         if watch is not None:
             outcome = _outcome_after(buf, self._watch_from, len(buf), watch.test)
@@ -471,12 +475,26 @@ class TestTracker:
             finished = _BARE_OUTCOME.search(buf, end) is not None
         self.carry = TestLine(test, _line_number(buf, start, first_line, next_line), finished, xdist, quiet)
 
+    def _take_row(self, buf: bytes, first_line: int, next_line: int) -> None:
+        """Remember ``buf``'s last line that ends in a percentage if it is pytest's progress row."""
+        at = buf.rfind(b"%]")
+        if at == -1:
+            return
+        start = buf.rfind(b"\n", 0, at) + 1
+        end = buf.find(b"\n", at)
+        text, _ = clean_stripped(buf[start : len(buf) if end == -1 else end], keep_progress=True)
+        row = _PROGRESS_ROW.fullmatch(text.strip())
+        self.row = (_line_number(buf, start, first_line, next_line), int(row.group(1))) if row else None
+
     def end_log(self) -> None:
         """The log ended: a test still watched never reported an outcome."""
         if self._watch is not None:
             self._settle(self._watch, False)
 
 
+# pytest's progress row without -v ("..F.s [ 50%]", "tests/test_x.py ..  [ 12%]"), written when a row fills
+# or a file's tests end: the share of the run done so far. A run that dies leaves it below 100%.
+_PROGRESS_ROW = re.compile(r"(?:\S+\.py ?)?[.FEsxXR]+\s+\[\s*(\d+)%\]")
 # A test's outcome alone on its line: pytest -s prints it after the test's own output, unittest after a
 # test that printed; those of a test that passed (an event inside it was handled).
 # Only the word (and pytest's percentage): "ERROR: ..." and "ok, retrying" are the test's own output.

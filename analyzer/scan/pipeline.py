@@ -73,7 +73,9 @@ class LogScan:
             if len(tracker.outcomes) > _PRUNE_OUTCOMES:
                 wanted = state.progress_lines()
                 tracker.outcomes = {k: v for k, v in tracker.outcomes.items() if k in wanted}
-        self._result = state.finish(tracker.carry, tracker.outcomes, tracker.ids, scanner.next_line - 1)
+        self._result = state.finish(
+            tracker.carry, tracker.outcomes, tracker.ids, scanner.next_line - 1, progress_row=tracker.row
+        )
 
     def result(self) -> LogFindings:
         """The log's state for ``combine``; raises ``RuntimeError`` before ``run`` returned."""

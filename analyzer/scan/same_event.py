@@ -354,9 +354,13 @@ def _worker_for(
 
 
 def exit_signal(match: Match) -> Optional[str]:
-    """The signal a negative exit code of ``match`` says its process died of (``-9``: SIGKILL), if any."""
+    """The signal a negative exit code of ``match`` says its process died of (``-9``: SIGKILL), or that
+    it names in its place (Python's "died with <Signals.SIGKILL: 9>"), if any."""
     for name in _EXIT_GROUPS:
-        number = _number((match.groups.get(name) or "").strip())
+        value = (match.groups.get(name) or "").strip()
+        if value.startswith("SIG") and value[3:].isalnum() and value[3:].isupper():
+            return value
+        number = _number(value)
         if number is not None and number < 0:
             try:
                 return signal.Signals(-number).name

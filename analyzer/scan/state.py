@@ -176,8 +176,8 @@ class LogFindings:
     dropped: Tuple[Tuple[str, int], ...] = ()  # (rule id, distinct findings dropped past the cap)
     final_verdict: Optional[Match] = None  # the verdict in force when the log ended
     unfinished: Optional[TestLine] = None  # the test running when the log ended, if it never reported
-    # Where the log's own test run printed its start, when the log ends inside it (no verdict after it)
-    # and shows no test running (pytest without -v names none): 0 otherwise.
+    # Where the log shows its own test run got to (its last progress row below 100%, else its start) when
+    # the log ends inside it (no verdict after it) and names no test running (pytest without -v): else 0.
     open_run: int = 0
     # The test a final verdict cut short: the last progress line, with no outcome, before that verdict (a
     # run interrupted mid-test prints its verdict anyway: pytest on KeyboardInterrupt).
@@ -865,10 +865,11 @@ class LogState:
         outcomes: Dict[int, bool],
         ids: Optional[Dict[str, Optional[str]]] = None,
         last_line: int = 0,
+        progress_row: Optional[Tuple[int, int]] = None,
     ) -> LogFindings:
         """The log ended: ``final`` is the last progress line, ``outcomes`` the watched tests' outcomes,
         ``ids`` the node ids found for report headers' names (``TestTracker.ids``), ``last_line`` the
-        log's last line (0: unknown)."""
+        log's last line (0: unknown), ``progress_row`` pytest's last row without -v (``TestTracker.row``)."""
         if self.echo_held is not None:
             end, held = self.echo_held
             self.echo_held = None
@@ -927,12 +928,20 @@ class LogState:
             dropped=tuple(sorted(self.dropped.items())),
             final_verdict=final_verdict,
             unfinished=unfinished,
-            open_run=self.run_started if self.run_framed and final_verdict is None and not unfinished else 0,
+            open_run=0 if unfinished else self._open_run(final_verdict, progress_row),
             cut_short_by_verdict=final if final_verdict is not None and final is not None
             and not final.finished and not final.xdist and final.line < final_verdict.line else None,
             last_traceback=self.last_traceback,
             header_ids=tuple((name, node_id) for name, node_id in (ids or {}).items() if node_id),
         )
+
+    def _open_run(self, final_verdict: Optional[Match], row: Optional[Tuple[int, int]]) -> int:
+        """Where the log shows its own test run got to when it ended without a verdict (0: it did not): its
+        last progress row when that says the run was not done (pytest -q prints no start), else the start
+        of a run the log shows."""
+        if row is not None and row[1] < 100 and (final_verdict is None or final_verdict.line < row[0]):
+            return row[0]
+        return self.run_started if self.run_framed and final_verdict is None else 0
 
 
 def identity_of(match: Match, use_rank_prefix: bool) -> Optional[Identity]:

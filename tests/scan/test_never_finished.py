@@ -138,11 +138,37 @@ def test_without_v_the_run_that_never_printed_its_verdict_is_named(tmp_path, fla
     errors = _errors(log)
     assert [(f.rule, f.test) for f in errors] == [("test-never-finished", None)]
     assert "test session starts" in log.read_text().splitlines()[errors[0].line - 1]
-    assert errors[0].message.startswith("the test run that started here never finished")
+    assert errors[0].message.startswith("the test run never finished")
 
 
 @pytest.mark.parametrize("flags", [(), ("--co",), ("--co", "-q"), ("-x",)])
 def test_without_v_a_run_that_printed_its_verdict_has_no_such_finding(tmp_path, flags):
     log = _pytest_log(tmp_path, EXITS_EARLY.replace("os._exit(0)", "pass").replace("assert False", "pass"),
                       *flags)
+    assert _errors(log) == []
+
+
+MANY_THEN_EXIT = """
+import os, pytest
+
+@pytest.mark.parametrize("i", range(120))
+def test_many(i):
+    if i == EXIT_AT:
+        os._exit(0)
+"""
+
+
+def test_with_q_the_last_progress_row_below_100_percent_is_where_the_run_stopped(tmp_path):
+    # pytest -q prints neither the session's start nor a test's name: only rows of progress, each ending
+    # in the share of the run done ("....... [ 60%]"); one that stops short of 100% with no verdict after it
+    # is a run that died there.
+    log = _pytest_log(tmp_path, MANY_THEN_EXIT.replace("EXIT_AT", "100"), "-q")
+    errors = _errors(log)
+    assert [(f.rule, f.test) for f in errors] == [("test-never-finished", None)]
+    assert log.read_text().splitlines()[errors[0].line - 1].endswith("[ 60%]")
+
+
+def test_with_q_a_run_that_ends_has_no_such_finding(tmp_path):
+    log = _pytest_log(tmp_path, MANY_THEN_EXIT.replace("EXIT_AT", "-1"), "-q")
+    assert "120 passed" in log.read_text()
     assert _errors(log) == []

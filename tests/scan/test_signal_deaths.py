@@ -91,3 +91,22 @@ def test_deepspeeds_sigkilled_rank_names_the_oom_killer_only_when_the_log_shows_
     assert finding.message.startswith(
         "DeepSpeed launcher: local rank 0 exited with exit -9 (SIGKILL); likely the OOM killer: the kernel's"
         " OOM killer killed perl (pid 1440763)")
+
+
+def test_a_launched_command_that_died_of_a_signal_is_a_signal_exit_and_one_that_failed_is_not(tmp_path):
+    # Real tracebacks of subprocess.run(check=True): Python names a death by signal ("died with
+    # <Signals.SIGKILL: 9>") where a failure has its status ("returned non-zero exit status 3").
+    import subprocess
+    import sys
+
+    kinds = {}
+    for name, child in (("killed", "import os, signal; os.kill(os.getpid(), signal.SIGKILL)"),
+                        ("failed", "raise SystemExit(3)")):
+        parent = f"import subprocess, sys; subprocess.run([sys.executable, '-c', {child!r}], check=True)"
+        log = tmp_path / f"{name}.log"
+        with open(log, "wb") as out:
+            subprocess.run([sys.executable, "-c", parent], stdout=out, stderr=subprocess.STDOUT, timeout=60)
+        errors = [f for f in _errors(log) if f.rule == "subprocess-called-process-error"]
+        assert len(errors) == 1, [(f.rule, f.message) for f in _errors(log)]
+        kinds[name] = errors[0].kind
+    assert kinds == {"killed": Kind.SIGNAL_EXIT, "failed": Kind.WORKER_FAILURE}
