@@ -46,6 +46,7 @@ from __future__ import annotations
 import dataclasses
 import fnmatch
 import string
+import sys
 from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
 from ..exits import describe_exit
@@ -222,8 +223,9 @@ def rank(
     for index, log in enumerate(as_the_guard_found):
         finding = _never_finished(log, catalogue, [f for _, f, _ in ranked], set(line_clocks or ()))
         if finding is not None:
-            ranked.append(((finding.severity.rank, 1, 4, _when_line(log, finding.line, index, line_clocks)),
-                           finding, None))
+            # after every match of its log: the log ended there
+            when = _when_at(log.path, finding.line, index, sys.maxsize, line_clocks)
+            ranked.append(((finding.severity.rank, 1, 4, when), finding, None))
     for index, log in enumerate(kept):
         if log.dropped:
             finding = _capped(log, catalogue)
@@ -262,15 +264,23 @@ def preliminary_finding(match: Match) -> Finding:
 
 
 def _when(match: Match, index: int, clocks: Optional[LineClocks]) -> Tuple[float, int, int]:
+    return _when_at(match.path, match.line, index, match.seq, clocks)
+
+
+def _when_at(
+    path: str, line: int, index: int, seq: int, clocks: Optional[LineClocks]
+) -> Tuple[float, int, int]:
+    """Where ``line`` of the log at ``path`` (the ``index``-th, ``seq`` its order there) stands in the order
+    of events: by its arrival when the logs have clocks, else by log and order."""
     if clocks:
-        clock = clocks.get(match.path)
+        clock = clocks.get(path)
         if clock is not None:
             try:
-                return (float(clock(match.line)), index, match.seq)
+                return (float(clock(line)), index, seq)
             except Exception:  # a clock that cannot say keeps the log's own order
                 pass
-        return (float("inf"), index, match.seq)
-    return (0.0, index, match.seq)
+        return (float("inf"), index, seq)
+    return (0.0, index, seq)
 
 
 def finding_kind(match: Match) -> Kind:
@@ -674,19 +684,6 @@ def _never_finished(
         return None
     message = format_message(rule.message, {"test": _clip(test, MAX_FIELD_CHARS) if test else None})
     return Finding(rule.kind, rule.id, _severity(rule), log.path, line, _one_line(message), test=test)
-
-
-def _when_line(
-    log: LogFindings, line: int, index: int, clocks: Optional[LineClocks]
-) -> Tuple[float, int, int]:
-    """Where a finding made for ``line`` of ``log`` stands in the order of events (see ``_when``)."""
-    clock = clocks.get(log.path) if clocks else None
-    if clock is not None:
-        try:
-            return (float(clock(line)), index, 0)
-        except Exception:  # a clock that cannot say keeps the log's own order
-            pass
-    return (float("inf"), index, 0)
 
 
 def _finding_where(finding: Finding, here: str) -> str:
