@@ -23,6 +23,8 @@ GUARD_LEAKED_RULE = "guard-leaked-process"
 GUARD_ABORTED_RULE = "guard-aborted"  # --abort-on: a live finding ended the command (kind hang, error)
 # The command failed and no other finding says why: its exit status, and the last traceback it printed.
 GUARD_COMMAND_FAILED_RULE = "guard-command-failed"
+# The kernel's OOM killer killed a process while the command ran (its kill counters moved).
+GUARD_OOM_KILL_RULE = "guard-oom-kill"
 GUARD_RULE_IDS = (
     GUARD_TIMEOUT_RULE,
     GUARD_IDLE_TIMEOUT_RULE,
@@ -31,6 +33,7 @@ GUARD_RULE_IDS = (
     GUARD_LEAKED_RULE,
     GUARD_ABORTED_RULE,
     GUARD_COMMAND_FAILED_RULE,
+    GUARD_OOM_KILL_RULE,
 )
 # The scanner's own finding (kind scan-incomplete): an unreadable file or a device skipped inside a
 # scanned directory, a user pattern disabled for its time budget. A catalogue entry like the above.

@@ -62,6 +62,10 @@ class Containment:
     def close(self) -> None:
         """Release what the containment holds (remove an empty cgroup); idempotent."""
 
+    def cgroup_dirs(self) -> Sequence[str]:
+        """The cgroup directories the command runs in (none for the scan)."""
+        return ()
+
 
 class _Cgroup(Containment):
     kernel = True
@@ -71,6 +75,9 @@ class _Cgroup(Containment):
         self.primary = dirs[0]
         self._procs_fds = [os.open(os.path.join(d, "cgroup.procs"), os.O_WRONLY | os.O_CLOEXEC) for d in dirs]
         self._closed = False
+
+    def cgroup_dirs(self) -> Sequence[str]:
+        return self.dirs
 
     def before_exec(self) -> Optional[Callable[[], None]]:
         fds = tuple(self._procs_fds)

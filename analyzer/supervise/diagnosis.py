@@ -18,6 +18,7 @@ from ..model import (
     GUARD_CANCELLED_RULE,
     GUARD_IDLE_TIMEOUT_RULE,
     GUARD_LEAKED_RULE,
+    GUARD_OOM_KILL_RULE,
     GUARD_TIMEOUT_RULE,
     GUARD_UNKILLABLE_RULE,
     Diagnostic,
@@ -29,6 +30,7 @@ from ..model import (
 )
 from ..redact import redact
 from . import tree
+from .oom import HOST_SCOPE, OomKills
 from .snapshot import Frame, GpuSnapshot, StackDump
 
 try:
@@ -299,6 +301,23 @@ def leftovers(infos: Sequence[ProcessInfo], ran_on_s: float, log_dir: str) -> Di
     )
     diagnostic = Diagnostic("Processes still running after the command exited", table)
     return Diagnosis(findings, (diagnostic,), ((PROCESSES_FILE, table),))
+
+
+def oom_kills(kills: OomKills, command_failed: bool) -> Optional[Finding]:
+    """The finding for OOM kills while the command ran: an error when the command failed (what it died
+    of, or what its workers did), a warning when it passed anyway; None when only the host's count
+    moved and the command passed (another job's kill, as likely as its own)."""
+    if not command_failed and kills.scope == HOST_SCOPE:
+        return None
+    victims = ", ".join(f"{redact(name)}, pid {pid}" for pid, name in kills.victims)
+    plural = "es" if kills.count != 1 else ""
+    message = (
+        f"the kernel's OOM killer killed {kills.count} process{plural} {kills.scope} while the command ran"
+        f"{' (' + victims + ')' if victims else ''}: the host or the job's memory limit ran out of RAM "
+        "(not GPU memory), and a process killed so prints nothing"
+    )
+    severity = Severity.ERROR if command_failed else Severity.WARNING
+    return Finding(Kind.SIGNAL_EXIT, GUARD_OOM_KILL_RULE, severity, "", 0, message)
 
 
 def unkillable(info: ProcessInfo, log_dir: str, refused: bool) -> Finding:

@@ -36,6 +36,7 @@ from ..errors import UsageError
 from ..exits import REAL_TIME_SIGNALS, shell_status, signal_name, signal_number
 from ..model import CommandResult, Diagnostic, Finding, ProcessInfo, TimeoutReason
 from . import diagnosis, escalate, snapshot, spawn, tree, workflow
+from .oom import OomWatch
 from .containment import CHOICES, Containment, open_containment
 from .deadline import Deadline
 from .diagnosis import GPU_FILE, PROCESSES_FILE, RULE_FOR_REASON, STACKS_FILE  # noqa: F401 - re-exported
@@ -235,6 +236,7 @@ class _Run:
         self.leftover_pids: List[int] = []
         self.activity = Activity()
         self.containment: Containment = Containment()
+        self.oom: Optional[OomWatch] = None
         self.proc: Optional[subprocess.Popen] = None
         self.root: Optional[tree.Proc] = None
         self.reaper: Optional[spawn.Reaper] = None
@@ -258,6 +260,7 @@ class _Run:
         # a process that runs the guard again, already a subreaper, the live scanner is one of them.
         guard_pid = os.getpid()
         self.helper_pids.extend(pid for pid, stat in tree.all_stats().items() if stat.ppid == guard_pid)
+        self.oom = OomWatch(self.containment.cgroup_dirs())
         self.started = time.monotonic()
         try:
             self.proc = spawn.start(self.options.argv, env, before_exec=self.containment.before_exec())
@@ -566,7 +569,19 @@ class _Run:
             for stream in (self.proc.stdout, self.proc.stderr):
                 stream.close()
 
+    def note_oom_kills(self, reason: Optional[TimeoutReason]) -> None:
+        """Say whether the kernel's OOM killer struck while the command ran (read once it was reaped)."""
+        kills = self.oom.kills() if self.oom is not None else None
+        if kills is None:
+            return
+        failed = reason is not None or self.proc.poll() != 0 or self.cancelled_after_exit
+        finding = diagnosis.oom_kills(kills, failed)
+        if finding is not None:
+            self.findings.append(finding)
+
     def finish_containment(self) -> None:
+        if self.oom is not None:
+            self.oom.close()
         if self.reaper is not None:
             self.reaper.stop()
             self.reaper.reap_now()
@@ -685,6 +700,7 @@ def supervise(options: GuardOptions) -> Supervision:
             run.close_pumps(deadline, consoles)
             if reason is None:
                 run.note_cancel_after_exit()
+            run.note_oom_kills(reason)
         except BaseException:
             # Never leave the tree behind, even when the guard itself fails.
             if run.containment.kernel:

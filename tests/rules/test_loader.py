@@ -283,6 +283,7 @@ PROGRAM_FINDINGS = {
     "guard-unkillable-process": (Kind.UNKILLABLE_PROCESS, Severity.ERROR),
     "guard-leaked-process": (Kind.LEAKED_PROCESS, Severity.WARNING),
     "guard-command-failed": (Kind.CRASH, Severity.ERROR),
+    "guard-oom-kill": (Kind.SIGNAL_EXIT, Severity.ERROR),
     "scan-incomplete": (Kind.SCAN_INCOMPLETE, Severity.WARNING),
     "test-never-finished": (Kind.TEST_FAILURE, Severity.ERROR),
 }
