@@ -53,7 +53,7 @@ from .rules.model import Catalogue, Rule
 from .scan import attribution, pipeline, rank  # noqa: F401 - rank: imported now, used by the scan after the run
 from .scan.clean import strip_controls
 from .scan.match import Match
-from .scan.state import AcrossPlace
+from .scan.state import MAX_CLOSED_RUNS, AcrossPlace
 from .scan.sources import Source
 from .supervise.guard import STDERR_LOG, STDOUT_LOG, GuardOptions, Supervision, supervise
 from .verdict import decide
@@ -595,25 +595,27 @@ class _RunTimeline:
         self._started: Optional[float] = 0.0  # by when the run in progress started (None: not known)
         # (started by, verdict arrived after, the verdict) of passing runs
         self.runs: Deque[Tuple[float, float, Match]] = collections.deque(maxlen=MAX_TIMELINE_RUNS)
-        self._last: Optional[Tuple[Optional[float], bool]] = None  # to undo a verdict found an inner run's
+        # (started by, kept in runs) of each verdict since the log's own run last started: the state tells
+        # "inner" once for each of them, newest first, when they turn out inner runs'.
+        self._closed: Deque[Tuple[Optional[float], bool]] = collections.deque(maxlen=MAX_CLOSED_RUNS)
 
     def __call__(self, what: str, match: Optional[Match], passed: bool) -> None:
         if what == "inner":
-            if self._last is not None:
-                self._started, kept = self._last
+            if self._closed:
+                self._started, kept = self._closed.pop()
                 if kept and self.runs:
                     self.runs.pop()
-                self._last = None
             return
         bounds = None if match is None else self._bounds(match)
         if what == "start":
             self._started = None if bounds is None else bounds[1]
+            self._closed.clear()
             return
         started, self._started = self._started, None
         kept = passed and started is not None and bounds is not None
         if kept:
             self.runs.append((started, bounds[0], match))
-        self._last = (started, kept)
+        self._closed.append((started, kept))
 
     def _bounds(self, match: Match) -> Optional[Tuple[float, float]]:
         try:
