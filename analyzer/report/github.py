@@ -20,7 +20,7 @@ from .headline import plural, root_cause
 RUNNER_ANNOTATIONS_PER_TYPE = 10
 MESSAGE_MAX_CHARS = 1000  # well under the runner's 4,096 after escaping
 TITLE_PREFIX = "gpu-hang-guard"
-OUTPUT_NAMES = ("verdict", "exit-code", "report", "log-dir", "findings")
+OUTPUT_NAMES = ("verdict", "exit-code", "report", "log-dir", "findings", "timed-out")
 
 
 def escape_data(value: str) -> str:
@@ -152,7 +152,9 @@ def _output_line(name: str, value: str, delimiter: Optional[str] = None) -> str:
 
 
 def render_outputs(report: Report, report_path: Optional[str]) -> str:
-    """Lines to append to ``$GITHUB_OUTPUT``: verdict, exit-code, report, log-dir, findings (a count).
+    """Lines to append to ``$GITHUB_OUTPUT``: verdict, exit-code, report, log-dir, findings (a count), and
+    timed-out (``true`` when the guard ended the command: a command may exit 124 itself, as coreutils'
+    ``timeout`` does).
 
     A value holding a line break is written as ``name<<DELIMITER`` ... ``DELIMITER`` with a random
     delimiter; other values as ``name=value``.
@@ -163,5 +165,6 @@ def render_outputs(report: Report, report_path: Optional[str]) -> str:
         "report": report_path or "",
         "log-dir": report.log_dir or "",
         "findings": str(len(report.findings)),
+        "timed-out": "true" if report.command is not None and report.command.timed_out else "false",
     }
     return "".join(_output_line(name, values[name]) for name in OUTPUT_NAMES)

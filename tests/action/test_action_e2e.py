@@ -65,6 +65,7 @@ def assert_outputs_consistent(result: ActionRun, verdict: str, exit_code: int) -
     report = report_of(result)
     assert report["version"] == 1 and report["verdict"] == verdict
     assert outputs["findings"] == str(len(report["findings"]))
+    assert outputs["timed-out"] == ("true" if report["command"]["timed_out"] else "false")
     log_dir = Path(outputs["log-dir"])
     assert log_dir.is_dir() and Path(outputs["report"]).parent == log_dir
     assert log_dir.is_relative_to(result.runner_temp)
@@ -208,6 +209,12 @@ def test_bash_runs_with_errexit_and_pipefail(act):
     result = act(run="false | true\necho not-reached")
     assert result.outputs["exit-code"] == "1"
     assert "not-reached" not in result.step("guard").output
+
+
+def test_a_command_that_exits_124_itself_did_not_time_out(act):
+    # coreutils' timeout in the test script: the guard's own timeout status, but the guard ended nothing.
+    result = act(run="timeout 0.1 sleep 5")
+    assert (result.outputs["exit-code"], result.outputs["timed-out"]) == ("124", "false")
 
 
 def test_explicit_log_dir(act, tmp_path):

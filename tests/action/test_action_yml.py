@@ -16,7 +16,7 @@ EXPECTED_INPUTS = {
     "run", "shell", "working-directory", "timeout", "idle-timeout", "kill-grace", "log-dir", "config",
     "fail-on", "python", "upload-logs", "allow-workflow-commands", "abort-on", "abort-grace", "name",
 }
-EXPECTED_OUTPUTS = {"verdict", "exit-code", "report", "log-dir", "findings"}
+EXPECTED_OUTPUTS = {"verdict", "exit-code", "report", "log-dir", "findings", "timed-out"}
 
 
 def test_composite_with_name_description_branding():

@@ -208,7 +208,21 @@ def test_outputs_plain():
         command=CommandResult(argv=("pytest",), exit_code=143, timed_out=True, log_dir="/tmp/logs"),
     )
     text = render_outputs(report, "/tmp/report.json")
-    assert text == ("verdict=fail\nexit-code=124\nreport=/tmp/report.json\nlog-dir=/tmp/logs\nfindings=1\n")
+    assert text == (
+        "verdict=fail\nexit-code=124\nreport=/tmp/report.json\nlog-dir=/tmp/logs\nfindings=1\ntimed-out=true\n"
+    )
+
+
+def test_a_command_that_exited_124_itself_did_not_time_out():
+    # coreutils' timeout inside the test script exits 124, the guard's own timeout status: only the
+    # timed-out output tells the two apart.
+    report = Report(
+        verdict=Verdict.FAIL,
+        exit_status=124,
+        command=CommandResult(argv=("bash", "-c", "timeout 1 sleep 5"), exit_code=124, log_dir="/tmp/logs"),
+    )
+    outputs = parse_outputs(render_outputs(report, ""))
+    assert (outputs["exit-code"], outputs["timed-out"]) == ("124", "false")
 
 
 def test_outputs_multiline_value_uses_a_random_delimiter():
@@ -223,6 +237,7 @@ def test_outputs_multiline_value_uses_a_random_delimiter():
         "report": "",
         "log-dir": sneaky,
         "findings": "0",
+        "timed-out": "false",
     }
     delimiter = [line for line in first.splitlines() if line.startswith("log-dir<<")][0][len("log-dir<<") :]
     assert delimiter.startswith("ghadelimiter_") and len(delimiter) > 30
