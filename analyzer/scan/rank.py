@@ -52,6 +52,7 @@ from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence, 
 from ..exits import describe_exit
 from ..model import (
     GUARD_COMMAND_FAILED_RULE,
+    GUARD_OOM_KILL_RULE,
     SCAN_INCOMPLETE_RULE,
     TEST_NEVER_FINISHED_RULE,
     Finding,
@@ -122,6 +123,8 @@ _GUARD_KILL_KINDS = (Kind.HANG, Kind.TIMEOUT)
 _GUARD_KILL_SIGNALS = ("SIGTERM",)
 GUARD_KILL_TOLD = "; the log tells the guard's kill: {message} ({where})"
 GUARD_KILL_HEADER = "--- the guard's kill, as the log tells it ({where}) ---"
+GUARD_OOM_TOLD = "; the log tells it: {message} ({where})"
+GUARD_OOM_HEADER = "--- the OOM kill, as the log tells it ({where}) ---"
 LineClocks = Mapping[str, Callable[[int], float]]
 
 
@@ -173,6 +176,7 @@ def rank(
     fallbacks = {rule.id for rule in catalogue.guard_rules if rule.fallback}
     events, guard = _without_explained_fallbacks(events, guard, fallbacks)
     events, kill_told = _guard_kill_told(events, guard)
+    events, oom_told = _guard_oom_told(events, guard)
 
     has_root = any(
         e.shutdown is None and not handled and _severity(e.match.rule) is Severity.ERROR
@@ -218,7 +222,9 @@ def rank(
         if finding.rule in fallbacks:
             finding = _with_last_traceback(finding, kept, line_clocks)
         if kill_told is not None and kill_told[0] == index:
-            finding = _with_kill_told(finding, kill_told[1])
+            finding = _with_deaths_told(finding, kill_told[1], GUARD_KILL_TOLD, GUARD_KILL_HEADER)
+        if oom_told is not None and oom_told[0] == index:
+            finding = _with_deaths_told(finding, oom_told[1], GUARD_OOM_TOLD, GUARD_OOM_HEADER)
         ranked.append(((finding.severity.rank, 1, 2, (float("inf"), len(kept), index)), finding, None))
     for index, log in enumerate(as_the_guard_found):
         finding = _never_finished(log, catalogue, [f for _, f, _ in ranked], set(line_clocks or ()))
@@ -429,15 +435,45 @@ def _guard_kill_told(
     return [item for item in events if id(item[2]) not in told_ids], (killer, deaths)
 
 
-def _with_kill_told(finding: Finding, deaths: Sequence[LogEvent]) -> Finding:
-    """The guard's finding of why it killed, with the deaths the log shows of that kill."""
+def _guard_oom_told(
+    events: List[Item], guard: Sequence[Finding]
+) -> Tuple[List[Item], Optional[Tuple[int, List[LogEvent]]]]:
+    """The deaths by SIGKILL the logs show, left to the guard's error that the kernel's OOM killer struck
+    during the run: the events without them, and (index in ``guard`` of that finding, the deaths).
+    SIGKILL leaves no trace of its own and the guard counted the kill, so DataLoader's "worker (pid N) is
+    killed by signal: Killed" is that kill told by the process that saw it, not a second failure. A
+    warning (the command passed anyway) tells nothing: an unhandled death in its log stays an error."""
+    teller = next(
+        (i for i, f in enumerate(guard) if f.rule == GUARD_OOM_KILL_RULE and f.severity is Severity.ERROR),
+        None,
+    )
+    if teller is None:
+        return events, None
+    told = [item for item in events if _is_sigkill_death(item)]
+    if not told:
+        return events, None
+    told_ids = {id(item[2]) for item in told}
+    deaths = [item[2] for item in sorted(told, key=lambda it: (it[0], it[2].match.seq))]
+    return [item for item in events if id(item[2]) not in told_ids], (teller, deaths)
+
+
+def _is_sigkill_death(item: Item) -> bool:
+    event = item[2]
+    if item[3] or event.shutdown is not None or event.match.rule.kind not in MERGE_KINDS:
+        return False
+    return signal_of(event.match) == "SIGKILL"
+
+
+def _with_deaths_told(finding: Finding, deaths: Sequence[LogEvent], told_as: str, header_as: str) -> Finding:
+    """The guard's finding of why processes died (its own kill, the OOM killer's), with those deaths as
+    the logs show them: ``told_as`` and ``header_as`` (templates with message and where) say whose."""
     message, excerpt = finding.message, finding.excerpt
     for event in deaths:
         match = event.match
         where = f"{match.path}:{match.line}"
         told = _clip(format_message(match.rule.message, match.groups), MAX_QUOTE_CHARS)
-        message += GUARD_KILL_TOLD.format(message=told, where=where)
-        header = GUARD_KILL_HEADER.format(where=where)
+        message += told_as.format(message=told, where=where)
+        header = header_as.format(where=where)
         excerpt = f"{excerpt}\n{header}\n{match.excerpt}" if excerpt else f"{header}\n{match.excerpt}"
     return dataclasses.replace(finding, message=_one_line(message), excerpt=excerpt)
 

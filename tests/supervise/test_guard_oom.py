@@ -8,7 +8,10 @@ none: no other way to make the kernel's OOM killer act without endangering the m
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
 import time
 import uuid
 from pathlib import Path
@@ -28,6 +31,7 @@ from analyzer.supervise.oom import (
 )
 
 from .conftest import program
+from .test_guard_torchrun import require_torch
 
 LIMIT = 64 << 20
 
@@ -146,3 +150,31 @@ def test_a_command_that_passed_after_a_child_was_killed_is_no_error(guard, small
     # Counted in the guard's own cgroup (v2: a child cgroup's kills count in its parents) it is a
     # warning; counted only host-wide (v1 counts a cgroup's own kills), anyone's, so nothing.
     assert all(f.severity is Severity.WARNING for f in result.findings if f.rule == GUARD_OOM_KILL_RULE)
+
+
+def _guarded_report(tmp_path: Path, *command: str) -> dict:
+    subprocess.run(
+        [sys.executable, "-m", "analyzer", "run", "--log-dir", str(tmp_path / "logs"),
+         "--json", str(tmp_path / "r.json"), "--timeout", "120s", "--", *command],
+        capture_output=True, timeout=180,
+    )
+    return json.loads((tmp_path / "r.json").read_text())
+
+
+def test_the_shells_report_of_the_kill_is_the_same_finding(tmp_path, small_memory_cgroup):
+    # Before: two errors, the shell's "Killed" and the guard's OOM kill; one death, one finding.
+    victim = f"{sys.executable} {program('exhaust_memory.py')[1]} {small_memory_cgroup} self"
+    report = _guarded_report(tmp_path, "bash", "-c", f"{victim}; exit 3")
+    errors = [f for f in report["findings"] if f["severity"] == "error"]
+    assert [f["rule"] for f in errors] == [GUARD_OOM_KILL_RULE], report["findings"]
+    assert "the log tells it: the shell reports that" in errors[0]["message"], errors[0]["message"]
+    assert "Killed" in errors[0]["excerpt"]
+
+
+def test_a_dataloader_worker_the_oom_killer_killed_is_one_finding_that_says_so(tmp_path, small_memory_cgroup):
+    require_torch()
+    command = program("dataloader_worker_exhausts_memory.py", str(small_memory_cgroup))
+    report = _guarded_report(tmp_path, *command)
+    errors = [f for f in report["findings"] if f["severity"] == "error"]
+    assert [f["rule"] for f in errors] == [GUARD_OOM_KILL_RULE], report["findings"]
+    assert "DataLoader worker" in errors[0]["message"] and "killed by signal: Killed" in errors[0]["message"]
