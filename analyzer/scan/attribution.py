@@ -320,7 +320,7 @@ class TestTracker:
     def __init__(self) -> None:
         self.carry: Optional[TestLine] = None
         # pytest's last progress row without -v, as (line, percent), when it is the log's last line that
-        # ends in a percentage; None otherwise (a -v line came after it).
+        # ends in a percentage or its unended last line (percent 0); None otherwise (a -v line came after).
         self.row: Optional[Tuple[int, int]] = None
         self.outcomes: Dict[int, bool] = {}
         self._watch: Optional[TestLine] = None
@@ -476,7 +476,16 @@ class TestTracker:
         self.carry = TestLine(test, _line_number(buf, start, first_line, next_line), finished, xdist, quiet)
 
     def _take_row(self, buf: bytes, first_line: int, next_line: int) -> None:
-        """Remember ``buf``'s last line that ends in a percentage if it is pytest's progress row."""
+        """Remember ``buf``'s last line that ends in a percentage if it is pytest's progress row, or, as a
+        row at 0%, its unended last line if that is a row's progress letters alone: pytest ends every row
+        with its percentage, so a log that ends there ended inside the run (pytest -q whose test called
+        ``os._exit(0)``: "..", no newline, no verdict)."""
+        tail = buf.rfind(b"\n") + 1
+        if 0 < len(buf) - tail <= _MAX_CUT_ROW_BYTES:
+            text, _ = clean_stripped(buf[tail:], keep_progress=True)
+            if _CUT_ROW.fullmatch(text.strip()):
+                self.row = (_line_number(buf, tail, first_line, next_line), 0)
+                return
         at = buf.rfind(b"%]")
         if at == -1:
             return
@@ -495,6 +504,9 @@ class TestTracker:
 # pytest's progress row without -v ("..F.s [ 50%]", "tests/test_x.py ..  [ 12%]"), written when a row fills
 # or a file's tests end: the share of the run done so far. A run that dies leaves it below 100%.
 _PROGRESS_ROW = re.compile(r"(?:\S+\.py ?)?[.FEsxXR]+\s+\[\s*(\d+)%\]")
+# The same row before its percentage: the progress letters of the tests run so far.
+_CUT_ROW = re.compile(r"(?:\S+\.py ?)?[.FEsxXR]+")
+_MAX_CUT_ROW_BYTES = 4096
 # A test's outcome alone on its line: pytest -s prints it after the test's own output, unittest after a
 # test that printed; those of a test that passed (an event inside it was handled).
 # Only the word (and pytest's percentage): "ERROR: ..." and "ok, retrying" are the test's own output.

@@ -137,7 +137,9 @@ def test_without_v_the_run_that_never_printed_its_verdict_is_named(tmp_path, fla
     log = _pytest_log(tmp_path, EXITS_EARLY, *flags)
     errors = _errors(log)
     assert [(f.rule, f.test) for f in errors] == [("test-never-finished", None)]
-    assert "test session starts" in log.read_text().splitlines()[errors[0].line - 1]
+    # The row of the file whose test ended the run, cut before its percentage ("test_run.py ."); the
+    # session's start where the log shows no row.
+    assert log.read_text().splitlines()[errors[0].line - 1] == "test_run.py ."
     assert errors[0].message.startswith("the test run never finished")
 
 
@@ -162,10 +164,43 @@ def test_with_q_the_last_progress_row_below_100_percent_is_where_the_run_stopped
     # pytest -q prints neither the session's start nor a test's name: only rows of progress, each ending
     # in the share of the run done ("....... [ 60%]"); one that stops short of 100% with no verdict after it
     # is a run that died there.
-    log = _pytest_log(tmp_path, MANY_THEN_EXIT.replace("EXIT_AT", "100"), "-q")
+    log = _pytest_log(tmp_path, MANY_THEN_EXIT.replace("EXIT_AT", "72"), "-q")
     errors = _errors(log)
     assert [(f.rule, f.test) for f in errors] == [("test-never-finished", None)]
     assert log.read_text().splitlines()[errors[0].line - 1].endswith("[ 60%]")
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize(
+    "flags, exit_at", [(("-q",), "1"), (("-q", "-s"), "1"), (("-qq",), "1"), (("-q",), "100")]
+)
+def test_with_q_a_log_that_ends_inside_a_row_is_where_the_run_stopped(tmp_path, engine, flags, exit_at):
+    # Before: a pass. A row ends in its percentage, so a log that ends in a row's progress letters alone
+    # ("." with no newline, no percentage, no verdict) ended inside the run: the second test's os._exit(0)
+    # exited 0, and a run of fewer tests than a row shows nothing else.
+    log = _pytest_log(tmp_path, MANY_THEN_EXIT.replace("EXIT_AT", exit_at), *flags)
+    errors = _errors(log, engine)
+    assert [(f.rule, f.test) for f in errors] == [("test-never-finished", None)]
+    last = log.read_text().splitlines()[-1]
+    assert errors[0].line == len(log.read_text().splitlines()) and set(last) == {"."}, last
+
+
+@pytest.mark.parametrize("flags", [("-q", "-s"), ("-qq",), ("-qq", "-s"), ("-qqq", "-s")])
+def test_with_q_a_run_that_ends_after_its_last_row_has_no_such_finding(tmp_path, flags):
+    # -qq prints no verdict and -s no percentage: a whole run still ends its last row with a newline.
+    log = _pytest_log(tmp_path, MANY_THEN_EXIT.replace("EXIT_AT", "-1").replace("120", "3"), *flags)
+    assert log.read_bytes().endswith(b"\n")
+    assert _errors(log) == []
+
+
+def test_a_plain_unittest_run_that_exits_0_inside_a_test_fails(tmp_path):
+    (tmp_path / "test_run.py").write_text(UNITTEST_EXITS_EARLY)
+    log = tmp_path / "run.log"
+    with open(log, "wb") as out:
+        subprocess.run([sys.executable, "-m", "unittest", "test_run"], cwd=tmp_path, stderr=out, stdout=out,
+                       timeout=120)
+    assert log.read_bytes() == b"."  # unittest without -v: one letter per test, the row ended by its report
+    assert [f.rule for f in _errors(log)] == ["test-never-finished"]
 
 
 def test_with_q_a_run_that_ends_has_no_such_finding(tmp_path):
