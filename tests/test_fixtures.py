@@ -41,9 +41,10 @@ MAX_FIXTURE_BYTES = 256 * 1024  # a healthy suite kept whole (negative/*-suite.l
 # 3 kB for the fifth's; 11 kB for the unittest status printer and pytest's cacheprovider suite under -q -s;
 # 11 kB for the captures framed in other CI systems' and launchers' line containers; 4 kB for the sixth
 # recall pass's windows; 7 kB for the seventh's; 3 kB for the eighth's Dask and joblib windows, 2 kB for
-# its container and CI windows, 2 kB for its Jenkins, SLURM and gunicorn windows
+# its container and CI windows, 2 kB for its Jenkins, SLURM and gunicorn windows; 1 kB for GitLab's and a
+# quoted GitHub step status
 MAX_CORPUS_BYTES = (7 * 512 * 1024 + 100_000 + 16 * 1024 + 283_000 + 93_000 + 6_000 + 3_000 + 11_000 + 11_000
-                    + 4_000 + 7_000 + 3_000 + 2_000 + 2_000)
+                    + 4_000 + 7_000 + 3_000 + 2_000 + 2_000 + 1_000)
 
 
 def _engines() -> List[str]:
