@@ -26,6 +26,11 @@ context and are dropped:
   it also ends any inner run still open (one that died without its verdict); a session start glued to the
   outer run's progress after a verdict makes every verdict since the log's own run last showed itself an
   inner run's (pytester's quiet runs print no start, several back to back);
+- ``inner-root`` (a session header's ``rootdir:`` in pytester's sandbox, ``pytest-of-USER/pytest-N/``): the
+  session is a test's inner run if the log's run then shows it was not over (a start glued to its progress,
+  or a verdict of a runner that prints no start: ``-q -s`` prints a test's inner sessions, start and all,
+  back to back before anything of the outer run); until then, and in a log whose own run is rooted there
+  (a harness in a temporary directory), its verdict stands;
 - any marker a rule's ``collateral_after`` names: the last one per name;
 - ``echo`` with its ``echo`` group set (GitHub's runner echoing a run step's script, its shell: and env:
   lines; git naming a commit by its subject): the lines quote a command or a commit, not what ran, so
@@ -79,6 +84,10 @@ ECHO_MARKER = "echo"
 # pytester's "running: PYTHON -mpytest ..." (_pytest/pytester.py runpytest_subprocess): the next session is
 # a test's inner run even when the outer run, under -q, printed neither its start nor the test's id.
 INNER_RUN_MARKER = "inner-run"
+# A session header's rootdir in pytester's sandbox (``LogState.run_sandboxed``).
+INNER_ROOT_MARKER = "inner-root"
+# pytest prints the rootdir this few lines after "test session starts" (platform, cachedir, plugins' headers).
+INNER_ROOT_GAP = 12
 ATTEMPT_RESTARTED = "attempt-restarted"
 RUN_SUCCEEDED = "run-succeeded"
 MAX_TENTATIVE = 1000
@@ -345,6 +354,11 @@ class LogState:
         # whether that word was unittest's (the report came) or the test's own output (it did not).
         self.unreported: Dict[str, None] = {}
         self.closed_runs: List[Tuple[List[str], List[_Open], Optional[Match]]] = []
+        # The log's own run (as taken) is rooted in pytester's sandbox; so was one of the closed runs: a run
+        # started right after them does not end their chain, which the outer run's progress or quiet verdict
+        # then shows were a test's inner sessions (``_verdict_was_inner``).
+        self.run_sandboxed = False
+        self.closed_sandboxed = False
         # The events opened on the latest line that opened one: a short summary's "FAILED t.py::t - REASON"
         # may retell as its reason an event the test's report already showed (``_summary_retold``).
         self.line_events: Tuple[int, List[tuple]] = (0, [])
@@ -466,7 +480,9 @@ class LogState:
                     return
                 self.run_events = {}  # the log's own run starts: what came before is not in it
                 self.run_failed = []
-                self.closed_runs = []
+                self.run_sandboxed = False
+                if not self.closed_sandboxed:
+                    self.closed_runs = []
                 self.run_framed = True
                 self.run_started = match.line
                 if self.on_run is not None:
@@ -499,11 +515,17 @@ class LogState:
                 # Printed while a test was still running: an inner run's verdict (a quiet runner's test
                 # prints nothing when it ends, so the verdict after it is the run's own).
                 return
+            if match.rule.unframed_run and self.closed_sandboxed:
+                # The verdict of a run that prints no start (-q) after sessions rooted in pytester's sandbox:
+                # they were its tests' inner runs, printed before its first progress character.
+                self._verdict_was_inner()
             if _reports_every_failure(match):
                 self._unreported_passed()
             if len(self.closed_runs) >= MAX_CLOSED_RUNS:
                 self.closed_runs.pop(0)  # a run that old stays judged by its own verdict
             self.closed_runs.append((self.run_failed, list(self.run_events.values()), self.verdict))
+            self.closed_sandboxed = self.closed_sandboxed or self.run_sandboxed
+            self.run_sandboxed = False
             self.run_failed = []
             self.verdict = match
             self.outer_open = False
@@ -522,6 +544,9 @@ class LogState:
             self.run_events = {} if judged else {k: o for k, o in self.run_events.items() if o.inner}
             self.run_framed = False
             self.run_started = 0
+        elif marker == INNER_ROOT_MARKER:
+            if not self.depth and self.run_framed and 0 < match.line - self.run_started <= INNER_ROOT_GAP:
+                self.run_sandboxed = True
         elif marker == INNER_RUN_MARKER:
             # pytester waits for each subprocess run: one that died without its verdict (pytest-timeout's
             # thread method ends it with os._exit) is over when the next one starts.
@@ -567,6 +592,7 @@ class LogState:
         failures reported under them were those runs' (the outer test that ran them is judged by the outer
         run), and their events on no test's lines wait for the outer run's verdict."""
         closed, self.closed_runs = self.closed_runs, []
+        self.closed_sandboxed = False
         self.tentative = None  # failures held under its short summary were its own
         for failed, events, before in reversed(closed):
             if self.on_run is not None:
