@@ -41,9 +41,9 @@ MAX_FIXTURE_BYTES = 256 * 1024  # a healthy suite kept whole (negative/*-suite.l
 # 3 kB for the fifth's; 11 kB for the unittest status printer and pytest's cacheprovider suite under -q -s;
 # 11 kB for the captures framed in other CI systems' and launchers' line containers; 4 kB for the sixth
 # recall pass's windows; 50 kB for a capture stored as Docker's json-file and the CRI format write it (a
-# config line longer than their 16 KiB line buffer in each)
+# config line longer than their 16 KiB line buffer in each); 6 kB for three captured chained tracebacks
 MAX_CORPUS_BYTES = (7 * 512 * 1024 + 100_000 + 16 * 1024 + 283_000 + 93_000 + 6_000 + 3_000 + 11_000 + 11_000
-                    + 4_000 + 50_000)
+                    + 4_000 + 50_000 + 6_000)
 
 
 def _engines() -> List[str]:

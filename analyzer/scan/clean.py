@@ -42,8 +42,9 @@ quoted as code (```` `Killed` ````, a fence glued to its first line) the backtic
 emphasis (``_Killed_``, ``**Killed**``, or only its start in bold: ``**RuntimeError: ...** Tried``) its
 markers.
 
-Container logs stored as data: Docker's json-file driver (the raw ``/var/lib/docker/containers/ID/ID-json.log``
-that CI systems and people attach; ``docker logs`` shows the text) writes each line as one JSON object,
+Container logs stored as data: Docker's json-file driver (the raw
+``/var/lib/docker/containers/ID/ID-json.log`` that CI systems and people attach; ``docker logs`` shows the
+text) writes each line as one JSON object,
 ``{"log":"text\\n","stream":"stderr","time":"2024-01-09T18:41:23.123456789Z"}``, the text JSON-escaped
 (``\\"``, ``\\n``, ``\\r``, every other control byte and ``<``, ``>``, ``&`` as ``\\u00XX``: moby
 daemon/logger/jsonfilelog/jsonlog/jsonlogbytes.go, ``ffjsonWriteJSONBytesAsString``). The log's text is
@@ -239,7 +240,9 @@ _DOCKER_JSON = b'{"log":"'
 _DOCKER_LOG = re.compile(rb'\{"log":("(?:[^"\\\n]|\\.)*")(?:,"stream":"(\w*)")?')
 # The kubelet's CRI format: RFC 3339 stamp (containerd's RFC3339Nano drops trailing zeros, CRI-O writes a
 # local offset), the stream, then "P" (a piece) or "F" (a whole line or the last piece), and the text.
-_CRI_LINE = re.compile(rb"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d) (std(?:out|err)) ([FP]) ")
+_CRI_LINE = re.compile(
+    rb"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d) (std(?:out|err)) ([FP]) "
+)
 # Above this many coloured lines in a window, one substitution over all of it beats editing each.
 _ESCAPES_PER_LINE_EDIT = 64
 

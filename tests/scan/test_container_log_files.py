@@ -114,19 +114,22 @@ def catalogue():
 
 def test_a_failure_in_a_json_file_log_is_found_at_its_file_line(tmp_path, catalogue):
     path = tmp_path / "c-json.log"
-    lines = [docker_line("config: " + "x" * 20000, stream="stdout", last=False), docker_line("", stream="stdout"),
+    lines = [docker_line("config: " + "x" * 20000, stream="stdout", last=False),
+             docker_line("", stream="stdout"),
              docker_line("Traceback (most recent call last):"),
              docker_line('  File "/w/eval.py", line 13, in <module>'),
              docker_line("    print(results.get(timeout=2))"),
              docker_line("_queue.Empty")]
     path.write_bytes(b"\n".join(lines) + b"\n")
-    found = [(f.rule, f.line) for f in scan_paths([str(path)], catalogue) if f.severity is not Severity.NOTICE]
+    found = [(f.rule, f.line) for f in scan_paths([str(path)], catalogue)
+             if f.severity is not Severity.NOTICE]
     assert found == [("queue-empty-uncaught", 6)]
 
 
 # Healthy runs full of failure words: stored by either writer they must stay clean. (A GitHub step log's
 # stamps are the runner's, outside any container: the program's own lines are stored.)
-HEALTHY = ("negative/torch-timeout-tests.log", "negative/nccl-info-chatter.log", "negative/pytest-innocent.log")
+HEALTHY = ("negative/torch-timeout-tests.log", "negative/nccl-info-chatter.log",
+           "negative/pytest-innocent.log")
 RUNNER_STAMP = b"^\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d\\.\\d{7}Z "
 
 
@@ -146,4 +149,5 @@ def test_a_healthy_run_stays_clean_in_either_file(name, tmp_path, catalogue):
     for stored, body in (("json.log", docker), ("cri.log", cri)):
         path = tmp_path / stored
         path.write_bytes(body + b"\n")
-        assert [f for f in scan_paths([str(path)], catalogue) if f.severity is not Severity.NOTICE] == [], stored
+        found = [f for f in scan_paths([str(path)], catalogue) if f.severity is not Severity.NOTICE]
+        assert found == [], stored
