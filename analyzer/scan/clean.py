@@ -48,14 +48,13 @@ text) writes each line as one JSON object,
 ``{"log":"text\\n","stream":"stderr","time":"2024-01-09T18:41:23.123456789Z"}``, the text JSON-escaped
 (``\\"``, ``\\n``, ``\\r``, every other control byte and ``<``, ``>``, ``&`` as ``\\u00XX``: moby
 daemon/logger/jsonfilelog/jsonlog/jsonlogbytes.go, ``ffjsonWriteJSONBytesAsString``). The log's text is
-decoded in place of the object, one line for one line. A line longer than the driver's buffer (16 KiB,
-daemon/logger/copier.go) is written as several objects, all but the last without the final ``\\n``
-(jsonfilelog.go, ``marshalMessage``); the kubelet's CRI format (``2024-01-09T18:41:23.123456789Z stderr
-P text``; cri-api pkg/apis/runtime/v1/constants.go, ``LogTagPartial``; containerd
-internal/cri/io/logger.go cuts at its ``maxLen``) marks such pieces ``P`` and the last one ``F``. The
-pieces of one line of one stream are joined on the first piece's line, and the lines the other pieces
-took are left empty, so each finding keeps the line of the file where the message starts. (Pieces a
-window boundary separates stay apart.) The CRI line's own prefix is removed with the other prefixes below.
+decoded in place of the object, one line for one line, so a finding keeps its line of the file. The
+kubelet's CRI format (``2024-01-09T18:41:23.123456789Z stderr F text``: containerd
+internal/cri/io/logger.go) loses its prefix the same way. A line longer than the writer's buffer (16 KiB:
+moby daemon/logger/copier.go; containerd's ``maxLen``) is stored as several pieces (Docker's objects but
+the last without the final ``\\n``, jsonfilelog.go ``marshalMessage``; CRI's tagged ``P``, cri-api
+pkg/apis/runtime/v1/constants.go ``LogTagPartial``): each piece is matched as a line of its own, as the
+engine's windows, cut at any ``\\n``, must give the same matches whatever their size.
 
 A line of the shell's xtrace (``set -x``: ``+ grep -E 'CUDA error: |Killed' train.log``, ``++ `` in a
 command substitution) is a command about to run, not anything it printed: it cleans to nothing.
@@ -75,7 +74,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Dict, List, Optional, Tuple
+from typing import List, Optional, Tuple
 
 # CSI (colours, cursor moves), the control strings terminated by BEL or ST (OSC's hyperlinks and titles;
 # APC, which Buildkite's agent writes before every line as its timestamp, "\x1b_bk;t=1704825683123\x07":
@@ -236,12 +235,14 @@ _UNITTEST_CONTINUED = re.compile(
 
 # Docker's json-file driver: every object starts so, the log's text first (jsonlogbytes.go, MarshalJSONBuf).
 _DOCKER_JSON = b'{"log":"'
-# The log's text as a JSON string, then the stream; the object may be cut (a copy that stopped mid-line).
-_DOCKER_LOG = re.compile(rb'\{"log":("(?:[^"\\\n]|\\.)*")(?:,"stream":"(\w*)")?')
+# The log's text as a JSON string; an object cut inside it (a copy that stopped mid-line) holds no text.
+_DOCKER_LOG = re.compile(rb'\{"log":("(?:[^"\\\n]|\\.)*")')
 # The kubelet's CRI format: RFC 3339 stamp (containerd's RFC3339Nano drops trailing zeros, CRI-O writes a
 # local offset), the stream, then "P" (a piece) or "F" (a whole line or the last piece), and the text.
+# What follows the stamp on every CRI line; seldom written elsewhere.
+_CRI_TAGS = (b" stdout F ", b" stderr F ", b" stdout P ", b" stderr P ")
 _CRI_LINE = re.compile(
-    rb"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d) (std(?:out|err)) ([FP]) "
+    rb"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d) std(?:out|err) [FP] "
 )
 # Above this many coloured lines in a window, one substitution over all of it beats editing each.
 _ESCAPES_PER_LINE_EDIT = 64
@@ -250,8 +251,8 @@ _ESCAPES_PER_LINE_EDIT = 64
 def strip_controls(raw: bytes) -> bytes:
     """Decode a container log's lines (``container_lines_decoded``), remove NUL bytes and ANSI escape
     sequences; never removes or adds a ``\\n``."""
-    # A container log file holds nothing but its lines, so a window's first line says whether it is CRI's.
-    if _DOCKER_JSON in raw or (raw[:1].isdigit() and _CRI_LINE.match(raw) is not None):
+    # Searches for words each line of such a file holds, so that a line decodes whatever window it is in.
+    if _DOCKER_JSON in raw or any(tag in raw for tag in _CRI_TAGS):
         raw = container_lines_decoded(raw)
     if b"\x00" in raw:
         raw = raw.replace(b"\x00", b"")
@@ -282,33 +283,17 @@ def strip_controls(raw: bytes) -> bytes:
 
 
 def container_lines_decoded(raw: bytes) -> bytes:
-    """``raw`` with each Docker json-file line replaced by the text it holds, and the pieces of a line that
-    Docker or the CRI format cut joined on the first piece's line; as many ``\\n`` as ``raw`` has.
-
-    A line that does not decode is kept as it is; never raises."""
-    out: List[bytes] = []
-    open_pieces: Dict[bytes, int] = {}  # stream -> index in out of its line whose last piece is to come
+    """``raw`` with each Docker json-file line replaced by the text it holds and each CRI line without its
+    prefix; as many ``\\n`` as ``raw`` has. A line that does not decode is kept as it is; never raises."""
+    out = []
     for line in raw.split(b"\n"):
-        decoded = _docker_text(line) if line.startswith(_DOCKER_JSON) else _cri_piece(line)
-        if decoded is None:
-            open_pieces.clear()
-            out.append(line)
-            continue
-        text, stream, partial = decoded
-        at = open_pieces.pop(stream, None)
-        if at is not None:  # the other stream's lines may come between the pieces (one file, two writers)
-            out[at] += text
-            out.append(b"")
-        else:
-            at = len(out)
-            out.append(text)
-        if partial:
-            open_pieces[stream] = at
+        text = _docker_text(line) if line.startswith(_DOCKER_JSON) else _cri_text(line)
+        out.append(line if text is None else text)
     return b"\n".join(out)
 
 
-def _docker_text(line: bytes) -> Optional[Tuple[bytes, bytes, bool]]:
-    """The text, stream and whether the text is a partial piece, of one json-file line; None if no object."""
+def _docker_text(line: bytes) -> Optional[bytes]:
+    """The text one json-file line holds (its line ending dropped), or None if it holds no object."""
     m = _DOCKER_LOG.match(line)
     if m is None:
         return None
@@ -316,18 +301,16 @@ def _docker_text(line: bytes) -> Optional[Tuple[bytes, bytes, bool]]:
         text = json.loads(m.group(1))
     except ValueError:  # an escape cut short, a lone surrogate the decoder refuses
         return None
-    partial = not text.endswith("\n")
+    if text.endswith("\n"):
+        text = text[:-1]
     # One object holds one line; another writer's inner line break becomes a segment (split_segments).
-    text = text[:-1].replace("\n", "\r") if not partial else text.replace("\n", "\r")
-    return text.encode("utf-8", "surrogatepass"), b"docker:" + (m.group(2) or b""), partial
+    return text.replace("\n", "\r").encode("utf-8", "surrogatepass")
 
 
-def _cri_piece(line: bytes) -> Optional[Tuple[bytes, bytes, bool]]:
-    """The text after the prefix, stream and whether it is a partial piece, of one CRI line; else None."""
+def _cri_text(line: bytes) -> Optional[bytes]:
+    """The text after a CRI line's prefix, or None if it is no CRI line."""
     m = _CRI_LINE.match(line) if line[:1].isdigit() else None
-    if m is None:
-        return None
-    return line[m.end():], b"cri:" + m.group(1), m.group(2) == b"P"
+    return None if m is None else line[m.end():]
 
 
 def starts_with_runner_stamp(raw: bytes) -> bool:
