@@ -104,7 +104,7 @@ def test_bad_input_never_raises():
                 b'{"log":"a\\nb\\n"}'):
         strip_controls(raw)
     # another writer's inner line break stays inside its line, as a segment
-    assert strip_controls(b'{"log":"a\\nb\\n"}\n') == b"a\rb\n"
+    assert strip_controls(b'{"log":"a\\nb\\n","stream":"stdout","time":"2024-01-09T18:41Z"}\n') == b"a\rb\n"
 
 
 @pytest.fixture(scope="module")
