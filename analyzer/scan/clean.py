@@ -1,8 +1,9 @@
 """Turn one raw log line into the text rules match: no BOM, timestamp, ANSI escapes, NULs or rank prefix.
 
 Cleaning happens in two steps so the engine can do the first one over a whole window at once:
-``strip_controls`` removes NULs and ANSI escape sequences, also in the caret notation a paste may show
-them in (``^[[36m``; none of them ever contains ``\\n``, so line numbers survive), and
+``strip_controls`` decodes the lines of a container log stored as data (``container_lines_decoded``),
+removes NULs and ANSI escape sequences, also in the caret notation a paste may show them in (``^[[36m``;
+none of them ever contains ``\\n``, so line numbers survive), and
 ``clean_stripped`` removes what sits at the start of a line (UTF-8 BOM, GitHub's timestamp,
 ``[rankN]:``, another logger's prefix), decodes, and drops the line ending. ``clean_line`` is both in a
 row.
@@ -41,6 +42,20 @@ quoted as code (```` `Killed` ````, a fence glued to its first line) the backtic
 emphasis (``_Killed_``, ``**Killed**``, or only its start in bold: ``**RuntimeError: ...** Tried``) its
 markers.
 
+Container logs stored as data: Docker's json-file driver (the raw
+``/var/lib/docker/containers/ID/ID-json.log`` that CI systems and people attach; ``docker logs`` shows the
+text) writes each line as one JSON object,
+``{"log":"text\\n","stream":"stderr","time":"2024-01-09T18:41:23.123456789Z"}``, the text JSON-escaped
+(``\\"``, ``\\n``, ``\\r``, every other control byte and ``<``, ``>``, ``&`` as ``\\u00XX``: moby
+daemon/logger/jsonfilelog/jsonlog/jsonlogbytes.go, ``ffjsonWriteJSONBytesAsString``). The log's text is
+decoded in place of the object, one line for one line, so a finding keeps its line of the file. The
+kubelet's CRI format (``2024-01-09T18:41:23.123456789Z stderr F text``: containerd
+internal/cri/io/logger.go) loses its prefix the same way. A line longer than the writer's buffer (16 KiB:
+moby daemon/logger/copier.go; containerd's ``maxLen``) is stored as several pieces (Docker's objects but
+the last without the final ``\\n``, jsonfilelog.go ``marshalMessage``; CRI's tagged ``P``, cri-api
+pkg/apis/runtime/v1/constants.go ``LogTagPartial``): each piece is matched as a line of its own, as the
+engine's windows, cut at any ``\\n``, must give the same matches whatever their size.
+
 A line of the shell's xtrace (``set -x``: ``+ grep -E 'CUDA error: |Killed' train.log``, ``++ `` in a
 command substitution) is a command about to run, not anything it printed: it cleans to nothing.
 
@@ -57,6 +72,7 @@ bar is cut off such a segment, so the message is matched as the start of a line,
 
 from __future__ import annotations
 
+import json
 import re
 from typing import List, Optional, Tuple
 
@@ -217,12 +233,28 @@ _UNITTEST_CONTINUED = re.compile(
 )
 
 
+# Docker's json-file driver: every object starts so, the log's text first (jsonlogbytes.go, MarshalJSONBuf).
+_DOCKER_JSON = b'{"log":"'
+# The log's text as a JSON string; an object cut inside it (a copy that stopped mid-line) holds no text.
+_DOCKER_LOG = re.compile(rb'\{"log":("(?:[^"\\\n]|\\.)*")')
+# The kubelet's CRI format: RFC 3339 stamp (containerd's RFC3339Nano drops trailing zeros, CRI-O writes a
+# local offset), the stream, then "P" (a piece) or "F" (a whole line or the last piece), and the text.
+# The stream every line of either file names: json-file's '"stream":"stderr",' (before "time"), CRI's
+# "stderr F " (before the text). One regex pass over a window costs about one bytes.find of a long needle.
+_CONTAINER_STREAM = re.compile(rb'std(?:out|err)(?:",| [FP] )')
+_CRI_LINE = re.compile(
+    rb"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d) std(?:out|err) [FP] "
+)
 # Above this many coloured lines in a window, one substitution over all of it beats editing each.
 _ESCAPES_PER_LINE_EDIT = 64
 
 
 def strip_controls(raw: bytes) -> bytes:
-    """Remove NUL bytes and ANSI escape sequences; never removes or adds a ``\\n``."""
+    """Decode a container log's lines (``container_lines_decoded``), remove NUL bytes and ANSI escape
+    sequences; never removes or adds a ``\\n``."""
+    # One search for what every line of such a file holds, so that a line decodes whatever window it is in.
+    if _CONTAINER_STREAM.search(raw) is not None:
+        raw = container_lines_decoded(raw)
     if b"\x00" in raw:
         raw = raw.replace(b"\x00", b"")
     # One byte's search first: memchr skims a window for it, where "^[[" costs a pass as slow as the
@@ -249,6 +281,37 @@ def strip_controls(raw: bytes) -> bytes:
         at = raw.find(b"\x1b", end)
     parts.append(raw[pos:])
     return b"".join(parts)
+
+
+def container_lines_decoded(raw: bytes) -> bytes:
+    """``raw`` with each Docker json-file line replaced by the text it holds and each CRI line without its
+    prefix; as many ``\\n`` as ``raw`` has. A line that does not decode is kept as it is; never raises."""
+    out = []
+    for line in raw.split(b"\n"):
+        text = _docker_text(line) if line.startswith(_DOCKER_JSON) else _cri_text(line)
+        out.append(line if text is None else text)
+    return b"\n".join(out)
+
+
+def _docker_text(line: bytes) -> Optional[bytes]:
+    """The text one json-file line holds (its line ending dropped), or None if it holds no object."""
+    m = _DOCKER_LOG.match(line)
+    if m is None:
+        return None
+    try:
+        text = json.loads(m.group(1))
+    except ValueError:  # an escape cut short, a lone surrogate the decoder refuses
+        return None
+    if text.endswith("\n"):
+        text = text[:-1]
+    # One object holds one line; another writer's inner line break becomes a segment (split_segments).
+    return text.replace("\n", "\r").encode("utf-8", "surrogatepass")
+
+
+def _cri_text(line: bytes) -> Optional[bytes]:
+    """The text after a CRI line's prefix, or None if it is no CRI line."""
+    m = _CRI_LINE.match(line) if line[:1].isdigit() else None
+    return None if m is None else line[m.end():]
 
 
 def starts_with_runner_stamp(raw: bytes) -> bool:

@@ -9,6 +9,7 @@ from ..model import Finding
 from ..rules.model import Catalogue
 from .engine import Prepared, prepare, source_scanner
 from .rank import LineClocks, path_kept, preliminary_finding, rank
+from .same_event import ChainReader
 from .sources import Source
 from .state import Across, LogFindings, LogState, OnRun
 
@@ -68,14 +69,16 @@ class LogScan:
         state = LogState(
             path, self.catalogue, self.on_event, preliminary_finding, tracker.want, self.across, self.on_run
         )
+        chains = ChainReader()
         for match in scanner.run(self.source):
             state.feed(match)
+            chains.feed(match)
             if len(tracker.outcomes) > _PRUNE_OUTCOMES:
                 wanted = state.progress_lines()
                 tracker.outcomes = {k: v for k, v in tracker.outcomes.items() if k in wanted}
-        self._result = state.finish(
+        self._result = chains.findings(state.finish(
             tracker.carry, tracker.outcomes, tracker.ids, scanner.next_line - 1, progress_row=tracker.row
-        )
+        ))
 
     def result(self) -> LogFindings:
         """The log's state for ``combine``; raises ``RuntimeError`` before ``run`` returned."""

@@ -64,10 +64,12 @@ from ..rules.model import Catalogue, Rule
 from .match import Match
 from .same_event import (
     EXCEPTION_GROUPS,
+    ChainReader,
     Item,
     MERGE_KINDS,
     WORKER_KINDS,
     crash_site,
+    events_chained,
     events_told_again,
     exit_signal,
     one_event_one_finding,
@@ -107,6 +109,8 @@ CRASH_AT = " at {site}"
 CRASH_HEADER = "--- the crash ({where}) ---"
 TOLD_AGAIN = "; {message} ({where})"
 TOLD_AGAIN_HEADER = "--- the same event, told again ({where}) ---"
+CHAINED = "; {how} {message} ({where})"
+CHAINED_HEADER = "--- {how} ({where}) ---"
 ATTACHED_HEADER = "--- traceback of {who} ({where}) ---"
 LAST_TRACEBACK = "; the last Python traceback before it ({where}) ends in {exception}"
 RAISED_AT = " (raised at {site})"
@@ -136,12 +140,15 @@ def rank_findings(
     The pipeline feeds ``LogState`` as it scans; this entry point is for matches built elsewhere.
     """
     states: Dict[str, LogState] = {}
+    chains: Dict[str, ChainReader] = {}
     for match in sorted(matches, key=lambda m: m.seq):
         state = states.get(match.path)
         if state is None:
             state = states[match.path] = LogState(match.path, catalogue)
+            chains[match.path] = ChainReader()
         state.feed(match)
-    results = [state.finish(None, {}) for state in states.values()]
+        chains[match.path].feed(match)
+    results = [chains[path].findings(state.finish(None, {})) for path, state in states.items()]
     return rank(results, catalogue, guard_findings)
 
 
@@ -171,15 +178,18 @@ def rank(
             events.append((index, log, event, _handled(event, log, test), test))
     told_again = events_told_again(events)
     events = [item for item in events if id(item[2]) not in told_again.absorbed]
+    chained = events_chained(events)
+    events = [item for item in events if id(item[2]) not in chained.absorbed]
+    severity_of = _chain_severities(events, chained.causes)
     crashes = one_event_one_finding(events)
     events = [item for item in events if id(item[2]) not in crashes.absorbed]
     fallbacks = {rule.id for rule in catalogue.guard_rules if rule.fallback}
-    events, guard = _without_explained_fallbacks(events, guard, fallbacks)
-    events, kill_told = _guard_kill_told(events, guard)
+    events, guard = _without_explained_fallbacks(events, guard, fallbacks, severity_of)
+    events, kill_told = _guard_kill_told(events, guard, severity_of)
     events, oom_told = _guard_oom_told(events, guard)
 
     has_root = any(
-        e.shutdown is None and not handled and _severity(e.match.rule) is Severity.ERROR
+        e.shutdown is None and not handled and _event_severity(e, severity_of) is Severity.ERROR
         for _, _, e, handled, _ in events
     ) or any(f.severity is Severity.ERROR for f in guard)
     guard_killed = any(f.kind in _GUARD_KILL_KINDS and f.severity is Severity.ERROR for f in guard)
@@ -200,6 +210,8 @@ def rank(
             again=again,
             stack=crashes.stack_of.get(id(event)) or told_with_a_stack(event, again),
             oom_kill=oom_kills.get(index),
+            causes=chained.causes.get(id(event), ()),
+            severity=severity_of.get(id(event)),
         )
         rule = event.match.rule
         if finding.kind is Kind.TEST_FAILURE:
@@ -355,6 +367,25 @@ def _severity(rule: Rule) -> Severity:
     return rule.severity if rule.severity is not None else Severity.ERROR
 
 
+def _event_severity(event: LogEvent, severity_of: Mapping[int, Severity]) -> Severity:
+    """An event's severity: its rule's, or a chained traceback's worst (``severity_of``, by id())."""
+    return severity_of.get(id(event)) or _severity(event.match.rule)
+
+
+def _chain_severities(
+    events: Sequence[Item], causes: Mapping[int, Sequence[Tuple[LogEvent, str]]]
+) -> Dict[int, Severity]:
+    """id() of each event that tells a chained traceback's earlier exceptions -> the worst severity of the
+    chain's rules: the process died of the chain either way."""
+    worst: Dict[int, Severity] = {}
+    for item in events:
+        told = causes.get(id(item[2]))
+        if told:
+            severities = [_severity(event.match.rule) for event in (item[2], *(cause for cause, _ in told))]
+            worst[id(item[2])] = min(severities, key=lambda severity: severity.rank)
+    return worst
+
+
 def path_kept(path: str, catalogue: Catalogue) -> bool:
     """Whether a log at ``path`` is scanned at all (no ``ignore.paths`` glob matches it)."""
     if not catalogue.ignore_paths:
@@ -389,13 +420,14 @@ def _guard_findings(findings: Sequence[Finding], catalogue: Catalogue) -> List[F
 
 
 def _without_explained_fallbacks(
-    events: List[Item], guard: List[Finding], fallbacks: Set[str]
+    events: List[Item], guard: List[Finding], fallbacks: Set[str], severity_of: Mapping[int, Severity]
 ) -> Tuple[List[Item], List[Finding]]:
     """Drop fallback findings (a failed exit status) that another error of their log, or for the guard's
     (rule ids ``fallbacks``) of any log or the guard, already explains."""
     explained = {
         index for index, _, event, handled, _ in events
-        if not handled and not event.match.rule.fallback and _severity(event.match.rule) is Severity.ERROR
+        if not handled and not event.match.rule.fallback
+        and _event_severity(event, severity_of) is Severity.ERROR
     }
     events = [item for item in events if not (item[2].match.rule.fallback and item[0] in explained)]
     if explained or any(f.severity is Severity.ERROR and f.rule not in fallbacks for f in guard):
@@ -404,7 +436,7 @@ def _without_explained_fallbacks(
 
 
 def _guard_kill_told(
-    events: List[Item], guard: Sequence[Finding]
+    events: List[Item], guard: Sequence[Finding], severity_of: Mapping[int, Severity]
 ) -> Tuple[List[Item], Optional[Tuple[int, List[LogEvent]]]]:
     """The deaths the guard's own kill caused, left to the guard's finding of why it killed (a hang, a
     timeout, a cancel): the events without them, and (index in ``guard`` of that finding, the deaths).
@@ -422,7 +454,8 @@ def _guard_kill_told(
         return events, None
     last_other: Dict[int, int] = {}
     for index, _, event, handled, _ in events:
-        if id(event) not in echo_ids and not handled and _severity(event.match.rule) is Severity.ERROR:
+        severity = _event_severity(event, severity_of)
+        if id(event) not in echo_ids and not handled and severity is Severity.ERROR:
             last_other[index] = max(last_other.get(index, -1), event.match.seq)
     told = [
         item for item in events
@@ -568,12 +601,16 @@ def _finding(
     again: Sequence[LogEvent] = (),
     stack: Optional[LogEvent] = None,
     oom_kill: Optional[LogEvent] = None,
+    causes: Sequence[Tuple[LogEvent, str]] = (),
+    severity: Optional[Severity] = None,
 ) -> Finding:
     """``stack``: another line of the same crash (faulthandler's) whose stack tells where it happened;
-    ``oom_kill``: the first event of the log that says the OOM killer killed something."""
+    ``oom_kill``: the first event of the log that says the OOM killer killed something; ``causes``: the
+    earlier exceptions of its chained traceback, each with how it came of them, and ``severity`` the
+    chain's (``_chain_severities``)."""
     match = event.match
     rule = match.rule
-    severity = _severity(rule)
+    severity = severity or _severity(rule)
     kind = finding_kind(match)
     if kind is Kind.WORKER_FAILURE and crash is not None:
         kind = Kind.SIGNAL_EXIT  # a crash line of the log says which signal killed it
@@ -582,6 +619,8 @@ def _finding(
         header = CRASH_HEADER.format(where=_where(stack.match, match.path))
         excerpt = f"{excerpt}\n{header}\n{_with_stack(stack.match.excerpt, stack)}"
     told_again, excerpt, told_repeats = _told_again_by(match, again, excerpt)
+    chained, excerpt = _chained_from(match, causes, excerpt)
+    told_again += chained
     if kind is Kind.TEST_FAILURE:
         name = _clip(test or "?", MAX_FIELD_CHARS)
         if handled:
@@ -670,6 +709,20 @@ def _told_again_by(match: Match, again: Sequence[LogEvent], excerpt: str) -> Tup
             header = TOLD_AGAIN_HEADER.format(where=_where(other.match, match.path))
             excerpt = f"{excerpt}\n{header}\n{other.match.excerpt}"
     return message, excerpt, repeats
+
+
+def _chained_from(match: Match, causes: Sequence[Tuple[LogEvent, str]], excerpt: str) -> Tuple[str, str]:
+    """What the earlier exceptions of ``match``'s chained traceback add: to its message, how it came of each
+    ("raised while handling", "raised from") and that exception as the log says it ("_queue.Empty"); to
+    ``excerpt``, its lines."""
+    message = ""
+    for cause, how in causes:
+        said = next((cause.match.groups[g] for g in EXCEPTION_GROUPS if cause.match.groups.get(g)), None)
+        told = _clip((said or cause.match.text).strip(), MAX_QUOTE_CHARS)
+        where = _where(cause.match, match.path)
+        message += CHAINED.format(how=how, message=told, where=where)
+        excerpt = f"{excerpt}\n{CHAINED_HEADER.format(how=how, where=where)}\n{cause.match.excerpt}"
+    return message, excerpt
 
 
 def _capped(log: LogFindings, catalogue: Catalogue) -> Optional[Finding]:

@@ -6,6 +6,8 @@ shell's "Segmentation fault (core dumped)", GitHub's exit line; a C++ terminate 
 before it; a thread's report ends in the exception another rule knows. ``events_told_again`` and
 ``one_event_one_finding`` find, per log, the events another finding tells, so ``rank`` makes one finding
 of them (the one that says most, with what the others add); the wording of that finding is ``rank``'s.
+A chained traceback is one death too: ``ChainReader`` finds its lines as the log is read, and
+``events_chained`` makes the latest finding on them tell the earlier ones.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
 from ..exits import windows_status_name
 from ..model import Kind
 from .match import Match
-from .state import LogEvent, LogFindings, identity_of, stack_frames
+from .state import TRACEBACK_MARKER, LogEvent, LogFindings, identity_of, stack_frames
 
 EXCEPTION_GROUPS = ("exception", "exc")
 MERGE_KINDS = (Kind.CRASH, Kind.SIGNAL_EXIT, Kind.WORKER_FAILURE)
@@ -74,6 +76,126 @@ Item = Tuple[int, LogFindings, LogEvent, bool, Optional[str]]
 _REPORT_LINES = 40  # a ChildFailedError report's header is at most this far above its Root Cause
 _CHILD_FAILED = "ChildFailedError"
 _ANY_DISTANCE = 1 << 30  # lines: asks only the test, rank and pid
+CHAIN_MARKER = "exception-chained"
+# CPython prints a chain's separator one blank line after the exception's message (which may run over
+# several lines: CUDA's, NCCL's) and the next "Traceback (most recent call last):" one blank line after it.
+_MESSAGE_LINES = 64
+_SEPARATOR_GAP = 2
+MAX_CHAINS = 4096  # a log keeps its first chains; past these, chained tracebacks are read part by part
+# The separator's words, as the finding says how the later exception came from the earlier one.
+CONTEXT_WORDS = "raised while handling"
+CAUSE_WORDS = "raised from"
+
+
+@dataclasses.dataclass(frozen=True)
+class Chain:
+    """The lines of one chained traceback, from the first part's "Traceback" line to the last part's
+    exception, and each separator's line with the words that say how the next part came of it."""
+
+    first: int
+    last: int
+    rank: Optional[int]
+    links: Tuple[Tuple[int, str], ...]
+
+    def words_for(self, line: int) -> str:
+        """How the chain's last exception came of what was raised at ``line``: the first separator after it
+        ("The above exception was the direct cause": raise ... from; "During handling": in an except)."""
+        how = next((how for at, how in self.links if at > line), self.links[-1][1])
+        return CAUSE_WORDS if how.startswith("The above") else CONTEXT_WORDS
+
+
+@dataclasses.dataclass(frozen=True)
+class LogFindingsWithChains(LogFindings):
+    """A log's findings and the chained tracebacks it printed (``ChainReader``)."""
+
+    chains: Tuple[Chain, ...] = ()
+
+
+class ChainReader:
+    """Reads a log's matches in order and keeps its chained tracebacks: a traceback (``python-traceback``),
+    the separator right after its exception (``python-exception-chained``), the next traceback right after
+    that, for as many parts as the chain has. Two tracebacks without a separator are two deaths."""
+
+    def __init__(self) -> None:
+        self.chains: List[Chain] = []
+        self._traceback: Optional[Match] = None  # the latest traceback, while a separator may follow it
+        self._separator: Optional[Match] = None  # the separator after it, while its next part may come
+        self._growing: Optional[Chain] = None  # the chain that the latest traceback ends
+
+    def feed(self, match: Match) -> None:
+        """Take the log's next match (any rule; line order)."""
+        marker = match.rule.marker
+        if marker == TRACEBACK_MARKER:
+            self._part(match)
+        elif marker == CHAIN_MARKER:
+            tb = self._traceback
+            near = tb is not None and tb.rank == match.rank and 0 < match.line - tb.end_line <= _MESSAGE_LINES
+            self._separator = match if near else None
+
+    def _part(self, traceback: Match) -> None:
+        previous, separator = self._traceback, self._separator
+        self._traceback, self._separator = traceback, None
+        chained = (
+            previous is not None and separator is not None and separator.rank == traceback.rank
+            and 0 < traceback.line - separator.line <= _SEPARATOR_GAP
+        )
+        if not chained:
+            self._growing = None
+            return
+        link = ((separator.line, separator.groups.get("how") or ""),)
+        growing = self._growing
+        if growing is not None and growing.last == previous.end_line:
+            chain = Chain(growing.first, traceback.end_line, traceback.rank, growing.links + link)
+            self.chains[-1] = chain
+        elif len(self.chains) < MAX_CHAINS:
+            chain = Chain(previous.line, traceback.end_line, traceback.rank, link)
+            self.chains.append(chain)
+        else:
+            chain = None
+        self._growing = chain
+
+    def findings(self, result: LogFindings) -> LogFindings:
+        """``result`` with the chains read (unchanged when there are none)."""
+        if not self.chains:
+            return result
+        fields = {f.name: getattr(result, f.name) for f in dataclasses.fields(result)}
+        return LogFindingsWithChains(**fields, chains=tuple(self.chains))
+
+
+@dataclasses.dataclass(frozen=True)
+class Chained:
+    absorbed: Set[int]  # id() of events on a chain's lines that a later one tells
+    causes: Dict[int, List[Tuple[LogEvent, str]]]  # id() of the teller -> (event it tells, how it came of it)
+
+
+def events_chained(items: Sequence[Item]) -> Chained:
+    """Per chained traceback of each log: the latest event on its lines (the exception the process died
+    of) tells the earlier ones (what it was handling, or raised from). An event on a chain's lines is one
+    whose lines meet them (a worker's report that ends in the chain's first exception too), of the chain's
+    rank prefix, handled alike."""
+    absorbed: Set[int] = set()
+    causes: Dict[int, List[Tuple[LogEvent, str]]] = {}
+    by_log: Dict[int, List[Item]] = {}
+    for item in items:
+        by_log.setdefault(item[0], []).append(item)
+    for log_items in by_log.values():
+        chains = getattr(log_items[0][1], "chains", ())
+        for chain in chains:
+            on_it = [
+                item for item in log_items
+                if item[2].match.line <= chain.last and item[2].match.end_line >= chain.first
+                and item[2].match.rank == chain.rank
+            ]
+            if len(on_it) < 2:
+                continue
+            teller = max(on_it, key=lambda it: (it[2].match.line, it[2].match.seq))
+            told = [
+                it for it in on_it if it is not teller and it[3] == teller[3] and id(it[2]) not in absorbed
+            ]
+            for item in sorted(told, key=lambda it: it[2].match.seq):
+                absorbed.add(id(item[2]))
+                causes.setdefault(id(teller[2]), []).append((item[2], chain.words_for(item[2].match.line)))
+    return Chained(absorbed, causes)
 
 
 @dataclasses.dataclass(frozen=True)
