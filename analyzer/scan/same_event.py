@@ -82,6 +82,8 @@ CHAIN_MARKER = "exception-chained"
 _MESSAGE_LINES = 64
 _SEPARATOR_GAP = 2
 MAX_CHAINS = 4096  # a log keeps its first chains; past these, chained tracebacks are read part by part
+# A chain keeps its first separators: a log of one endless chain must not cost the square of its length.
+MAX_CHAIN_LINKS = 64
 # The separator's words, as the finding says how the later exception came from the earlier one.
 CONTEXT_WORDS = "raised while handling"
 CAUSE_WORDS = "raised from"
@@ -145,7 +147,8 @@ class ChainReader:
         link = ((separator.line, separator.groups.get("how") or ""),)
         growing = self._growing
         if growing is not None and growing.last == previous.end_line:
-            chain = Chain(growing.first, traceback.end_line, traceback.rank, growing.links + link)
+            links = growing.links if len(growing.links) >= MAX_CHAIN_LINKS else growing.links + link
+            chain = Chain(growing.first, traceback.end_line, traceback.rank, links)
             self.chains[-1] = chain
         elif len(self.chains) < MAX_CHAINS:
             chain = Chain(previous.line, traceback.end_line, traceback.rank, link)
