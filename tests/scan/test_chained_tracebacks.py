@@ -120,3 +120,17 @@ def test_another_ranks_chain_is_its_own(tmp_path, catalogue):
     found = _findings(tmp_path, catalogue, lines)
     assert sorted((f.rule, f.line) for f in found) == [
         ("result-wait-timeout-uncaught", 9), ("result-wait-timeout-uncaught", 18)]
+
+
+def test_an_endless_chain_keeps_a_bounded_record_and_still_folds_into_its_last_part(tmp_path, catalogue):
+    from analyzer.scan.pipeline import LogScan
+    from analyzer.scan.same_event import MAX_CHAIN_LINKS
+    from analyzer.scan.sources import iter_sources
+
+    parts = [EMPTY_PART] * (3 * MAX_CHAIN_LINKS) + [TIMEOUT_PART]
+    found = _findings(tmp_path, catalogue, _chained(*parts))
+    assert [f.rule for f in found] == ["result-wait-timeout-uncaught"]  # the whole chain is one death
+    scan = LogScan(next(iter_sources([str(tmp_path / "chain.log")])), catalogue, engine="python")
+    scan.run()
+    [chain] = scan.result().chains
+    assert len(chain.links) == MAX_CHAIN_LINKS and chain.last == found[0].line
