@@ -21,27 +21,13 @@ from analyzer.model import Severity
 from analyzer.rules.loader import load_catalogue
 from analyzer.scan import scan_paths
 from analyzer.scan.clean import clean_line, container_lines_decoded, strip_controls
+from tests.test_fixtures import _regenerate_module
 
 STAMP = '"2024-01-09T18:41:23.25265021Z"'
 
 
-def _go_json_string(text: str) -> str:
-    """The "log" value as moby's ffjsonWriteJSONBytesAsString writes it (json.dumps escapes less)."""
-    out = []
-    for ch in text:
-        if ch in '\\"':
-            out.append("\\" + ch)
-        elif ch == "\n":
-            out.append("\\n")
-        elif ch == "\r":
-            out.append("\\r")
-        elif ord(ch) < 0x20 or ch in "<>&":
-            out.append("\\u%04x" % ord(ch))
-        elif ch in "\u2028\u2029":
-            out.append("\\u%04x" % ord(ch))
-        else:
-            out.append(ch)
-    return '"' + "".join(out) + '"'
+# The wrapper the fixtures' container-framed captures are written with (fixtures/regenerate.py).
+_go_json_string = _regenerate_module()._go_json_string
 
 
 def docker_line(text: str, stream: str = "stderr", last: bool = True) -> bytes:
