@@ -595,8 +595,9 @@ class _RunTimeline:
         self._started: Optional[float] = 0.0  # by when the run in progress started (None: not known)
         # (started by, verdict arrived after, the verdict) of passing runs
         self.runs: Deque[Tuple[float, float, Match]] = collections.deque(maxlen=MAX_TIMELINE_RUNS)
-        # (started by, kept in runs) of each verdict since the log's own run last started: the state tells
-        # "inner" once for each of them, newest first, when they turn out inner runs'.
+        # (started by, kept in runs) of the newest verdicts: the state tells "inner" once for each verdict it
+        # finds an inner run's, newest first (those since its own run last started, or, after sessions
+        # rooted in pytester's sandbox, across their starts too), so the newest are the ones to take back.
         self._closed: Deque[Tuple[Optional[float], bool]] = collections.deque(maxlen=MAX_CLOSED_RUNS)
 
     def __call__(self, what: str, match: Optional[Match], passed: bool) -> None:
@@ -609,7 +610,6 @@ class _RunTimeline:
         bounds = None if match is None else self._bounds(match)
         if what == "start":
             self._started = None if bounds is None else bounds[1]
-            self._closed.clear()
             return
         started, self._started = self._started, None
         kept = passed and started is not None and bounds is not None

@@ -16,7 +16,8 @@ from analyzer.rules.loader import load_catalogue
 from analyzer.scan.pipeline import LogScan
 from analyzer.scan.sources import iter_sources
 
-LOG = Path(__file__).resolve().parents[1] / "fixtures" / "negative" / "pytest-cacheprovider-suite-quiet-s.log"
+NEGATIVE = Path(__file__).resolve().parents[1] / "fixtures" / "negative"
+LOG = NEGATIVE / "pytest-cacheprovider-suite-quiet-s.log"
 
 
 class _LineClock:
@@ -29,9 +30,7 @@ class _LineClock:
         return float(offset), float(offset)
 
 
-def test_every_verdict_found_an_inner_runs_is_taken_back():
-    # Before: only the last of the ten inner verdicts was taken back; the other passing ones stayed
-    # runs of their own, each "handling" a stderr event that arrived in it.
+def _timeline_of(log: Path):
     timeline = _RunTimeline(_LineClock())  # type: ignore[arg-type]
     calls = []
 
@@ -39,8 +38,25 @@ def test_every_verdict_found_an_inner_runs_is_taken_back():
         calls.append(what)
         timeline(what, match, passed)
 
-    LogScan(next(iter_sources([str(LOG)])), load_catalogue(), engine="python", on_run=on_run).run()
+    LogScan(next(iter_sources([str(log)])), load_catalogue(), engine="python", on_run=on_run).run()
+    return timeline, calls
+
+
+def test_every_verdict_found_an_inner_runs_is_taken_back():
+    # Before: only the last of the ten inner verdicts was taken back; the other passing ones stayed
+    # runs of their own, each "handling" a stderr event that arrived in it.
+    timeline, calls = _timeline_of(LOG)
     assert calls.count("inner") >= 2, calls  # the log really has several inner verdicts to take back
     # One run left: the outer one, from the log's start (it shows no start of its own) to its verdict.
     kept = [(started, after, verdict.line) for started, after, verdict in timeline.runs]
     assert kept == [(0.0, 102.0, 102)]
+
+
+def test_inner_sessions_back_to_back_are_taken_back_across_their_starts():
+    # pytest -q -s prints a test's pytester sessions whole, start and all, before its first dot: the scan
+    # finds all five verdicts inner runs' only at the outer run's verdict, across the sessions' starts.
+    # Before: a start forgot the verdicts before it, and the passing inner session (lines 31-39) stayed.
+    timeline, calls = _timeline_of(NEGATIVE / "pytest-lastfailed-inner-sessions-quiet-s.log")
+    assert calls.count("inner") == 5, calls
+    kept = [(started, after, verdict.line) for started, after, verdict in timeline.runs]
+    assert kept == [(5.0, 98.0, 98)]  # the outer run, from its first session's start (-q prints none)
