@@ -51,15 +51,6 @@ class OomKills:
     victims: Tuple[Tuple[int, str], ...] = ()  # (pid, command name) from the kernel log, when readable
 
 
-@dataclass(frozen=True)
-class _Counter:
-    path: str
-    scope: str
-
-    def read(self) -> Optional[int]:
-        return read_oom_kill(self.path)
-
-
 def read_oom_kill(path: str) -> Optional[int]:
     """The ``oom_kill`` count in a vmstat, memory.events or memory.oom_control file; None if unreadable."""
     try:
@@ -106,24 +97,24 @@ class OomWatch:
     namespaces) falls back to the host's count."""
 
     def __init__(self, cgroup_dirs: Sequence[str] = ()) -> None:
-        self._counters: List[Tuple[_Counter, int]] = []
+        self._counters: List[Tuple[str, str, int]] = []  # (counter file, its scope, its count at the start)
         for path in cgroup_counter_paths(_own_cgroup(), cgroup_dirs):
             before = read_oom_kill(path)
             if before is not None:
-                self._counters.append((_Counter(path, CGROUP_SCOPE), before))
+                self._counters.append((path, CGROUP_SCOPE, before))
                 break
         host_before = read_oom_kill(VMSTAT)
         if host_before is not None:
-            self._counters.append((_Counter(VMSTAT, HOST_SCOPE), host_before))
+            self._counters.append((VMSTAT, HOST_SCOPE, host_before))
         self._kmsg = _open_kmsg()
 
     def kills(self) -> Optional[OomKills]:
         """The kills counted since the start by the narrowest counter that moved; None if none moved."""
         victims = tuple(self._victims())
-        for counter, before in self._counters:
-            after = counter.read()
+        for path, scope, before in self._counters:
+            after = read_oom_kill(path)
             if after is not None and after > before:
-                return OomKills(after - before, counter.scope, victims)
+                return OomKills(after - before, scope, victims)
         if victims:
             return OomKills(len(victims), KERNEL_LOG_SCOPE, victims)
         return None
