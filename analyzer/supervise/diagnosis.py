@@ -15,6 +15,7 @@ from typing import List, Optional, Sequence, Tuple
 
 from ..durations import format_duration
 from ..model import (
+    GUARD_ABORTED_RULE,
     GUARD_CANCELLED_RULE,
     GUARD_IDLE_TIMEOUT_RULE,
     GUARD_LEAKED_RULE,
@@ -32,11 +33,6 @@ from ..redact import redact
 from . import tree
 from .oom import HOST_SCOPE, OomKills
 from .snapshot import Frame, GpuSnapshot, StackDump
-
-try:
-    from ..model import GUARD_ABORTED_RULE
-except ImportError:  # until the shared model names it
-    GUARD_ABORTED_RULE = "guard-aborted"
 
 STACKS_FILE = "stacks.txt"
 PROCESSES_FILE = "processes.txt"
