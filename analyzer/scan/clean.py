@@ -40,7 +40,8 @@ A glog FATAL (``F``) prefix is kept: it is part of what the fatal-line rule matc
 quoted as Markdown (``> Error: Process completed with exit code 137``) loses the quote marks, one
 quoted as code (```` `Killed` ````, a fence glued to its first line) the backticks, and one pasted as
 emphasis (``_Killed_``, ``**Killed**``, or only its start in bold: ``**RuntimeError: ...** Tried``) its
-markers.
+markers, and so do the first and last lines of a bold span over several lines (``**Traceback ...`` ...
+``_queue.Empty**``).
 
 Container logs stored as data: Docker's json-file driver (the raw
 ``/var/lib/docker/containers/ID/ID-json.log`` that CI systems and people attach; ``docker logs`` shows the
@@ -356,7 +357,7 @@ def clean_speaking(
         text = text.lstrip("`")
         if text.endswith("`"):
             text = text.rstrip("`")
-    elif text[:1] in _EMPHASIS:
+    elif text[:1] in _EMPHASIS or text.endswith("**"):
         text = _unemphasised(text)
     rank = None
     speaker = None
@@ -410,6 +411,14 @@ def _unemphasised(text: str) -> str:
         if (close > 0 and text.startswith(mark) and text[len(mark)] not in " *_"
                 and text[close - 1] not in " *_"):
             return text[len(mark):close] + text[close + len(mark):]
+    # A bold span over several lines (CommonMark's emphasis may hold line breaks, and GitHub renders a
+    # pasted traceback between "**" and "**" so): its opening starts one line, its closing ends a later
+    # one, each the only "**" of its line ("**Traceback (most recent call last):" ... "_queue.Empty**").
+    if text.count("**") == 1:
+        if text.startswith("**") and text[2:3] not in ("", " ", "*", "_"):
+            return text[2:]
+        if text.endswith("**") and text[-3:-2] not in ("", " ", "*", "_"):
+            return text[:-2]
     return text
 
 

@@ -288,6 +288,16 @@ def test_a_line_pasted_as_markdown_emphasis_loses_its_markers_and_lookalikes_kee
     assert clean_line(b"**ERROR [06/09 11:05:25 d2.engine.train_loop]**: Exception during training:") == (
         "ERROR [06/09 11:05:25 d2.engine.train_loop]: Exception during training:", None
     )
+    # HeyGem-Linux-Python-Hack#19: a whole traceback pasted as one bold span, its markers on its first and
+    # last lines only
+    assert clean_line(b"**Traceback (most recent call last):") == ("Traceback (most recent call last):", None)
+    assert clean_line(b"_queue.Empty**") == ("_queue.Empty", None)
+    assert clean_line(b"RuntimeError: DataLoader worker (pid(s) 1458) exited unexpectedly**") == (
+        "RuntimeError: DataLoader worker (pid(s) 1458) exited unexpectedly", None
+    )
+    # a marker that does not touch a word, or a line with a second marker, is not a span's end
+    for raw in (b"** Traceback", b"Empty **", b"***", b"glob: src/**/x.py and **"):
+        assert clean_line(raw) == (raw.decode(), None)
     # pytest's report headers (one underscore a side for a long name), glibc's and glog's banners
     for raw in (b"_ TestX.test_y[p] _", b"____ test_y ____", b"*** Error in `python': double free ***",
                 b"*** Check failure stack trace: ***", b"_", b"**", b"** Error ** stop", b"**x **"):
