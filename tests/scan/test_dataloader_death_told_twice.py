@@ -34,8 +34,10 @@ def test_the_killed_worker_and_the_loaders_exited_error_are_one_finding(engine):
                                      " worker(s) 15920 exited unexpectedly (line %d)" % again)
 
 
-def test_a_worker_that_exited_with_no_signal_told_stays_a_warning(tmp_path):
+def test_a_loaders_exited_error_pasted_alone_is_an_error(tmp_path):
+    # The main process raised it, so the run died of it, as in the full chained traceback
+    # (fixtures/torch/dataloader-worker-exit-chained.log); people paste only its last line.
     log = tmp_path / "loader.log"
     log.write_text("RuntimeError: DataLoader worker (pid(s) 14386) exited unexpectedly\n")
     (finding,) = scan_paths([str(log)], BUILTIN, engine="python")
-    assert (finding.rule, finding.severity) == ("dataloader-worker-exited", Severity.WARNING)
+    assert (finding.rule, finding.severity) == ("dataloader-worker-exited", Severity.ERROR)
