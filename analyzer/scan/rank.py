@@ -12,7 +12,8 @@ before it. What ranking decides, in order:
    (``PASSED``, ``XFAIL``, unittest ``ok``) was handled by the test: a ``notice`` naming the test,
    never an error. Exit-path events (after a verdict, before the next test) are never handled. So is
    an event outside any test in an attempt a supervisor restarted (torch elastic's restart of its
-   worker group) when the run then succeeded: the restart handled it.
+   worker group) when the run then succeeded: the restart handled it. A test failure its run's passing
+   verdict counted as expected (Catch2's "2 failed as expected") was handled too.
 3. Test failures (``test-failure`` rules): one finding per failed test, its one-line reason when the
    log shows it; an event inside a failed test names the test, and the test failure ranks after it.
 4. Collateral: a match after a marker its rule's ``collateral_after`` names (someone sent SIGTERM on
@@ -99,6 +100,7 @@ RECOVERED = "; handled: {restart} ({restart_where}), and the run then succeeded 
 RUN_PASSED = " during the test run, which passed ({verdict})"
 TEST_FAILED = "{test} failed"
 TEST_RERUN_PASSED = "{test} failed, then passed when re-run"
+TEST_FAILED_AS_EXPECTED = "{test} failed, as its run expected ({verdict})"
 TEST_FAILED_REASON = "{test} failed: {reason}"
 CAPPED = "{count} more distinct findings of {rules} were not kept (at most {cap} per rule and log)"
 ATTACHED = "; {who} raised {exception}"
@@ -623,7 +625,10 @@ def _finding(
     told_again += chained
     if kind is Kind.TEST_FAILURE:
         name = _clip(test or "?", MAX_FIELD_CHARS)
-        if handled:
+        if handled and event.run_passed is not None:
+            severity = Severity.NOTICE
+            message = TEST_FAILED_AS_EXPECTED.format(test=name, verdict=_verdict_text(event.run_passed))
+        elif handled:
             severity = Severity.NOTICE
             message = TEST_RERUN_PASSED.format(test=name)
         elif event.reason:

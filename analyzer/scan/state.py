@@ -521,6 +521,8 @@ class LogState:
                 self._verdict_was_inner()
             if _reports_every_failure(match):
                 self._unreported_passed()
+            if match.groups.get("expected") and not verdict_failed(match):
+                self._failed_as_expected(match)
             if len(self.closed_runs) >= MAX_CLOSED_RUNS:
                 self.closed_runs.pop(0)  # a run that old stays judged by its own verdict
             self.closed_runs.append((self.run_failed, list(self.run_events.values()), self.verdict))
@@ -573,6 +575,23 @@ class LogState:
                 if len(self.shutdowns_by_pid) >= MAX_IDENTITIES:
                     self.shutdowns_by_pid.pop(next(iter(self.shutdowns_by_pid)))
                 self.shutdowns_by_pid[(marker, pid)] = match
+
+    def _failed_as_expected(self, verdict: Match) -> None:
+        """A passing ``verdict`` counts the failures its run printed as expected (Catch2's "2 failed as
+        expected" of [!shouldfail] tests): they were handled, each a notice, and no test of the run failed.
+        Failures held under an earlier run's short summary that this run printed (after that run's
+        verdict) are this run's: they are taken out of the held ones and judged here."""
+        if self.tentative:
+            after = self.verdict.line if self.verdict is not None else 0
+            held = [m for m in self.tentative if m.line > after]
+            self.tentative = [m for m in self.tentative if m.line <= after]
+            for match in held:
+                self._failed(match, normal_test_id(match.groups.get("test") or ""))
+        for test in self.run_failed:
+            self.failed.pop(test, None)
+            found = self.events.get(("test-failure", test))
+            if found is not None:
+                found.run_passed = verdict
 
     def _reported_before_verdict(self, progress: Optional[TestLine]) -> bool:
         """Whether ``progress`` is a test's outcome line printed before the last verdict of any run."""
