@@ -42,6 +42,9 @@ SCAN_INCOMPLETE_RULE = "scan-incomplete"
 # after it to say why (os._exit(0) inside a test exits 0 with no verdict; a crash whose report went to a
 # captured stream leaves only the test's -v line).
 TEST_NEVER_FINISHED_RULE = "test-never-finished"
+# Also the scanner's: a plain scan of a log whose last lines are a Python traceback (a copy of a run's
+# output cut where the process died of an uncaught exception; no exit status tells it).
+TRACEBACK_ENDS_LOG_RULE = "traceback-ends-log"
 
 
 class Kind(str, enum.Enum):

@@ -23,7 +23,14 @@ import time
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
 from ..errors import ConfigError
-from ..model import GUARD_RULE_IDS, SCAN_INCOMPLETE_RULE, TEST_NEVER_FINISHED_RULE, Kind, Severity
+from ..model import (
+    GUARD_RULE_IDS,
+    SCAN_INCOMPLETE_RULE,
+    TEST_NEVER_FINISHED_RULE,
+    TRACEBACK_ENDS_LOG_RULE,
+    Kind,
+    Severity,
+)
 from . import schema
 from .config import UserConfig, load_config, read_yaml
 from .model import Catalogue, Rule
@@ -40,7 +47,7 @@ EXIT_FIELD_SUFFIX = "_exit"
 # or the text after a ``|`` where it did not: ``{test:test {}|a test}``.
 TEMPLATE_SLOT = "{}"
 TEMPLATE_OTHERWISE = "|"
-PROGRAM_RULE_IDS = (*GUARD_RULE_IDS, SCAN_INCOMPLETE_RULE, TEST_NEVER_FINISHED_RULE)
+PROGRAM_RULE_IDS = (*GUARD_RULE_IDS, SCAN_INCOMPLETE_RULE, TEST_NEVER_FINISHED_RULE, TRACEBACK_ENDS_LOG_RULE)
 
 LINE, BLOCK, MARKER_LINE, MARKER_BLOCK, GUARD = "line", "block", "marker-line", "marker-block", "guard"
 _FINDINGS = frozenset({LINE, BLOCK, GUARD})

@@ -452,3 +452,38 @@ def visible_excerpt(raw_stripped: bytes) -> str:
     while raw_stripped.endswith(b"\r"):
         raw_stripped = raw_stripped[:-1]
     return raw_stripped.decode("utf-8", "backslashreplace")
+
+
+# What may follow a log's last word and still leave it the end (``last_content_line``): a blank line, a
+# Markdown fence, a shell prompt (``(venv) user@host:~/dir$``, ``[user@host dir]$``, ``$``), and a
+# traceback's head, frames and source lines that never reached their exception (another rank cut off).
+_TRAILER = re.compile(
+    r"^\s*(?:(?:```|~~~)[\w+-]*|(?:\([\w.-]+\)\s*)?\[?[\w.-]+@[\w.-]+(?:[:\s][^\s$#%\]]*)?\]?\s?[$#%]|[$#%>])?\s*$"
+)
+_TRAILER_HEAD = re.compile(r"^Traceback \(most recent call last\):\s*$")
+_TRAILER_INDENTED = re.compile(r"^\s+\S")
+_TRAILER_LOOK_BACK = 400  # lines: a longer run of indented lines is content, not a cut traceback
+
+
+def last_content_line(buf: bytes, first_line: int) -> int:
+    """The number of the last line of ``buf`` (its first line is ``first_line``) that says something
+    (see ``_TRAILER``), or 0 when none does. Indented lines count as a cut traceback's only under its
+    ``Traceback (most recent call last):`` head; looked for at most ``_TRAILER_LOOK_BACK`` lines back,
+    from the end (the window is not split)."""
+    end = len(buf) - 1 if buf.endswith(b"\n") else len(buf)
+    last = first_line + buf.count(b"\n", 0, end)  # the number of the line that ends at ``end``
+    pending = 0  # the last indented line seen, until a traceback's head above it says whose it is
+    for number in range(last, max(first_line, last - _TRAILER_LOOK_BACK + 1) - 1, -1):
+        start = buf.rfind(b"\n", 0, end) + 1
+        text = clean_line(buf[start:end])[0]
+        end = start - 1
+        if _TRAILER.match(text):
+            continue
+        if _TRAILER_HEAD.match(text):
+            pending = 0
+        elif _TRAILER_INDENTED.match(text):
+            pending = pending or number
+        else:
+            return pending or number
+    looked_at_all = last - _TRAILER_LOOK_BACK + 1 <= first_line
+    return pending or (0 if looked_at_all else last - _TRAILER_LOOK_BACK)

@@ -38,7 +38,14 @@ from ._engine_literals import Plan, build_plan
 from .attribution import TestLine, TestTracker
 from ._engine_prefilter import Candidates, Finder, hyperscan_available, hyperscan_finder, python_finder
 from ._engine_wrap import Piece, WrapReader, attribution_view, logical_lines
-from .clean import CTEST_VERBOSE, clean_speaking, split_segments, strip_controls, visible_excerpt
+from .clean import (
+    CTEST_VERBOSE,
+    clean_speaking,
+    last_content_line,
+    split_segments,
+    strip_controls,
+    visible_excerpt,
+)
 from .match import Match
 from .sources import Source, Unscannable
 
@@ -321,6 +328,7 @@ class _SourceScan:
         self.view: Optional[Tuple[bytes, List[int], int]] = None
         self.continued_rows: Set[int] = set()  # rows of the window that continue a cut line
         self.next_line = 1  # the number of the next window's first line
+        self.last_content = 0  # the log's last line that says something (``last_content_line``)
         # The line whose ``\r``-ended states were matched before it ended, and the rules they matched.
         self.early_line = 0
         self.early_rules: Set[int] = set()
@@ -356,6 +364,10 @@ class _SourceScan:
                     if lines:
                         self.view = (*attribution_view(buf, lines), first_line)
                 next_line = self._window(buf, first_line, self.finder(buf), joined)
+                last = last_content_line(buf, first_line)
+                if last and self.continued_rows:
+                    last = _first_row(buf, first_line, next_line, last, self.continued_rows)
+                self.last_content = last or self.last_content
                 if self.view is not None:
                     self.tracker.end_window(self.view[0], first_line, next_line, self.view[1])
                 else:
@@ -576,11 +588,13 @@ class _SourceScan:
               continued: bool = False) -> None:
         """Give ``block`` its next line; ``continued``: the row continues a line a terminal cut. An echo
         marker's block (which drops every match on its lines) only keeps such a row in its excerpt: its end is
-        read on whole lines, so a cut traceback frame does not end it before the line it must cover."""
+        read on whole lines, so a cut traceback frame does not end it before the line it must cover. So
+        does a Python traceback's: a cut frame's tail ("llel", "e") reads as a bare exception name, and
+        the traceback would end there instead of at its exception line."""
         rule = self.rules[block.index]
         block.add(excerpt_line)
         block.fed_to = line
-        if continued and rule.marker == "echo":
+        if continued and rule.marker in _WHOLE_LINE_END_MARKERS:
             if block.count >= rule.max_lines:
                 self._drop(block.index, block.speaker)
             return
@@ -748,3 +762,28 @@ def _single_excerpt(raw: bytes, segment: str, at: int) -> str:
     start = max(0, at - EXCERPT_LINE_CHARS // 4)
     piece = segment[start:start + EXCERPT_LINE_CHARS]
     return ("[...] " if start else "") + piece + " [...]"
+
+
+# Block markers whose end is read on whole lines only (``_feed``): a row that continues a cut line ends none.
+_WHOLE_LINE_END_MARKERS = frozenset({"echo", "traceback"})
+
+
+def _first_row(buf: bytes, first_line: int, next_line: int, line: int, continued: Set[int]) -> int:
+    """The number of the row that opens the logical line row ``line`` of ``buf`` belongs to: a row a
+    terminal cut off a long line (its start in ``continued``) is that line's, whose matches carry the
+    number of its first row."""
+    end = len(buf)
+    number = next_line - 1 if buf.endswith(b"\n") else next_line
+    if buf.endswith(b"\n"):
+        end -= 1
+    start = buf.rfind(b"\n", 0, end) + 1
+    while number > line and start > 0:  # walk up to ``line``'s row from the window's last
+        end = start - 1
+        start = buf.rfind(b"\n", 0, end) + 1
+        number -= 1
+    while start in continued and start > 0 and number > first_line:
+        end = start - 1
+        start = buf.rfind(b"\n", 0, end) + 1
+        number -= 1
+    return number
+

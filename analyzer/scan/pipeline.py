@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Callable, List, Optional, Sequence, Union
 
 from ..model import Finding
@@ -76,9 +77,10 @@ class LogScan:
             if len(tracker.outcomes) > _PRUNE_OUTCOMES:
                 wanted = state.progress_lines()
                 tracker.outcomes = {k: v for k, v in tracker.outcomes.items() if k in wanted}
-        self._result = chains.findings(state.finish(
+        result = chains.findings(state.finish(
             tracker.carry, tracker.outcomes, tracker.ids, scanner.next_line - 1, progress_row=tracker.row
         ))
+        self._result = dataclasses.replace(result, last_content=scanner.last_content)
 
     def result(self) -> LogFindings:
         """The log's state for ``combine``; raises ``RuntimeError`` before ``run`` returned."""

@@ -56,6 +56,7 @@ from ..model import (
     GUARD_OOM_KILL_RULE,
     SCAN_INCOMPLETE_RULE,
     TEST_NEVER_FINISHED_RULE,
+    TRACEBACK_ENDS_LOG_RULE,
     Finding,
     Kind,
     Severity,
@@ -240,6 +241,11 @@ def rank(
         if oom_told is not None and oom_told[0] == index:
             finding = _with_deaths_told(finding, oom_told[1], GUARD_OOM_TOLD, GUARD_OOM_HEADER)
         ranked.append(((finding.severity.rank, 1, 2, (float("inf"), len(kept), index)), finding, None))
+    if line_clocks is None:  # a plain scan: no exit status says whether the command died
+        for index, log in enumerate(kept):
+            finding = _died_in_traceback(log, catalogue, [f for _, f, _ in ranked])
+            if finding is not None:
+                ranked.append(((finding.severity.rank, 1, 4, (last[0], index, finding.line)), finding, None))
     for index, log in enumerate(as_the_guard_found):
         finding = _never_finished(log, catalogue, [f for _, f, _ in ranked], set(line_clocks or ()))
         if finding is not None:
@@ -778,6 +784,32 @@ def _never_finished(
         return None
     message = format_message(rule.message, {"test": _clip(test, MAX_FIELD_CHARS) if test else None})
     return Finding(rule.kind, rule.id, _severity(rule), log.path, line, _one_line(message), test=test)
+
+
+def _died_in_traceback(log: LogFindings, catalogue: Catalogue, found: Sequence[Finding]) -> Optional[Finding]:
+    """The uncaught exception a log ends in: its last Python traceback, when nothing that says anything
+    comes after it (``LogFindings.last_content``), no error of the log already tells a failure, and no
+    rule matched the traceback's lines (its grading stands: a DataLoader worker's exit is a warning)."""
+    last = log.last_traceback
+    if last is None or not log.last_content or last.end_line < log.last_content:
+        return None
+    if TRACEBACK_ENDS_LOG_RULE in catalogue.ignore_rules:
+        return None
+    for finding in found:
+        if finding.path != log.path:
+            continue
+        # An error already tells the failure; a rule that matched the traceback's own lines graded it.
+        if finding.severity is Severity.ERROR or last.line <= finding.line <= last.end_line:
+            return None
+    try:
+        rule = catalogue.guard_rule(TRACEBACK_ENDS_LOG_RULE)
+    except KeyError:  # a catalogue built by hand, without the entry
+        return None
+    exception = _clip(_exception_name(last) or MISSING_FIELD, MAX_FIELD_CHARS)
+    site = raise_site(last)
+    message = format_message(rule.message, {"exception": exception, "site": site})
+    return Finding(rule.kind, rule.id, _severity(rule), log.path, last.end_line, _one_line(message),
+                   excerpt=last.excerpt)
 
 
 def _finding_where(finding: Finding, here: str) -> str:

@@ -192,6 +192,7 @@ class LogFindings:
     # run interrupted mid-test prints its verdict anyway: pytest on KeyboardInterrupt).
     cut_short_by_verdict: Optional[TestLine] = None
     last_traceback: Optional[Match] = None  # the log's last Python traceback
+    last_content: int = 0  # the log's last line that says something (clean.last_content_line)
     ignored: bool = False  # the whole log matched an ignore.paths glob
     # (report header's name, the node id the log spells it with elsewhere) of the headers events were under
     header_ids: Tuple[Tuple[str, str], ...] = ()
