@@ -1,0 +1,41 @@
+"""A blind pass of misbehaving programs under the guard (misbehave7): a same-user command that reads the
+environment of the helpers the guard starts at a timeout. Real processes through the real CLI."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from .test_guarded_redteam import _as_a_plain_user
+
+BIN = Path(__file__).resolve().parent / "bin"
+
+
+def test_the_helpers_started_at_a_timeout_do_not_show_the_command_the_real_workflow_files(tmp_path):
+    # py-spy (and nvidia-smi) ran with the guard's own environment: dumpable processes of the same user,
+    # their /proc/PID/environ handed the hung command the runner's real GITHUB_OUTPUT path.
+    real = {name: tmp_path / name.lower() for name in ("GITHUB_OUTPUT", "GITHUB_STEP_SUMMARY", "GITHUB_ENV")}
+    for path in real.values():
+        path.write_text("")
+    env = dict(os.environ, GITHUB_ACTIONS="true", **{name: str(path) for name, path in real.items()})
+    proc = subprocess.run(
+        [sys.executable, "-m", "analyzer", "run", "--timeout", "1s", "--kill-grace", "1s",
+         "--log-dir", str(tmp_path / "logs"), "--json", str(tmp_path / "report.json"), "--",
+         sys.executable, str(BIN / "read_the_helpers_environment.py")],
+        capture_output=True, env=env, timeout=60, preexec_fn=_as_a_plain_user,
+    )
+    assert proc.returncode == 124, (proc.stdout, proc.stderr)
+    log = (tmp_path / "logs" / "stdout.log").read_text()
+    assert log.startswith("looking\n"), log  # the program ran, and looked while the helpers ran
+    stacks = (tmp_path / "logs" / "stacks.txt").read_text()
+    assert "read_the_helpers_environment.py" in stacks, stacks  # py-spy did run beside it
+    secret = str(real["GITHUB_OUTPUT"])
+    read = [line for line in log.splitlines() if line.startswith("read ") and secret in line]
+    if os.geteuid() == 0:
+        # Root without CAP_SYS_PTRACE still opens the guard's own (non-dumpable) environ and its forks'
+        # here (see test_a_same_user_command_cannot_open_the_guards_environment_or_descriptors): only a
+        # real non-root user is turned away from those, so here only the helpers are checked.
+        read = [line for line in read if " -m analyzer run " not in line]
+    assert read == [], log
