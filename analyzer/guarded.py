@@ -148,6 +148,12 @@ HANG_TEST_ON_STACK = "; in test {test} (on its stack)"
 SCAN_SHRANK = "{name} shrank while the command ran (something truncated it); the scan stopped at {read:,}"
 
 
+def _cut_by_the_clock(finding: Finding) -> bool:
+    """Whether a scan-incomplete finding says the scan was cut (or gave nothing) for lack of time."""
+    return any(template.split("{name}")[1].split("{")[0] in finding.message
+               for template in (SCAN_CUT_SHORT, SCAN_NO_ANSWER))
+
+
 def parse_abort_kinds(text: Optional[str]) -> FrozenSet[Kind]:
     """``--abort-on`` as kinds: comma-separated ``Kind`` values; raises ``UsageError`` naming a bad one."""
     if text is None or not text.strip():
@@ -1353,18 +1359,27 @@ class GuardedRun:
         )
 
     def report(self, supervision: Supervision, **report_fields: Any) -> Report:
-        """Let the scan read the rest of the logs (bounded after a cancel or a timeout), then the ranked
-        report.
+        """Let the scan read the rest of the logs (bounded after a cancel or a timeout, and by what
+        ``--timeout`` had left when the command ended by itself), then the ranked report.
 
         ``report_fields`` are further ``Report`` fields (the job's facts).
         """
         reason = supervision.command.timeout_reason
         cancelled = reason == "cancelled"
-        if reason is None:
-            bound = None  # the command ended by itself: no clock is running out
+        if reason is not None:
+            bound: Optional[float] = CANCEL_SCAN_WAIT_S if cancelled else TIMED_OUT_SCAN_WAIT_S
+        elif self.options.timeout_s is not None:
+            # The command ended by itself, but the wall clock still runs: a scan behind a flood of
+            # matching lines (read at a few MB/s) gets what the clock had left and then what a timed-out
+            # run's scan gets, so the guard never returns later than the run would have timed out.
+            bound = max(0.0, self.options.timeout_s - supervision.command.duration_s) + TIMED_OUT_SCAN_WAIT_S
         else:
-            bound = CANCEL_SCAN_WAIT_S if cancelled else TIMED_OUT_SCAN_WAIT_S
+            bound = None  # no clock is running out
         outcomes = self._outcomes(bound, cancelled)
+        # A command that ended by itself has no timeout or cancel to fail it: a scan its clock cut could
+        # hide the failure in the unread part, so the cut itself fails the run rather than let it pass
+        # (unless the user's config set the rule's severity).
+        unread_fails = reason is None and bound is not None
         results, incomplete, clocks = [], [], {}
         for stream, _ in STREAMS:
             outcome = outcomes.get(stream)
@@ -1386,6 +1401,12 @@ class GuardedRun:
             guard_ended_at=supervision.ended_by_guard_at,
         )
         findings = [_name_the_hangs_test(finding) for finding in findings]
+        if unread_fails and SCAN_INCOMPLETE_RULE not in dict(self.catalogue.severity_overrides):
+            findings = [
+                dataclasses.replace(f, severity=Severity.ERROR)
+                if f.kind is Kind.SCAN_INCOMPLETE and _cut_by_the_clock(f) else f
+                for f in findings
+            ]
         verdict, status = decide(findings, supervision.command, self.fail_on)
         return Report(
             verdict=verdict,

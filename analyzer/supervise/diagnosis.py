@@ -53,6 +53,16 @@ _WAITING_ON_CHILDREN = frozenset(
     {"wait", "_wait", "_try_wait", "poll", "join", "_wait_for_tstate_lock", "communicate", "_invoke_run",
      "_monitor_workers", "wait_procs"}
 )
+# Where the kernel says a process sleeps while it waits for a child to change state (wait4, waitid:
+# kernel/exit.c; /proc/PID/wchan shows the function that called schedule()): a parent waiting, such as
+# the shell that runs a step's script or a Python parent in ``os.waitpid``, whose frames py-spy shows
+# as its own code. The hang is in the child.
+_KERNEL_CHILD_WAITS = frozenset({"do_wait", "__do_wait", "kernel_wait4", "kernel_waitid"})
+# Where a process sleeps that only passes on what others do: reading a pipe (``| tee log``) or waiting for
+# a signal (coreutils ``timeout`` in sigsuspend). Named after any other process with no stack to show.
+_KERNEL_PASSIVE_WAITS = frozenset(
+    {"pipe_read", "anon_pipe_read", "pipe_wait", "pipe_wait_readable", "sigsuspend", "do_sigtimedwait"}
+)
 # Frames of a supervisor's periodic check between two waits: torchrun's agent wakes every
 # monitor interval to poll its workers and ask the rendezvous whether nodes wait
 # (SimpleElasticAgent._invoke_run, torch/distributed/elastic/agent/server/api.py), so a dump can
@@ -164,6 +174,7 @@ def render_stacks(evidence: Evidence) -> str:
 def hang_finding(hang: Hang, evidence: Evidence, log_dir: str) -> Finding:
     """The guard's hang finding: where the tree hung, how long, and what ended it."""
     chosen, where = where_it_hung(hang.root_pid, evidence.infos, evidence.dumps)
+    _, described = _hung_process(hang.root_pid, evidence.infos, evidence.dumps)
     elapsed = format_duration(hang.elapsed_s)
     if hang.reason == TimeoutReason.WALL:
         message = f"hung in {where} for {format_duration(hang.timeout_s or hang.elapsed_s)}"
@@ -182,7 +193,10 @@ def hang_finding(hang: Hang, evidence: Evidence, log_dir: str) -> Finding:
         message += "; also " + ", ".join(others[:_MAX_OTHERS_NAMED])
         if len(others) > _MAX_OTHERS_NAMED:
             message += f" and {len(others) - _MAX_OTHERS_NAMED} more (see {STACKS_FILE})"
-    excerpt = chosen.text.strip() if chosen is not None else tree.format_table(evidence.infos[:1]).strip()
+    if chosen is not None:
+        excerpt = chosen.text.strip()
+    else:
+        excerpt = tree.format_table([described] if described is not None else evidence.infos[:1]).strip()
     return Finding(
         kind=Kind.HANG,
         rule=RULE_FOR_REASON[hang.reason],
@@ -404,19 +418,37 @@ def where_it_hung(
 ) -> Tuple[Optional[StackDump], str]:
     """The dump to quote and where its main thread is: the command's own, unless it only waits for a child.
 
-    Then the first descendant that is neither waiting for children nor for its peers in a collective.
+    Then the first descendant that is neither waiting for children nor for its peers in a collective;
+    without such a Python process, the first process with no stack to show that is not waiting for a
+    child either (a test binary under the step's shell), described by the kernel (dump ``None``).
     """
-    with_frames = [dump for dump in dumps if _own_frames(dump) and not _runtime_helper(dump)]
-    root = next((dump for dump in with_frames if dump.pid == root_pid), None)
-    chosen = root
-    if root is None or _only_waits(root):
-        busy = [d for d in with_frames if d.pid != root_pid and not _only_waits(d)]
-        busy.sort(key=lambda d: _innermost(d) in _WAITING_ON_PEERS)  # stable: tree order otherwise
-        chosen = busy[0] if busy else (root or (with_frames[0] if with_frames else None))
+    chosen, info = _hung_process(root_pid, infos, dumps)
     if chosen is not None:
         where = Frame.where(_own_frames(chosen))
         return chosen, (where if chosen.pid == root_pid else f"{where} (pid {chosen.pid})")
-    info = next((i for i in infos if i.pid == root_pid), infos[0] if infos else None)
     if info is None:
         return None, "an unknown place (the command was gone before it could be inspected)"
     return None, f"`{info.cmdline}` (pid {info.pid}, state {info.state}, wchan {info.wchan or '?'})"
+
+
+def _hung_process(
+    root_pid: int, infos: Sequence[ProcessInfo], dumps: Sequence[StackDump]
+) -> Tuple[Optional[StackDump], Optional[ProcessInfo]]:
+    """``where_it_hung``'s choice: the dump to quote, else the process to describe by the kernel."""
+    waiting = {info.pid for info in infos if info.wchan in _KERNEL_CHILD_WAITS}
+    with_frames = [dump for dump in dumps if _own_frames(dump) and not _runtime_helper(dump)]
+    root = next((dump for dump in with_frames if dump.pid == root_pid), None)
+    root_info = next((i for i in infos if i.pid == root_pid), infos[0] if infos else None)
+    if root is not None and not _only_waits(root) and root_pid not in waiting:
+        return root, root_info
+    busy = [d for d in with_frames if d.pid != root_pid and not _only_waits(d) and d.pid not in waiting]
+    busy.sort(key=lambda d: _innermost(d) in _WAITING_ON_PEERS)  # stable: tree order otherwise
+    if busy:
+        return busy[0], None
+    shown = {dump.pid for dump in dumps if _own_frames(dump)}
+    unseen = [i for i in infos if i.pid not in shown and i.pid not in waiting and i.state != "Z"]
+    # The command itself first, then what is not merely passing on; tree order otherwise.
+    unseen.sort(key=lambda i: (i.pid != root_pid, i.wchan in _KERNEL_PASSIVE_WAITS))
+    if unseen:
+        return None, unseen[0]
+    return (root or (with_frames[0] if with_frames else None)), root_info

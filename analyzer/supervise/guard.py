@@ -636,7 +636,7 @@ def supervise(options: GuardOptions) -> Supervision:
         raise UsageError(f"--log-dir: cannot write logs in {options.log_dir!r}: {problem}") from err
     # Before the command, and before the scanner forks: copying py-spy takes a few milliseconds, which
     # would part the scanner's start from the command's (see _Run.start on their clock tick).
-    tools = snapshot.find_tools()
+    tools = snapshot.find_tools(hidden=(*options.remove_env, *(name for name, _ in options.extra_env)))
     # The guard's own read-only view of each log: the path is the command's to tamper with, and so is
     # the file it names (a same-user command can truncate or rewrite it in place), so where the file
     # system allows the view is of a private copy the pump writes first; it becomes the log at the end.

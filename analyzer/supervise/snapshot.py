@@ -141,6 +141,11 @@ class Tools:
     py_spy: Optional[Tool]
     nvidia_smi: Optional[Tool]
     sudo: Optional[str]  # set-user-ID: run by the path found then (a copy would not be)
+    # The environment they run with; None: the guard's own. A helper is an ordinary (dumpable) process
+    # of the command's user, so its /proc/PID/environ is open to the command while it runs: it must not
+    # hold what the guard keeps from the command (the runner's real GITHUB_OUTPUT path, the action's
+    # own variables).
+    env: Optional[Tuple[Tuple[str, str], ...]] = None
 
     def close(self) -> None:
         for tool in (self.py_spy, self.nvidia_smi):
@@ -148,10 +153,14 @@ class Tools:
                 tool.close()
 
 
-def find_tools() -> Tools:
-    """Find and keep the helpers now; call before the command starts, ``close`` after the run."""
+def find_tools(hidden: Sequence[str] = ()) -> Tools:
+    """Find and keep the helpers now; call before the command starts, ``close`` after the run.
+
+    ``hidden``: names of variables of the guard's environment the helpers must not get.
+    """
+    env = tuple((k, v) for k, v in os.environ.items() if k not in set(hidden)) if hidden else None
     return Tools(keep_tool(find_tool(PY_SPY_NAME)), keep_tool(shutil.which(NVIDIA_SMI_NAME)),
-                 shutil.which("sudo"))
+                 shutil.which("sudo"), env)
 
 
 def _tools_now() -> Tools:
@@ -247,13 +256,16 @@ def _main_thread_frames(text: str, pid: int) -> Tuple[Frame, ...]:
 class _Helper:
     """A helper process writing to a temporary file (no pipe to fill), killed at its deadline."""
 
-    def __init__(self, argv: Sequence[str], pass_fds: Sequence[int] = ()) -> None:
+    def __init__(
+        self, argv: Sequence[str], pass_fds: Sequence[int] = (),
+        env: Optional[Tuple[Tuple[str, str], ...]] = None,
+    ) -> None:
         self.out = tempfile.TemporaryFile()
         self.error = ""
         try:
             self.proc: Optional[subprocess.Popen] = subprocess.Popen(
                 list(argv), stdin=subprocess.DEVNULL, stdout=self.out, stderr=subprocess.STDOUT,
-                pass_fds=tuple(pass_fds),
+                pass_fds=tuple(pass_fds), env=dict(env) if env is not None else None,
             )
         except OSError as err:
             self.proc = None
@@ -347,7 +359,9 @@ def dump_all(
     helpers: List[Tuple[int, bool, _Helper]] = []
     for pid, is_native in wanted:
         mode = "--native" if is_native else "--nonblocking"
-        helper = _Helper([*prefix, argv0, "dump", mode, "--full-filenames", "--pid", str(pid)], pass_fds)
+        helper = _Helper(
+            [*prefix, argv0, "dump", mode, "--full-filenames", "--pid", str(pid)], pass_fds, tools.env
+        )
         helpers.append((pid, is_native, helper))
         if helper_pids is not None and helper.proc is not None:
             helper_pids.append(helper.proc.pid)
@@ -458,13 +472,14 @@ def gpu_snapshot(timeout_s: float, helper_pids: Optional[List[int]] = None,
 
     ``tools``: as found before the command started (``find_tools``); None looks them up now.
     """
-    tool = (tools or _tools_now()).nvidia_smi
+    tools = tools or _tools_now()
+    tool = tools.nvidia_smi
     if tool is None:
         return None
     deadline = time.monotonic() + timeout_s
     argv0 = tool.argv0(through_sudo=False)
-    gpu_helper = _Helper([argv0, *GPU_QUERY], tool.pass_fds)
-    apps_helper = _Helper([argv0, *APPS_QUERY], tool.pass_fds)
+    gpu_helper = _Helper([argv0, *GPU_QUERY], tool.pass_fds, tools.env)
+    apps_helper = _Helper([argv0, *APPS_QUERY], tool.pass_fds, tools.env)
     for helper in (gpu_helper, apps_helper):
         if helper_pids is not None and helper.proc is not None:
             helper_pids.append(helper.proc.pid)

@@ -225,6 +225,27 @@ def test_non_python_command_is_described_by_the_kernel(guard):
     assert stacks == "No Python process was found in the tree.\n"
 
 
+def test_a_shells_child_is_named_not_the_shell_waiting_for_it(guard):
+    # The action runs a step's script with bash, which waits in wait4 (wchan do_wait) for the test
+    # binary: the guard once said "hung in `bash -c ...` (state S, wchan do_wait)".
+    result, took = guard(("bash", "-c", "sleep 30; exit 0"), timeout_s=0.5, kill_grace_s=1.0)
+    finding = result.findings[0]
+    assert re.fullmatch(r"hung in `sleep 30` \(pid \d+, state S, wchan \S+\) for 0\.5s", finding.message), (
+        finding.message)
+    assert finding.excerpt.splitlines()[1].endswith(" sleep 30"), finding.excerpt
+    assert took < 0.5 + SLACK_S
+
+
+def test_a_parent_in_os_waitpid_names_the_child_that_hangs(guard):
+    result, took = guard(program("fork_while_locked.py"), timeout_s=1.0, kill_grace_s=1.0)
+    child = int(re.search(rb"child pid=(\d+)", Path(result.stdout_path).read_bytes()).group(1))
+    message = result.findings[0].message
+    assert message.startswith(
+        f"hung in `take_the_copied_lock` (fork_while_locked.py:23) (pid {child}) for 1s; also pid "), message
+    assert not alive(child)
+    assert took < 1.0 + SLACK_S
+
+
 def test_the_rank_that_never_arrived_is_named_before_ranks_waiting_in_a_collective(guard):
     result, took = guard(program("mp_ranks.py"), timeout_s=1.0, kill_grace_s=2.0)
     out = Path(result.stdout_path).read_bytes()

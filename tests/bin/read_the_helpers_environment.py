@@ -1,0 +1,50 @@
+"""Read the environment of every process outside this one, as a same-user command can, while it hangs.
+
+At a timeout the guard starts helpers (py-spy, nvidia-smi) while the command still runs: ordinary
+processes of the same user, whose ``/proc/PID/environ`` the command may open. A thread looks at every
+process but this one and the guard (its parent, non-dumpable) every few milliseconds and prints
+``read GITHUB_OUTPUT=VALUE from pid N: COMMAND LINE`` for each one whose environment names another
+``GITHUB_OUTPUT`` than its own (the runner's real file, which the command must never learn). Prints
+``looking`` once the thread runs, then hangs in the main thread.
+"""
+
+import os
+import threading
+import time
+
+OWN = os.environ.get("GITHUB_OUTPUT", "")
+SKIP = {os.getpid(), os.getppid()}
+
+
+def command_line(pid: str) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as handle:
+            return handle.read().replace(b"\0", b" ").decode(errors="replace").strip()
+    except OSError:
+        return "?"
+
+
+def look() -> None:
+    seen = set()
+    while True:
+        for name in os.listdir("/proc"):
+            if not name.isdigit() or int(name) in SKIP or name in seen:
+                continue
+            try:
+                with open(f"/proc/{name}/environ", "rb") as handle:
+                    entries = handle.read().split(b"\0")
+            except OSError:
+                continue
+            for entry in entries:
+                key, _, value = entry.partition(b"=")
+                if key == b"GITHUB_OUTPUT" and value.decode(errors="replace") != OWN:
+                    seen.add(name)
+                    print(f"read GITHUB_OUTPUT={value.decode(errors='replace')} from pid {name}: "
+                          f"{command_line(name)}", flush=True)
+        time.sleep(0.002)
+
+
+threading.Thread(target=look, daemon=True).start()
+print("looking", flush=True)
+while True:
+    time.sleep(0.05)
