@@ -200,8 +200,9 @@ def test_a_guard_hang_is_the_root_cause_the_collateral_points_at():
 
 def test_root_cause_rule_outranks_earlier_errors_then_time_then_severity():
     log = (
+        # a warning
         "2024-01-09T18:41:23.1234567Z UserWarning: CUDA initialization: Unexpected error from"
-        " cudaGetDeviceCount(). Error 804: forward compatibility was attempted on non supported HW\n"  # warning
+        " cudaGetDeviceCount(). Error 804: forward compatibility was attempted on non supported HW\n"
         "Fatal Python error: Segmentation fault\n" + TORCHRUN  # error, earliest
     )
     findings = scan({"job.log": log})
