@@ -30,7 +30,9 @@ context and are dropped:
   session is a test's inner run if the log's run then shows it was not over (a start glued to its progress,
   or a verdict of a runner that prints no start: ``-q -s`` prints a test's inner sessions, start and all,
   back to back before anything of the outer run); until then, and in a log whose own run is rooted there
-  (a harness in a temporary directory), its verdict stands;
+  (a harness in a temporary directory), its verdict stands. A session rooted inside the rootdir of the inner
+  session open when its start came glued (to that run's file name: its test runs pytest again) is nested in
+  that session, not the outer run's next one;
 - any marker a rule's ``collateral_after`` names: the last one per name;
 - ``echo`` with its ``echo`` group set (GitHub's runner echoing a run step's script, its shell: and env:
   lines; git naming a commit by its subject): the lines quote a command or a commit, not what ran, so
@@ -88,6 +90,10 @@ INNER_RUN_MARKER = "inner-run"
 INNER_ROOT_MARKER = "inner-root"
 # pytest prints the rootdir this few lines after "test session starts" (platform, cachedir, plugins' headers).
 INNER_ROOT_GAP = 12
+# Inner sessions nested deeper than this keep no rootdir (memory stays bounded).
+MAX_INNER_DEPTH = 16
+# A session header's rootdir, without what pytest prints after it (", configfile: tox.ini").
+_ROOTDIR = regex.compile(r"^rootdir: (?P<root>.+?)(?:, \w+: .*)?\s*$")
 ATTEMPT_RESTARTED = "attempt-restarted"
 RUN_SUCCEEDED = "run-succeeded"
 MAX_TENTATIVE = 1000
@@ -326,6 +332,13 @@ class LogState:
         self.last_verdict: Optional[Match] = None  # the last one of any run, inner ones included
         self.depth = 0
         self.inner_ctx: Tuple[str, Optional[str], Optional[TestLine]] = ("reset", None, None)
+        # The rootdirs of the open inner sessions, outermost first (None: not shown yet), valid up to
+        # ``depth``; and a glued start's reset of ``depth`` its own rootdir may still undo: (its line, the
+        # depth and rootdirs before it). A session rooted inside the open inner session's rootdir is nested
+        # in it (a pytester test whose inner run runs pytest again, its start glued to that run's file name).
+        self.inner_roots: Tuple[Optional[str], ...] = ()
+        self.glued_reset: Optional[Tuple[int, int, Tuple[Optional[str], ...]]] = None
+        self.inner_start = 0  # the line of the latest inner session's start
         # Per collateral marker name: the last one, and the last one per pid it names.
         self.shutdowns: Dict[str, Match] = {}
         self.shutdowns_by_pid: Dict[Tuple[str, str], Match] = {}
@@ -457,6 +470,8 @@ class LogState:
                 # start before the outer run's verdict are inner too, glued or not.
                 glued = bool((match.groups.get("glued") or "").strip())
                 if glued:
+                    self.glued_reset = (match.line, self.depth, self.inner_roots[:self.depth]) \
+                        if self.depth else None
                     self.depth = 0
                     self.outer_open = True
                     if self.ctx_kind == "verdict":
@@ -476,7 +491,10 @@ class LogState:
                         # does an outcome reported before the last verdict: an earlier inner run's summary)
                         stale = kind == "xdist" or self._reported_before_verdict(progress)
                         self.inner_ctx = ("", None, None) if stale else (kind, test, progress)
+                    if self.depth < MAX_INNER_DEPTH:
+                        self.inner_roots = self.inner_roots[:self.depth] + (None,)
                     self.depth += 1
+                    self.inner_start = match.line
                     return
                 self.run_events = {}  # the log's own run starts: what came before is not in it
                 self.run_failed = []
@@ -545,6 +563,7 @@ class LogState:
             self.run_framed = False
             self.run_started = 0
         elif marker == INNER_ROOT_MARKER:
+            self._inner_root(match)
             if not self.depth and self.run_framed and 0 < match.line - self.run_started <= INNER_ROOT_GAP:
                 self.run_sandboxed = True
         elif marker == INNER_RUN_MARKER:
@@ -573,6 +592,21 @@ class LogState:
                 if len(self.shutdowns_by_pid) >= MAX_IDENTITIES:
                     self.shutdowns_by_pid.pop(next(iter(self.shutdowns_by_pid)))
                 self.shutdowns_by_pid[(marker, pid)] = match
+
+    def _inner_root(self, match: Match) -> None:
+        """An open inner session's rootdir: one inside the rootdir of the session a glued start took for
+        over (its depth reset) is that session's nested run, and the depth comes back."""
+        root = _rootdir(match.text)
+        reset, self.glued_reset = self.glued_reset, None
+        if not self.depth or not 0 < match.line - self.inner_start <= INNER_ROOT_GAP:
+            return
+        if reset is not None and self.depth == 1 and reset[0] == self.inner_start:
+            _line, depth, roots = reset
+            if roots and _nested(root, roots[-1]):
+                self.depth = depth + 1
+                self.inner_roots = roots + (None,) if len(roots) < MAX_INNER_DEPTH else roots
+        if self.depth <= len(self.inner_roots):
+            self.inner_roots = self.inner_roots[:self.depth - 1] + (root,)
 
     def _reported_before_verdict(self, progress: Optional[TestLine]) -> bool:
         """Whether ``progress`` is a test's outcome line printed before the last verdict of any run."""
@@ -968,6 +1002,17 @@ class LogState:
         if row is not None and row[1] < 100 and (final_verdict is None or final_verdict.line < row[0]):
             return row[0]
         return self.run_started if self.run_framed and final_verdict is None else 0
+
+
+def _rootdir(text: str) -> Optional[str]:
+    """The directory a session header's ``rootdir:`` line names (``None`` when it is not one)."""
+    m = _ROOTDIR.match(text.strip())
+    return m.group("root").rstrip("/\\") if m else None
+
+
+def _nested(root: Optional[str], outer: Optional[str]) -> bool:
+    """Whether rootdir ``root`` lies inside rootdir ``outer`` (pytester makes a test's base temp there)."""
+    return bool(root and outer) and root[len(outer):len(outer) + 1] in ("/", "\\") and root.startswith(outer)
 
 
 def identity_of(match: Match, use_rank_prefix: bool) -> Optional[Identity]:
