@@ -20,8 +20,9 @@ context and are dropped:
   entrypoint", "will restart worker group", "worker group successfully finished"): an event outside
   any test in an attempt the supervisor then restarted, followed by that run's success, was handled
   by the restart;
-- ``inner-run`` (pytester's ``running: PYTHON -mpytest ...``): the next ``test session starts`` is a test's
-  inner run even under ``-q``, where neither the outer run's start nor the test's id was printed; an event
+- ``inner-run`` (pytester's ``running: PYTHON -mpytest ...``): what follows up to the next verdict is a
+  test's inner run, its ``test session starts`` or not (``-q`` prints none), even under an outer ``-q``,
+  where neither the outer run's start nor the test's id was printed; an event
   in it on no test's lines is judged by the outer run's verdict (``voids_verdict`` voids only its own);
   it also ends any inner run still open (one that died without its verdict); a session start glued to the
   outer run's progress after a verdict makes every verdict since the log's own run last showed itself an
@@ -481,20 +482,17 @@ class LogState:
                         self._verdict_was_inner()
                         self._set_context("reset", match.line)
                         self.run_framed = self.run_framed or self.session_seen
+                announced, self.inner_run_next = self.inner_run_next, False
+                if announced and self.depth == 1:
+                    # The start of the subprocess run pytester announced: the announcement opened its depth.
+                    self.session_seen = self.session_seen or not (glued or self.outer_open)
+                    self.inner_start = match.line
+                    return
                 self.session_seen = self.session_seen or not (self.depth or glued or self.outer_open)
                 kind, test, progress = self._context(match)
-                announced, self.inner_run_next = self.inner_run_next, False
                 if self.depth or announced or self.outer_open or (
                         kind == "test" and (progress is None or progress.line == 0 or not progress.finished)):
-                    if not self.depth:
-                        # (an xdist line, an earlier inner run's, says nothing of the lines after it; nor
-                        # does an outcome reported before the last verdict: an earlier inner run's summary)
-                        stale = kind == "xdist" or self._reported_before_verdict(progress)
-                        self.inner_ctx = ("", None, None) if stale else (kind, test, progress)
-                    if self.depth < MAX_INNER_DEPTH:
-                        self.inner_roots = self.inner_roots[:self.depth] + (None,)
-                    self.depth += 1
-                    self.inner_start = match.line
+                    self._open_inner(match)
                     return
                 self.run_events = {}  # the log's own run starts: what came before is not in it
                 self.run_failed = []
@@ -526,6 +524,7 @@ class LogState:
             self.last_verdict = match
             if self.depth:
                 self.depth -= 1
+                self.inner_run_next = False  # an announced run that printed no start (-q) is over too
                 return
             kind, _, progress = self._context(match)
             if self.ctx_kind == "header" or (kind == "test" and progress is not None and not progress.finished
@@ -568,8 +567,10 @@ class LogState:
                 self.run_sandboxed = True
         elif marker == INNER_RUN_MARKER:
             # pytester waits for each subprocess run: one that died without its verdict (pytest-timeout's
-            # thread method ends it with os._exit) is over when the next one starts.
+            # thread method ends it with os._exit) is over when the next one starts. The announced run is
+            # inner from here to its verdict, whether it prints its start or not (-q prints none).
             self.depth = 0
+            self._open_inner(match)
             self.inner_run_next = True
         elif marker in (RUN_STARTED, ATTEMPT_RESTARTED, RUN_SUCCEEDED):
             self._attempt_marker(match, marker)
@@ -592,6 +593,19 @@ class LogState:
                 if len(self.shutdowns_by_pid) >= MAX_IDENTITIES:
                     self.shutdowns_by_pid.pop(next(iter(self.shutdowns_by_pid)))
                 self.shutdowns_by_pid[(marker, pid)] = match
+
+    def _open_inner(self, match: Match) -> None:
+        """An inner session opens at ``match`` (its start, or pytester's announcement of it)."""
+        if not self.depth:
+            kind, test, progress = self._context(match)
+            # (an xdist line, an earlier inner run's, says nothing of the lines after it; nor does an
+            # outcome reported before the last verdict: an earlier inner run's summary)
+            stale = kind == "xdist" or self._reported_before_verdict(progress)
+            self.inner_ctx = ("", None, None) if stale else (kind, test, progress)
+        if self.depth < MAX_INNER_DEPTH:
+            self.inner_roots = self.inner_roots[:self.depth] + (None,)
+        self.depth += 1
+        self.inner_start = match.line
 
     def _inner_root(self, match: Match) -> None:
         """An open inner session's rootdir: one inside the rootdir of the session a glued start took for

@@ -6,8 +6,10 @@ is over), so the inner verdict after the nested one's looked like the log's own,
 before it on no test's lines were never judged by the outer run's passing verdict: pytest 9.2.0's own
 testing/test_debugging.py under ``-q -s`` (test_trace_after_runpytest after test_pdb_custom_cls_invalid's
 usage error, healthy7). The nested session's rootdir lies inside the inner run's, where pytester makes its
-base temp: it is that run's nested session. The logs come from real pytest runs; a test that fails after its
-nested runs must still fail the log.
+base temp: it is that run's nested session. And a subprocess run pytester announces ("running: PYTHON
+-mpytest ... -q") is inner from the announcement to its verdict, though under -q it prints no session start:
+its failures were taken for the log's own (pytest's test_assertrewrite.py, a run that fails on purpose). The
+logs come from real pytest runs; a test that fails after its inner runs must still fail the log.
 """
 
 from __future__ import annotations
@@ -47,6 +49,17 @@ SUITE = '''
         assert result.ret == 0
 '''
 BROKEN = SUITE.rstrip() + "\n        assert False, 'broken on purpose'\n"
+QUIET = '''
+    pytest_plugins = "pytester"
+
+
+    def test_quiet_subprocess_runs(pytester):
+        pytester.makepyfile(test_x="def test_ok(): pass")
+        assert pytester.runpytest_subprocess("-q").ret == 0
+        pytester.makepyfile(test_x="def test_bad(): assert None")
+        assert pytester.runpytest_subprocess("-q").ret == 1
+'''
+QUIET_BROKEN = QUIET.rstrip() + "\n        assert False, 'broken on purpose'\n"
 
 
 def quiet_run(tmp_path: Path, source: str) -> str:
@@ -79,4 +92,24 @@ def test_a_test_failing_after_its_nested_runs_still_fails_the_log(tmp_path, engi
     findings = scan({"job.log": log}, engine=engine)
     errors = [(s[0], s[3]) for s in summary(findings) if s[1] == "error"]
     assert ("pytest-test-outcome", "test_suite.py::test_b_nested_run") in errors
+    assert decide(findings)[1] == 1
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_quiet_subprocess_runs_failure_is_that_runs(tmp_path, engine):
+    log = quiet_run(tmp_path, QUIET)
+    assert "running: " in log and "FAILED test_x.py::test_bad" in log and "test session starts" not in log
+    assert "\n1 passed in " in log
+    findings = scan({"job.log": log}, engine=engine)
+    assert [s for s in summary(findings) if s[1] != "notice"] == []
+    assert decide(findings)[1] == 0
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_test_failing_after_its_quiet_subprocess_runs_still_fails_the_log(tmp_path, engine):
+    log = quiet_run(tmp_path, QUIET_BROKEN)
+    assert "FAILED test_x.py::test_bad" in log and "\n1 failed in " in log
+    findings = scan({"job.log": log}, engine=engine)
+    assert [(s[0], s[1], s[3]) for s in summary(findings) if s[1] != "notice"] == [
+        ("pytest-test-outcome", "error", "test_suite.py::test_quiet_subprocess_runs")]
     assert decide(findings)[1] == 1
