@@ -20,13 +20,14 @@ context and are dropped:
   entrypoint", "will restart worker group", "worker group successfully finished"): an event outside
   any test in an attempt the supervisor then restarted, followed by that run's success, was handled
   by the restart;
-- ``inner-run`` (pytester's ``running: PYTHON -mpytest ...``): what follows up to the next verdict is a
-  test's inner run, its ``test session starts`` or not (``-q`` prints none), even under an outer ``-q``,
-  where neither the outer run's start nor the test's id was printed; an event
+- ``inner-run`` (pytester's ``running: PYTHON -mpytest ...``): the next ``test session starts`` is a test's
+  inner run (a quiet one's, ``-q``, which prints none: what follows up to its verdict), even under an outer
+  ``-q``, where neither the outer run's start nor the test's id was printed; an event
   in it on no test's lines is judged by the outer run's verdict (``voids_verdict`` voids only its own);
   it also ends any inner run still open (one that died without its verdict); a session start glued to the
   outer run's progress after a verdict makes every verdict since the log's own run last showed itself an
-  inner run's (pytester's quiet runs print no start, several back to back);
+  inner run's (pytester's quiet runs print no start, several back to back), and the events read as their
+  exit path the outer run's;
 - ``inner-root`` (a session header's ``rootdir:`` in pytester's sandbox, ``pytest-of-USER/pytest-N/``): the
   session is a test's inner run if the log's run then shows it was not over (a start glued to its progress,
   or a verdict of a runner that prints no start: ``-q -s`` prints a test's inner sessions, start and all,
@@ -87,6 +88,8 @@ ECHO_MARKER = "echo"
 # pytester's "running: PYTHON -mpytest ..." (_pytest/pytester.py runpytest_subprocess): the next session is
 # a test's inner run even when the outer run, under -q, printed neither its start nor the test's id.
 INNER_RUN_MARKER = "inner-run"
+# pytester's announced command line asks for a quiet run, which prints no session start.
+_QUIET_RUN = regex.compile(r" (?:-q+|--quiet)(?= |$)")
 # A session header's rootdir in pytester's sandbox (``LogState.run_sandboxed``).
 INNER_ROOT_MARKER = "inner-root"
 # pytest prints the rootdir this few lines after "test session starts" (platform, cachedir, plugins' headers).
@@ -368,6 +371,9 @@ class LogState:
         # whether that word was unittest's (the report came) or the test's own output (it did not).
         self.unreported: Dict[str, None] = {}
         self.closed_runs: List[Tuple[List[str], List[_Open], Optional[Match]]] = []
+        # Events on no test's lines after a verdict of those closed runs (their exit path, as taken): once
+        # the verdict turns out an inner run's, they happened inside the outer run, whose verdict judges them.
+        self.closed_exits: List[_Open] = []
         # The log's own run (as taken) is rooted in pytester's sandbox; so was one of the closed runs: a run
         # started right after them does not end their chain, which the outer run's progress or quiet verdict
         # then shows were a test's inner sessions (``_verdict_was_inner``).
@@ -499,6 +505,7 @@ class LogState:
                 self.run_sandboxed = False
                 if not self.closed_sandboxed:
                     self.closed_runs = []
+                    self.closed_exits = []
                 self.run_framed = True
                 self.run_started = match.line
                 if self.on_run is not None:
@@ -567,10 +574,12 @@ class LogState:
                 self.run_sandboxed = True
         elif marker == INNER_RUN_MARKER:
             # pytester waits for each subprocess run: one that died without its verdict (pytest-timeout's
-            # thread method ends it with os._exit) is over when the next one starts. The announced run is
-            # inner from here to its verdict, whether it prints its start or not (-q prints none).
+            # thread method ends it with os._exit) is over when the next one starts. A quiet run (-q) prints
+            # no start: it is inner from here to its verdict. (A run that prints its start opens there: one
+            # that prints no verdict, a usage error or --help, then leaves the outer run's verdict its own.)
             self.depth = 0
-            self._open_inner(match)
+            if _QUIET_RUN.search(match.text):
+                self._open_inner(match)
             self.inner_run_next = True
         elif marker in (RUN_STARTED, ATTEMPT_RESTARTED, RUN_SUCCEEDED):
             self._attempt_marker(match, marker)
@@ -640,7 +649,12 @@ class LogState:
         failures reported under them were those runs' (the outer test that ran them is judged by the outer
         run), and their events on no test's lines wait for the outer run's verdict."""
         closed, self.closed_runs = self.closed_runs, []
+        exits, self.closed_exits = self.closed_exits, []
         self.closed_sandboxed = False
+        for opened in exits:
+            opened.event = dataclasses.replace(opened.event, exit_path=False, verdict_before=None)
+            opened.inner, opened.run_passed = True, None
+            self.run_events[id(opened)] = opened
         self.tentative = None  # failures held under its short summary were its own
         for failed, events, before in reversed(closed):
             if self.on_run is not None:
@@ -876,6 +890,8 @@ class LogState:
             # (in an inner run the outer run's context is in force: an announced one under -q has none)
             opened.inner = opened.inner or bool(self.depth)
             self.run_events[id(opened)] = opened
+        elif kind == "verdict" and self.closed_runs and len(self.closed_exits) < MAX_CLOSED_RUNS:
+            self.closed_exits.append(opened)
 
     def _add(
         self, key: tuple, match: Match, event: LogEvent, identity: Optional[Identity]

@@ -60,15 +60,30 @@ QUIET = '''
         assert pytester.runpytest_subprocess("-q").ret == 1
 '''
 QUIET_BROKEN = QUIET.rstrip() + "\n        assert False, 'broken on purpose'\n"
+# The first test's inner session prints whole before the outer run's first dot (its verdict looks like the
+# log's own until the outer run's quiet verdict), then an inner run refuses an option: that usage error came
+# after the inner verdict, inside the outer run (pytest's test_config.py, healthy7).
+SANDBOX_FIRST = '''
+    pytest_plugins = "pytester"
 
 
-def quiet_run(tmp_path: Path, source: str) -> str:
-    """A real ``pytest -q -s`` over ``source``, stdout and stderr on one pipe."""
+    def test_a_inner_session(pytester):
+        pytester.makepyfile(test_x="def test_ok(): pass")
+        pytester.runpytest().assert_outcomes(passed=1)
+
+
+    def test_b_bad_option_is_refused(pytester):
+        assert pytester.runpytest_inprocess("--no-such-option").ret == 4
+'''
+
+
+def quiet_run(tmp_path: Path, source: str, *extra: str) -> str:
+    """A real ``pytest -q -s`` over ``source`` (and ``extra`` options), stdout and stderr on one pipe."""
     (tmp_path / "test_suite.py").write_text(textwrap.dedent(source))
     env = dict(os.environ, COLUMNS="80")
     env.pop("PYTEST_ADDOPTS", None)
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-s", "-p", "no:cacheprovider", "test_suite.py"],
+        [sys.executable, "-m", "pytest", "-q", "-s", "-p", "no:cacheprovider", *extra, "test_suite.py"],
         cwd=str(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=120, env=env,
     )
     return proc.stdout.decode("utf-8", "backslashreplace")
@@ -113,3 +128,12 @@ def test_a_test_failing_after_its_quiet_subprocess_runs_still_fails_the_log(tmp_
     assert [(s[0], s[1], s[3]) for s in summary(findings) if s[1] != "notice"] == [
         ("pytest-test-outcome", "error", "test_suite.py::test_quiet_subprocess_runs")]
     assert decide(findings)[1] == 1
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_an_event_after_an_inner_verdict_taken_for_the_logs_is_the_outer_runs(tmp_path, engine):
+    log = quiet_run(tmp_path, SANDBOX_FIRST, "-rA")
+    assert log.startswith("=") and "ERROR: usage: " in log and "\n2 passed in " in log
+    findings = scan({"job.log": log}, engine=engine)
+    assert [s for s in summary(findings) if s[1] != "notice"] == []
+    assert decide(findings)[1] == 0
