@@ -21,16 +21,20 @@ context and are dropped:
   any test in an attempt the supervisor then restarted, followed by that run's success, was handled
   by the restart;
 - ``inner-run`` (pytester's ``running: PYTHON -mpytest ...``): the next ``test session starts`` is a test's
-  inner run even under ``-q``, where neither the outer run's start nor the test's id was printed; an event
+  inner run (a quiet one's, ``-q``, which prints none: what follows up to its verdict), even under an outer
+  ``-q``, where neither the outer run's start nor the test's id was printed; an event
   in it on no test's lines is judged by the outer run's verdict (``voids_verdict`` voids only its own);
   it also ends any inner run still open (one that died without its verdict); a session start glued to the
   outer run's progress after a verdict makes every verdict since the log's own run last showed itself an
-  inner run's (pytester's quiet runs print no start, several back to back);
+  inner run's (pytester's quiet runs print no start, several back to back), and the events read as their
+  exit path the outer run's;
 - ``inner-root`` (a session header's ``rootdir:`` in pytester's sandbox, ``pytest-of-USER/pytest-N/``): the
   session is a test's inner run if the log's run then shows it was not over (a start glued to its progress,
   or a verdict of a runner that prints no start: ``-q -s`` prints a test's inner sessions, start and all,
   back to back before anything of the outer run); until then, and in a log whose own run is rooted there
-  (a harness in a temporary directory), its verdict stands;
+  (a harness in a temporary directory), its verdict stands. A session rooted inside the rootdir of the inner
+  session open when its start came glued (to that run's file name: its test runs pytest again) is nested in
+  that session, not the outer run's next one;
 - any marker a rule's ``collateral_after`` names: the last one per name;
 - ``echo`` with its ``echo`` group set (GitHub's runner echoing a run step's script, its shell: and env:
   lines; git naming a commit by its subject): the lines quote a command or a commit, not what ran, so
@@ -84,10 +88,16 @@ ECHO_MARKER = "echo"
 # pytester's "running: PYTHON -mpytest ..." (_pytest/pytester.py runpytest_subprocess): the next session is
 # a test's inner run even when the outer run, under -q, printed neither its start nor the test's id.
 INNER_RUN_MARKER = "inner-run"
+# pytester's announced command line asks for a quiet run, which prints no session start.
+_QUIET_RUN = regex.compile(r" (?:-q+|--quiet)(?= |$)")
 # A session header's rootdir in pytester's sandbox (``LogState.run_sandboxed``).
 INNER_ROOT_MARKER = "inner-root"
 # pytest prints the rootdir this few lines after "test session starts" (platform, cachedir, plugins' headers).
 INNER_ROOT_GAP = 12
+# Inner sessions nested deeper than this keep no rootdir (memory stays bounded).
+MAX_INNER_DEPTH = 16
+# A session header's rootdir, without what pytest prints after it (", configfile: tox.ini").
+_ROOTDIR = regex.compile(r"^rootdir: (?P<root>.+?)(?:, \w+: .*)?\s*$")
 ATTEMPT_RESTARTED = "attempt-restarted"
 RUN_SUCCEEDED = "run-succeeded"
 MAX_TENTATIVE = 1000
@@ -327,6 +337,13 @@ class LogState:
         self.last_verdict: Optional[Match] = None  # the last one of any run, inner ones included
         self.depth = 0
         self.inner_ctx: Tuple[str, Optional[str], Optional[TestLine]] = ("reset", None, None)
+        # The rootdirs of the open inner sessions, outermost first (None: not shown yet), valid up to
+        # ``depth``; and a glued start's reset of ``depth`` its own rootdir may still undo: (its line, the
+        # depth and rootdirs before it). A session rooted inside the open inner session's rootdir is nested
+        # in it (a pytester test whose inner run runs pytest again, its start glued to that run's file name).
+        self.inner_roots: Tuple[Optional[str], ...] = ()
+        self.glued_reset: Optional[Tuple[int, int, Tuple[Optional[str], ...]]] = None
+        self.inner_start = 0  # the line of the latest inner session's start
         # Per collateral marker name: the last one, and the last one per pid it names.
         self.shutdowns: Dict[str, Match] = {}
         self.shutdowns_by_pid: Dict[Tuple[str, str], Match] = {}
@@ -355,6 +372,9 @@ class LogState:
         # whether that word was unittest's (the report came) or the test's own output (it did not).
         self.unreported: Dict[str, None] = {}
         self.closed_runs: List[Tuple[List[str], List[_Open], Optional[Match]]] = []
+        # Events on no test's lines after a verdict of those closed runs (their exit path, as taken): once
+        # the verdict turns out an inner run's, they happened inside the outer run, whose verdict judges them.
+        self.closed_exits: List[_Open] = []
         # The log's own run (as taken) is rooted in pytester's sandbox; so was one of the closed runs: a run
         # started right after them does not end their chain, which the outer run's progress or quiet verdict
         # then shows were a test's inner sessions (``_verdict_was_inner``).
@@ -458,6 +478,8 @@ class LogState:
                 # start before the outer run's verdict are inner too, glued or not.
                 glued = bool((match.groups.get("glued") or "").strip())
                 if glued:
+                    self.glued_reset = (match.line, self.depth, self.inner_roots[:self.depth]) \
+                        if self.depth else None
                     self.depth = 0
                     self.outer_open = True
                     if self.ctx_kind == "verdict":
@@ -467,23 +489,24 @@ class LogState:
                         self._verdict_was_inner()
                         self._set_context("reset", match.line)
                         self.run_framed = self.run_framed or self.session_seen
+                announced, self.inner_run_next = self.inner_run_next, False
+                if announced and self.depth == 1:
+                    # The start of the subprocess run pytester announced: the announcement opened its depth.
+                    self.session_seen = self.session_seen or not (glued or self.outer_open)
+                    self.inner_start = match.line
+                    return
                 self.session_seen = self.session_seen or not (self.depth or glued or self.outer_open)
                 kind, test, progress = self._context(match)
-                announced, self.inner_run_next = self.inner_run_next, False
                 if self.depth or announced or self.outer_open or (
                         kind == "test" and (progress is None or progress.line == 0 or not progress.finished)):
-                    if not self.depth:
-                        # (an xdist line, an earlier inner run's, says nothing of the lines after it; nor
-                        # does an outcome reported before the last verdict: an earlier inner run's summary)
-                        stale = kind == "xdist" or self._reported_before_verdict(progress)
-                        self.inner_ctx = ("", None, None) if stale else (kind, test, progress)
-                    self.depth += 1
+                    self._open_inner(match)
                     return
                 self.run_events = {}  # the log's own run starts: what came before is not in it
                 self.run_failed = []
                 self.run_sandboxed = False
                 if not self.closed_sandboxed:
                     self.closed_runs = []
+                    self.closed_exits = []
                 self.run_framed = True
                 self.run_started = match.line
                 if self.on_run is not None:
@@ -509,6 +532,7 @@ class LogState:
             self.last_verdict = match
             if self.depth:
                 self.depth -= 1
+                self.inner_run_next = False  # an announced run that printed no start (-q) is over too
                 return
             kind, _, progress = self._context(match)
             if self.ctx_kind == "header" or (kind == "test" and progress is not None and not progress.finished
@@ -548,12 +572,17 @@ class LogState:
             self.run_framed = False
             self.run_started = 0
         elif marker == INNER_ROOT_MARKER:
+            self._inner_root(match)
             if not self.depth and self.run_framed and 0 < match.line - self.run_started <= INNER_ROOT_GAP:
                 self.run_sandboxed = True
         elif marker == INNER_RUN_MARKER:
             # pytester waits for each subprocess run: one that died without its verdict (pytest-timeout's
-            # thread method ends it with os._exit) is over when the next one starts.
+            # thread method ends it with os._exit) is over when the next one starts. A quiet run (-q) prints
+            # no start: it is inner from here to its verdict. (A run that prints its start opens there: one
+            # that prints no verdict, a usage error or --help, then leaves the outer run's verdict its own.)
             self.depth = 0
+            if _QUIET_RUN.search(match.text):
+                self._open_inner(match)
             self.inner_run_next = True
         elif marker in (RUN_STARTED, ATTEMPT_RESTARTED, RUN_SUCCEEDED):
             self._attempt_marker(match, marker)
@@ -593,6 +622,33 @@ class LogState:
             found = self.events.get(("test-failure", test))
             if found is not None:
                 found.run_passed = verdict
+    def _open_inner(self, match: Match) -> None:
+        """An inner session opens at ``match`` (its start, or pytester's announcement of it)."""
+        if not self.depth:
+            kind, test, progress = self._context(match)
+            # (an xdist line, an earlier inner run's, says nothing of the lines after it; nor does an
+            # outcome reported before the last verdict: an earlier inner run's summary)
+            stale = kind == "xdist" or self._reported_before_verdict(progress)
+            self.inner_ctx = ("", None, None) if stale else (kind, test, progress)
+        if self.depth < MAX_INNER_DEPTH:
+            self.inner_roots = self.inner_roots[:self.depth] + (None,)
+        self.depth += 1
+        self.inner_start = match.line
+
+    def _inner_root(self, match: Match) -> None:
+        """An open inner session's rootdir: one inside the rootdir of the session a glued start took for
+        over (its depth reset) is that session's nested run, and the depth comes back."""
+        root = _rootdir(match.text)
+        reset, self.glued_reset = self.glued_reset, None
+        if not self.depth or not 0 < match.line - self.inner_start <= INNER_ROOT_GAP:
+            return
+        if reset is not None and self.depth == 1 and reset[0] == self.inner_start:
+            _line, depth, roots = reset
+            if roots and _nested(root, roots[-1]):
+                self.depth = depth + 1
+                self.inner_roots = roots + (None,) if len(roots) < MAX_INNER_DEPTH else roots
+        if self.depth <= len(self.inner_roots):
+            self.inner_roots = self.inner_roots[:self.depth - 1] + (root,)
 
     def _reported_before_verdict(self, progress: Optional[TestLine]) -> bool:
         """Whether ``progress`` is a test's outcome line printed before the last verdict of any run."""
@@ -612,7 +668,12 @@ class LogState:
         failures reported under them were those runs' (the outer test that ran them is judged by the outer
         run), and their events on no test's lines wait for the outer run's verdict."""
         closed, self.closed_runs = self.closed_runs, []
+        exits, self.closed_exits = self.closed_exits, []
         self.closed_sandboxed = False
+        for opened in exits:
+            opened.event = dataclasses.replace(opened.event, exit_path=False, verdict_before=None)
+            opened.inner, opened.run_passed = True, None
+            self.run_events[id(opened)] = opened
         self.tentative = None  # failures held under its short summary were its own
         for failed, events, before in reversed(closed):
             if self.on_run is not None:
@@ -848,6 +909,8 @@ class LogState:
             # (in an inner run the outer run's context is in force: an announced one under -q has none)
             opened.inner = opened.inner or bool(self.depth)
             self.run_events[id(opened)] = opened
+        elif kind == "verdict" and self.closed_runs and len(self.closed_exits) < MAX_CLOSED_RUNS:
+            self.closed_exits.append(opened)
 
     def _add(
         self, key: tuple, match: Match, event: LogEvent, identity: Optional[Identity]
@@ -988,6 +1051,17 @@ class LogState:
         if row is not None and row[1] < 100 and (final_verdict is None or final_verdict.line < row[0]):
             return row[0]
         return self.run_started if self.run_framed and final_verdict is None else 0
+
+
+def _rootdir(text: str) -> Optional[str]:
+    """The directory a session header's ``rootdir:`` line names (``None`` when it is not one)."""
+    m = _ROOTDIR.match(text.strip())
+    return m.group("root").rstrip("/\\") if m else None
+
+
+def _nested(root: Optional[str], outer: Optional[str]) -> bool:
+    """Whether rootdir ``root`` lies inside rootdir ``outer`` (pytester makes a test's base temp there)."""
+    return bool(root and outer) and root[len(outer):len(outer) + 1] in ("/", "\\") and root.startswith(outer)
 
 
 def identity_of(match: Match, use_rank_prefix: bool) -> Optional[Identity]:
