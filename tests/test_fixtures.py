@@ -45,13 +45,15 @@ MAX_FIXTURE_BYTES = 256 * 1024  # a healthy suite kept whole (negative/*-suite.l
 # quoted GitHub step status; 14 kB for pytest's back-to-back inner sessions under -q -s and their broken twin;
 # 50 kB for a capture stored as Docker's json-file and the CRI format write it (a config line longer than
 # their 16 KiB line buffer in each); 6 kB for three captured chained tracebacks; 6 kB for the ninth recall
-# pass's TensorRT, bitsandbytes, vLLM and Open MPI windows
+# pass's TensorRT, bitsandbytes, vLLM and Open MPI windows; 59 kB for torch's DistributedTest (gloo) and
+# Lightning's signal suites, healthy, and the broken twin (healthy8)
 # 37 kB for pytest's test_debugging.py under -q -s (an inner run's nested session) and its broken twin
 # 14 kB for pytest's test_assertrewrite.py under -q -s (pytester's quiet subprocess runs) and its twin
 # 6 kB for pytest's test_config.py usage errors after an inner session under -q -s and its twin
+# 4 kB for pytest refusing to start (a path or node id naming nothing, a conftest or plugin not importing)
 MAX_CORPUS_BYTES = (7 * 512 * 1024 + 100_000 + 16 * 1024 + 283_000 + 93_000 + 6_000 + 3_000 + 11_000 + 11_000
                     + 4_000 + 7_000 + 3_000 + 2_000 + 2_000 + 1_000 + 14_000 + 50_000 + 6_000 + 6_000
-                    + 37_000 + 14_000 + 6_000)
+                    + 37_000 + 14_000 + 6_000 + 59_000 + 4_000)
 
 
 def _engines() -> List[str]:

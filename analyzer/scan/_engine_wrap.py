@@ -54,6 +54,12 @@ _INSIDE_A_STAMP = re.compile(rb"(?:\d\d-\d\dT\d{0,2}|\d:\d\d:|\d{4}-(?:\d\d-)?)$
 # A row ending in ":", "," or ";" before a capitalised word: a sentence's punctuation, then its space,
 # which a copy trimmed from the row's end; the words are never glued so.
 _SPACE_WAS_HERE = re.compile(rb"[:,;]\n[A-Z][a-z]$")
+# A test runner's passing outcome alone on its row: unittest -v's "ok" (or "skipped 'why'") after the
+# output a test printed, pytest -s's "PASSED" after a test's own lines. The runner writes it at the
+# margin after a newline of its own: a line, not the rest of a cut ("... in 2000 ms" / "ok"). Read as a
+# cut's rest, it is lost and the passing test's events count as unfinished: errors. A failing outcome
+# ("FAIL", "FAILED", "ERROR") is left to the cut reading, where an event stays unfinished either way.
+_OUTCOME_ROW = re.compile(rb"(?:ok|PASSED|SKIPPED|XFAIL|expected failure|skipped '.*')(?: +\[ *\d+%\])?$")
 Piece = Tuple[int, int]  # a row of the window: its start and end offsets (no line ending)
 
 
@@ -76,10 +82,13 @@ def _drawn_to_width(row: bytes) -> bool:
 
 
 def _starts_a_record(row: bytes, before: bytes = b"") -> bool:
-    """A row that starts with a timestamp or another logger's prefix is a line of its own, unless the
-    row ``before`` it was cut inside a timestamp: then its digits are that stamp's rest."""
+    """A row that starts with a timestamp or another logger's prefix, or that is a test runner's passing
+    outcome alone (``_OUTCOME_ROW``), is a line of its own, unless the row ``before`` it was cut inside a
+    timestamp: then its digits are that stamp's rest."""
     if row.startswith(b".") or row[:1].isdigit() and _INSIDE_A_STAMP.search(before):
         return False  # no prefix starts with a dot: a dot leader's rest, or unittest's progress dots
+    if _OUTCOME_ROW.match(row.rstrip(b" \t\r")) is not None:
+        return True
     if _ELAPSED.match(row) is not None or starts_with_runner_stamp(row):
         return True  # the stamp alone settles it: every line of a GitHub log has one, cleaning is dear
     # "724: failed assertion" after a cut "file.mm:" is the rest of a location, not srun's task label
