@@ -182,14 +182,14 @@ def summary(findings: Sequence[Finding]) -> List[tuple]:
     return [(f.rule, f.severity.value, f.line, f.test) for f in findings]
 
 
-def pytest_log(where: Path, name: str, source: str) -> str:
-    """The log of a real ``pytest -v -rA`` over ``source`` (written to ``where/name``), at the 80
-    columns a CI terminal has."""
+def pytest_log(where: Path, name: str, source: str, options: Sequence[str] = ("-v", "-rA")) -> str:
+    """The log of a real ``pytest OPTIONS`` over ``source`` (written to ``where/name``), stdout and
+    stderr on one pipe, at the 80 columns a CI terminal has."""
     (where / name).write_text(textwrap.dedent(source))
     env = dict(os.environ, COLUMNS="80")
     env.pop("PYTEST_ADDOPTS", None)
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-v", "-rA", "-p", "no:cacheprovider", name],
+        [sys.executable, "-m", "pytest", *options, "-p", "no:cacheprovider", name],
         cwd=str(where), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=120, env=env,
     )
     return proc.stdout.decode("utf-8", "backslashreplace")

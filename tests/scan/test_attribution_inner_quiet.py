@@ -9,15 +9,12 @@ right after a passing test's report, must still fail the log. Both run pytest fo
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 import pytest
 
 from analyzer.verdict import decide
-from tests.scan.test_attribution import scan, summary
+from tests.scan.test_attribution import pytest_log, scan, summary
 from tests.scan.test_engine_helpers import ENGINES
 
 OUTER = '''
@@ -37,12 +34,7 @@ BROKEN = '''
 
 
 def outer_run(tmp_path: Path, source: str) -> str:
-    (tmp_path / "test_outer.py").write_text(textwrap.dedent(source))
-    proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-rA", "-p", "no:cacheprovider", "test_outer.py"],
-        cwd=str(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=120,
-    )
-    return proc.stdout.decode("utf-8", "backslashreplace")
+    return pytest_log(tmp_path, "test_outer.py", source, ("-q", "-rA"))
 
 
 @pytest.mark.parametrize("engine", ENGINES)

@@ -175,14 +175,7 @@ SETUP_SHOW_FAILING = """
 
 def pytest_s_run(tmp_path: Path, source: str, *options: str) -> str:
     """The log of ``pytest -v -s OPTIONS`` over ``source`` (the tests' own output inline)."""
-    (tmp_path / "test_inline.py").write_text(textwrap.dedent(source))
-    env = dict(os.environ, COLUMNS="80")
-    env.pop("PYTEST_ADDOPTS", None)
-    proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-v", "-s", "-p", "no:cacheprovider", *options, "test_inline.py"],
-        cwd=str(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=120, env=env,
-    )
-    return proc.stdout.decode("utf-8", "backslashreplace")
+    return pytest_log(tmp_path, "test_inline.py", source, ("-v", "-s", *options))
 
 
 @pytest.mark.parametrize("engine", ENGINES)

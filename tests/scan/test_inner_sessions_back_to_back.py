@@ -11,16 +11,12 @@ still fail the log, and so must a log's own run that a harness roots in a tempor
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 import pytest
 
 from analyzer.verdict import decide
-from tests.scan.test_attribution import scan, summary
+from tests.scan.test_attribution import pytest_log, scan, summary
 from tests.scan.test_engine_helpers import ENGINES
 
 OUTER = '''
@@ -38,14 +34,7 @@ BROKEN = OUTER.rstrip() + "\n        assert False, 'broken on purpose'\n"
 
 def outer_run(tmp_path: Path, source: str, verbosity: str = "-q") -> str:
     """A real ``pytest -q -s`` over ``source``: its first test's inner sessions come first in the log."""
-    (tmp_path / "test_outer.py").write_text(textwrap.dedent(source))
-    env = dict(os.environ, COLUMNS="80")
-    env.pop("PYTEST_ADDOPTS", None)
-    proc = subprocess.run(
-        [sys.executable, "-m", "pytest", verbosity, "-s", "-p", "no:cacheprovider", "test_outer.py"],
-        cwd=str(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=120, env=env,
-    )
-    return proc.stdout.decode("utf-8", "backslashreplace")
+    return pytest_log(tmp_path, "test_outer.py", source, (verbosity, "-s"))
 
 
 @pytest.mark.parametrize("engine", ENGINES)

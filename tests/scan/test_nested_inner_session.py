@@ -14,16 +14,12 @@ logs come from real pytest runs; a test that fails after its inner runs must sti
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 import pytest
 
 from analyzer.verdict import decide
-from tests.scan.test_attribution import scan, summary
+from tests.scan.test_attribution import pytest_log, scan, summary
 from tests.scan.test_engine_helpers import ENGINES
 
 SUITE = '''
@@ -78,15 +74,8 @@ SANDBOX_FIRST = '''
 
 
 def quiet_run(tmp_path: Path, source: str, *extra: str) -> str:
-    """A real ``pytest -q -s`` over ``source`` (and ``extra`` options), stdout and stderr on one pipe."""
-    (tmp_path / "test_suite.py").write_text(textwrap.dedent(source))
-    env = dict(os.environ, COLUMNS="80")
-    env.pop("PYTEST_ADDOPTS", None)
-    proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-s", "-p", "no:cacheprovider", *extra, "test_suite.py"],
-        cwd=str(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=120, env=env,
-    )
-    return proc.stdout.decode("utf-8", "backslashreplace")
+    """A real ``pytest -q -s`` over ``source`` (and ``extra`` options)."""
+    return pytest_log(tmp_path, "test_suite.py", source, ("-q", "-s", *extra))
 
 
 @pytest.mark.parametrize("engine", ENGINES)
