@@ -2,8 +2,8 @@
 
 Cleaning happens in two steps so the engine can do the first one over a whole window at once:
 ``strip_controls`` decodes the lines of a container log stored as data (``container_lines_decoded``),
-removes NULs and ANSI escape sequences, also in the caret notation a paste may show them in (``^[[36m``;
-none of them ever contains ``\\n``, so line numbers survive), and
+removes NULs and ANSI escape sequences, also in the caret notation a paste may show them in (``^[[36m``)
+and in rsyslog's octal one (``#033[0;33m``; none of them ever contains ``\\n``, so line numbers survive), and
 ``clean_stripped`` removes what sits at the start of a line (UTF-8 BOM, GitHub's timestamp,
 ``[rankN]:``, another logger's prefix), decodes, and drops the line ending. ``clean_line`` is both in a
 row.
@@ -85,6 +85,10 @@ _ANSI = re.compile(rb"\x1b(?:\[[0-?]*[ -/]*[@-~]|[\]_P^X][^\x07\x1b\n]*(?:\x07|\
 # The same CSI sequences as a paste shows them when ESC went through ``cat -v``, ``less`` or a terminal
 # copy in caret notation: ``^[[36m``. "^[[" is never text of its own, so no branch can eat a word.
 _CARET_CSI = re.compile(rb"\^\[\[[0-?]*[ -/]*[@-~]")
+# The same CSI sequences as rsyslog stores them: its EscapeControlCharactersOnReceive (on by default)
+# writes each control byte as "#" and three octal digits, so ESC is "#033" ("gitlab-runner[1701482]:
+# #033[0;33mWARNING: Job failed: exit code 137" in /var/log/syslog). "#033[" is never text of its own.
+_RSYSLOG_CSI = re.compile(rb"#033\[[0-?]*[ -/]*[@-~]")
 _BOM = b"\xef\xbb\xbf"
 _EMPHASIS = ("_", "*")
 # tqdm's bar as it redraws a line ("Epoch 1: 100%|####| 3/3 [00:00<00:00, 29.11it/s]", or "3it [00:00,
@@ -262,6 +266,8 @@ def strip_controls(raw: bytes) -> bytes:
     # Hyperscan pass (its last byte, "[", is on most lines of NCCL's chatter).
     if b"^" in raw and b"^[[" in raw:
         raw = _CARET_CSI.sub(b"", raw)
+    if b"#033[" in raw:
+        raw = _RSYSLOG_CSI.sub(b"", raw)
     at = raw.find(b"\x1b")
     if at == -1:
         return raw

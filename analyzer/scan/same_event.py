@@ -58,6 +58,8 @@ _SIGNAL_WORDS = {
     # bash prints strsignal(), which glibc translates: zh_CN's words (crash-core-dumped reads them)
     "已放弃": "SIGABRT",
     "段错误": "SIGSEGV",
+    "已杀死": "SIGKILL",
+    "已终止": "SIGTERM",
     "总线错误": "SIGBUS",
     "非法指令": "SIGILL",
     "浮点数例外": "SIGFPE",

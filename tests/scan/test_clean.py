@@ -33,6 +33,13 @@ def test_csi_sequences_in_caret_notation_are_stripped():
     assert clean_line(b"x ^[ [31m and ^[x stay\n") == ("x ^[ [31m and ^[x stay", None)
 
 
+def test_csi_sequences_in_rsyslog_octal_notation_are_stripped():
+    # podman-container-tools/podman#10825: rsyslog stores ESC as "#033"; the syslog prefix goes too
+    raw = b"Apr 17 15:57:31 runner01 gitlab-runner[1701482]: #033[0;33mWARNING: Job failed: exit code 137\n"
+    assert clean_line(raw) == ("WARNING: Job failed: exit code 137", None)
+    assert clean_line(b"issue #033 [31m and #0331 stay\n") == ("issue #033 [31m and #0331 stay", None)
+
+
 def test_rank_prefix_is_stripped_and_returned():
     assert clean_line(b"[rank3]:Traceback (most recent call last):\n") == (
         "Traceback (most recent call last):", 3,
