@@ -626,7 +626,8 @@ def _finding(
     if stack is not None:
         header = CRASH_HEADER.format(where=_where(stack.match, match.path))
         excerpt = f"{excerpt}\n{header}\n{_with_stack(stack.match.excerpt, stack)}"
-    told_again, excerpt, told_repeats = _told_again_by(match, again, excerpt)
+    groups = _with_groups_told(match, again)
+    told_again, excerpt, told_repeats = _told_again_by(match, again, excerpt, groups)
     chained, excerpt = _chained_from(match, causes, excerpt)
     told_again += chained
     if kind is Kind.TEST_FAILURE:
@@ -643,7 +644,7 @@ def _finding(
             message = TEST_FAILED.format(test=name)
         message = _one_line(message)
         return Finding(kind, rule.id, severity, match.path, match.line, message, excerpt, test=test)
-    message = format_message(rule.message, match.groups) + told_again
+    message = format_message(rule.message, groups) + told_again
     stack_event = event if event.stack is not None else stack
     site = crash_site(stack_event.stack) if stack_event is not None and stack_event.stack else None
     if site is not None:
@@ -702,12 +703,31 @@ def _finding(
     )
 
 
-def _told_again_by(match: Match, again: Sequence[LogEvent], excerpt: str) -> Tuple[str, str, int]:
+def _with_groups_told(match: Match, again: Sequence[LogEvent]) -> Mapping[str, Optional[str]]:
+    """``match``'s groups, with those it lacks taken from the lines of its own rule it tells again: a
+    sanitizer report's opening line names the bug and the pid, its SUMMARY line where it happened."""
+    groups = dict(match.groups)
+    for other in again:
+        if other.match.rule is match.rule:
+            for name, value in other.match.groups.items():
+                if value and not groups.get(name):
+                    groups[name] = value
+    return groups
+
+
+def _told_again_by(
+    match: Match,
+    again: Sequence[LogEvent],
+    excerpt: str,
+    groups: Optional[Mapping[str, Optional[str]]] = None,
+) -> Tuple[str, str, int]:
     """What the events ``match`` absorbed add: to its message, to ``excerpt`` their lines outside it,
     and how many of them said what was already said (a kernel's assertion printed by each of its
-    threads), which count as repeats instead."""
+    threads), which count as repeats instead. ``groups``: the teller's, with what its own rule's lines
+    told added (``_with_groups_told``); a line of its rule that adds nothing more is told in the excerpt."""
     message = ""
-    said = {_clip(format_message(match.rule.message, match.groups), MAX_QUOTE_CHARS)}
+    own = format_message(match.rule.message, groups if groups is not None else match.groups)
+    said = {_clip(own, MAX_QUOTE_CHARS)}
     repeats = 0
     for other in again:
         told = _clip(format_message(other.match.rule.message, other.match.groups), MAX_QUOTE_CHARS)
@@ -715,7 +735,10 @@ def _told_again_by(match: Match, again: Sequence[LogEvent], excerpt: str) -> Tup
             repeats += other.repeats
             continue
         said.add(told)
-        message += TOLD_AGAIN.format(message=told, where=_where(other.match, match.path))
+        values = [value.strip() for value in other.match.groups.values() if value and value.strip()]
+        adds_nothing = other.match.rule is match.rule and groups is not None and all(v in own for v in values)
+        if not adds_nothing:
+            message += TOLD_AGAIN.format(message=told, where=_where(other.match, match.path))
         if other.match.line < match.line or other.match.end_line > match.end_line:
             header = TOLD_AGAIN_HEADER.format(where=_where(other.match, match.path))
             excerpt = f"{excerpt}\n{header}\n{other.match.excerpt}"

@@ -339,13 +339,13 @@ def _exception_text(block: Match) -> Optional[str]:
 
 
 def _same_event(item: Item, other: Item, lines: int) -> bool:
-    """Whether ``other`` is at most ``lines`` lines from ``item``, in its test, of its rank, pid or device
-    (a ``device`` group) when both name one. An event on no test's lines may tell one in a test or be
-    told by it: the session's "Interrupted: 1 error during collection" tells the modules' failures, and
-    a crashed pytest-xdist worker's report tells its "[gw2] node down", which xdist prints among other
-    workers' results. Two events that name
-    the same process are that process's whatever test the log seemed to be running: with several
-    workers at once, the last test started may be another worker's."""
+    """Whether ``other`` is at most ``lines`` lines from ``item``, in its test, of its rank, pid, device
+    (a ``device`` group) or kind of bug (a ``bug`` group) when both name one. An event on no test's
+    lines may tell one in a test or be told by it: the session's "Interrupted: 1 error during
+    collection" tells the modules' failures, and a crashed pytest-xdist worker's report tells its
+    "[gw2] node down", which xdist prints among other workers' results. Two events that name the same
+    process are that process's whatever test the log seemed to be running: with several workers at
+    once, the last test started may be another worker's."""
     if item[3] != other[3]:
         return False
     first, second = item[2].match, other[2].match
@@ -361,6 +361,9 @@ def _same_event(item: Item, other: Item, lines: int) -> bool:
     device, other_device = _device_of(first), _device_of(second)
     if device is not None and other_device is not None and device != other_device:
         return False  # a K80's two GPUs that both fell off the bus: two events
+    bug, other_bug = _bug_of(first), _bug_of(second)
+    if bug is not None and other_bug is not None and bug != other_bug:
+        return False  # a sanitizer's heap-use-after-free report and its next, heap-buffer-overflow: two
     pid, other_pid = pid_of(first), pid_of(second)
     return pid is None or other_pid is None or pid == other_pid
 
@@ -575,6 +578,12 @@ def _number(value: str) -> Optional[int]:
         return int(value, 16) if hexadecimal else int(value)
     except ValueError:
         return None
+
+
+def _bug_of(match: Match) -> Optional[str]:
+    """The kind of bug a match names in a ``bug`` group (a sanitizer's "heap-use-after-free"), if any."""
+    bug = (match.groups.get("bug") or "").strip().lower()
+    return bug or None
 
 
 def _device_of(match: Match) -> Optional[str]:
