@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import dataclasses
 import fnmatch
+import re
 import string
 import sys
 from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
@@ -123,6 +124,10 @@ _KILL_ECHO_KINDS = (Kind.SIGNAL_EXIT,)
 # The rules whose event says memory ran out and the kernel killed a process (the kernel's own log, SLURM's
 # step, Kubernetes' container): only a log that shows one says a SIGKILL was likely the OOM killer's.
 _OOM_KILL_RULES = frozenset({"kernel-oom-kill", "kernel-oom-kill-chosen", "slurm-oom-kill", "k8s-oom-killed"})
+_KERNEL_OOM_RULES = frozenset({"kernel-oom-kill", "kernel-oom-kill-chosen"})
+# The victims the guard's OOM finding names, as analyzer/supervise/diagnosis.py oom_kills writes them:
+# "(python, pid 4242, pt_main_thread, pid 4250)".
+_GUARD_OOM_VICTIM = re.compile(r"\bpid (\d+)\b")
 _GUARD_KILL_KINDS = (Kind.HANG, Kind.TIMEOUT)
 # What the guard sends the command's tree first when it ends it (analyzer/supervise/escalate.py: SIGCONT
 # and SIGTERM, then SIGKILL for what is left). SIGKILL is left out: the kernel's OOM killer sends it too,
@@ -215,6 +220,7 @@ def rank(
             oom_kill=oom_kills.get(index),
             causes=chained.causes.get(id(event), ()),
             severity=severity_of.get(id(event)),
+            crash_lines=crashes.told.get(id(event), ()),
         )
         rule = event.match.rule
         if finding.kind is Kind.TEST_FAILURE:
@@ -490,12 +496,25 @@ def _guard_oom_told(
     )
     if teller is None:
         return events, None
-    told = [item for item in events if _is_sigkill_death(item)]
+    victims = set(_GUARD_OOM_VICTIM.findall(guard[teller].message))
+    told = [item for item in events if _is_sigkill_death(item) or _is_kernel_oom_kill_of(item, victims)]
     if not told:
         return events, None
     told_ids = {id(item[2]) for item in told}
     deaths = [item[2] for item in sorted(told, key=lambda it: (it[0], it[2].match.seq))]
     return [item for item in events if id(item[2]) not in told_ids], (teller, deaths)
+
+
+def _is_kernel_oom_kill_of(item: Item, victims: Set[str]) -> bool:
+    """Whether ``item`` is the kernel's own line of an OOM kill the guard counted: a step that prints
+    dmesg after its command failed shows "Memory cgroup out of memory: Killed process 4242 (python)".
+    It is that kill when it names one of the guard's victims, or any kill when the guard could not read
+    their names; a kill of another pid is another kill (an older one still in the kernel's log)."""
+    event = item[2]
+    if item[3] or event.match.rule.id not in _KERNEL_OOM_RULES:
+        return False
+    pid = event.match.groups.get("pid") or event.match.groups.get("candidate")
+    return not victims or (pid or "").strip() in victims
 
 
 def _is_sigkill_death(item: Item) -> bool:
@@ -611,6 +630,7 @@ def _finding(
     oom_kill: Optional[LogEvent] = None,
     causes: Sequence[Tuple[LogEvent, str]] = (),
     severity: Optional[Severity] = None,
+    crash_lines: Sequence[LogEvent] = (),
 ) -> Finding:
     """``stack``: another line of the same crash (faulthandler's) whose stack tells where it happened;
     ``oom_kill``: the first event of the log that says the OOM killer killed something; ``causes``: the
@@ -630,6 +650,7 @@ def _finding(
     told_again, excerpt, told_repeats = _told_again_by(match, again, excerpt, groups)
     chained, excerpt = _chained_from(match, causes, excerpt)
     told_again += chained
+    excerpt = _with_crash_lines(match, crash_lines, excerpt)
     if kind is Kind.TEST_FAILURE:
         name = _clip(test or "?", MAX_FIELD_CHARS)
         if handled and event.run_passed is not None:
@@ -743,6 +764,19 @@ def _told_again_by(
             header = TOLD_AGAIN_HEADER.format(where=_where(other.match, match.path))
             excerpt = f"{excerpt}\n{header}\n{other.match.excerpt}"
     return message, excerpt, repeats
+
+
+def _with_crash_lines(match: Match, crash_lines: Sequence[LogEvent], excerpt: str) -> str:
+    """``excerpt`` with the other lines that told this crash (the shell's "Aborted" of its pid, the step's
+    exit status) that lie outside it: the message says the crash once, the excerpt shows each layer."""
+    for other in sorted(crash_lines, key=lambda event: event.match.seq):
+        if match.line <= other.match.line and other.match.end_line <= match.end_line:
+            continue
+        if other.match.excerpt in excerpt:  # faulthandler's stack, already there as the crash's
+            continue
+        header = TOLD_AGAIN_HEADER.format(where=_where(other.match, match.path))
+        excerpt = f"{excerpt}\n{header}\n{other.match.excerpt}"
+    return excerpt
 
 
 def _chained_from(match: Match, causes: Sequence[Tuple[LogEvent, str]], excerpt: str) -> Tuple[str, str]:

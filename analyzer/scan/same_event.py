@@ -373,6 +373,7 @@ class Merged:
     absorbed: Set[int]  # id() of events told by another finding
     crash_of: Dict[int, Tuple[str, LogEvent]]  # id() of a worker's event -> (signal, its crash)
     stack_of: Dict[int, LogEvent]  # id() of a crash line without a stack -> a line of its crash with one
+    told: Dict[int, List[LogEvent]] = dataclasses.field(default_factory=dict)  # teller -> crash lines it told
 
 
 def one_event_one_finding(items: Sequence[Item]) -> Merged:
@@ -382,6 +383,7 @@ def one_event_one_finding(items: Sequence[Item]) -> Merged:
     absorbed: Set[int] = set()
     crash_of: Dict[int, Tuple[str, LogEvent]] = {}
     stack_of: Dict[int, LogEvent] = {}
+    told_by: Dict[int, List[LogEvent]] = {}
     by_log: Dict[int, List[Item]] = {}
     for item in items:
         if not item[3] and item[2].match.rule.kind in MERGE_KINDS:
@@ -430,7 +432,8 @@ def one_event_one_finding(items: Sequence[Item]) -> Merged:
                 absorbed.add(id(event))
                 continue
             # Crash lines of one signal are one crash unless they name two processes or ranks (two
-            # ranks that both aborted) or happened in two tests. The line that says why the process
+            # ranks that both aborted), two kinds of bug (a sanitizer that recovers reports each) or
+            # happened in two tests. The line that says why the process
             # died (a rule with ``dies_of``: glibc, a failed CHECK) tells it, else the first. A status
             # (the step's exit 139) after a crash line that no test held is that crash, also when the
             # test's progress line came between: the shell reports the death before the dead process's
@@ -439,10 +442,14 @@ def one_event_one_finding(items: Sequence[Item]) -> Merged:
             is_status = kind is Kind.SIGNAL_EXIT
             for index, (primary, primary_who) in enumerate(crash_primary.get(signame, [])):
                 same_test = item[4] is None or item[4] == primary[4] or (is_status and primary[4] is None)
-                if same_test and (who is None or primary_who in (None, who)):
+                bug, primary_bug = _bug_of(event.match), _bug_of(primary[2].match)
+                same_bug = bug is None or primary_bug is None or bug == primary_bug
+                if same_test and same_bug and (who is None or primary_who in (None, who)):
                     says_why = event.match.rule.dies_of and not primary[2].match.rule.dies_of
                     teller, told = (item, primary) if says_why else (primary, item)
                     absorbed.add(id(told[2]))
+                    told_lines = told_by.pop(id(told[2]), [])
+                    told_by.setdefault(id(teller[2]), []).extend([told[2], *told_lines])
                     crash_primary[signame][index] = (teller, primary_who or who)
                     stack = stack_of.pop(id(told[2]), told[2] if told[2].stack is not None else None)
                     if teller[2].stack is None and stack is not None and id(teller[2]) not in stack_of:
@@ -450,7 +457,7 @@ def one_event_one_finding(items: Sequence[Item]) -> Merged:
                     break
             else:
                 crash_primary.setdefault(signame, []).append((item, who))
-    return Merged(absorbed, crash_of, stack_of)
+    return Merged(absorbed, crash_of, stack_of, told_by)
 
 
 def _in_report_of(child_failed: Match, worker: Match) -> bool:

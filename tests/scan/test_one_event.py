@@ -58,7 +58,16 @@ def test_faulthandler_the_shell_and_the_step_status_telling_one_segfault_are_one
     (finding,) = scan_paths([str(LOGS / "segfault-three-reports.log")], BUILTIN, engine=engine)
     assert (finding.rule, finding.line, finding.severity) == ("fatal-python-error", 1, Severity.ERROR)
     assert finding.message == "Fatal Python error: Segmentation fault at native.py:10"
-    assert finding.excerpt.splitlines()[-1].endswith('File "/w/native.py", line 14 in <module>')
+    # the stack, then each other layer that told the crash (dedup9): the shell's report, the step's status
+    lines = finding.excerpt.splitlines()
+    assert lines[3].endswith('File "/w/native.py", line 14 in <module>')
+    assert lines[4:] == [
+        "--- the same event, told again (line 8) ---",
+        "2024-01-09T18:41:23.2000000Z bash: line 1:  4242 Segmentation fault      (core dumped)"
+        " python native.py",
+        "--- the same event, told again (line 9) ---",
+        "2024-01-09T18:41:23.3000000Z ##[error]Process completed with exit code 139.",
+    ]
 
 
 def test_two_different_crashes_stay_two_findings(tmp_path):
