@@ -76,6 +76,7 @@ from .same_event import (
     events_told_again,
     exit_signal,
     one_event_one_finding,
+    peers_lost,
     pid_of,
     raise_site,
     signal_of,
@@ -191,6 +192,8 @@ def rank(
     severity_of = _chain_severities(events, chained.causes)
     crashes = one_event_one_finding(events)
     events = [item for item in events if id(item[2]) not in crashes.absorbed]
+    peers = peers_lost(events)
+    events = [item for item in events if id(item[2]) not in peers.absorbed]
     fallbacks = {rule.id for rule in catalogue.guard_rules if rule.fallback}
     events, guard = _without_explained_fallbacks(events, guard, fallbacks, severity_of)
     events, kill_told = _guard_kill_told(events, guard, severity_of)
@@ -220,7 +223,7 @@ def rank(
             oom_kill=oom_kills.get(index),
             causes=chained.causes.get(id(event), ()),
             severity=severity_of.get(id(event)),
-            crash_lines=crashes.told.get(id(event), ()),
+            crash_lines=[*crashes.told.get(id(event), ()), *peers.told.get(id(event), ())],
         )
         rule = event.match.rule
         if finding.kind is Kind.TEST_FAILURE:

@@ -17,7 +17,7 @@ import signal
 from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 from ..exits import windows_status_name
-from ..model import Kind
+from ..model import Kind, Severity
 from .match import Match
 from .state import TRACEBACK_MARKER, LogEvent, LogFindings, identity_of, stack_frames
 
@@ -458,6 +458,54 @@ def one_event_one_finding(items: Sequence[Item]) -> Merged:
             else:
                 crash_primary.setdefault(signame, []).append((item, who))
     return Merged(absorbed, crash_of, stack_of, told_by)
+
+
+def peers_lost(items: Sequence[Item]) -> ToldAgain:
+    """Per log, the events of ``peer_lost`` rules (a rank's gloo or NCCL connection to a peer broke) that a
+    worker's death in the same log tells: the peer died, the others saw it go. The death is an error of
+    a crash, signal-exit or worker-failure rule that is no peer's view itself, not handled and after no
+    shutdown marker, in the same test (or none), of another rank (or pid) than the view's: both must
+    name one, a process whose own connection broke and that then failed is one failure of its own.
+    The root cause tells first (a ``root_cause`` rule: torchrun's Root Cause row), else the earliest.
+    With no such death the view stays its own finding: the only trace of a peer that vanished."""
+    absorbed: Set[int] = set()
+    told: Dict[int, List[LogEvent]] = {}
+    by_log: Dict[int, List[Item]] = {}
+    for item in items:
+        if not item[3]:
+            by_log.setdefault(item[0], []).append(item)
+    for log_items in by_log.values():
+        deaths = sorted(
+            (
+                item for item in log_items
+                if item[2].match.rule.kind in MERGE_KINDS and not item[2].match.rule.peer_lost
+                and item[2].shutdown is None and item[2].match.rule.severity in (None, Severity.ERROR)
+            ),
+            key=lambda it: (0 if it[2].match.rule.root_cause else 1, it[2].match.seq),
+        )
+        for item in log_items:
+            if not item[2].match.rule.peer_lost:
+                continue
+            who = _who(item[2].match)
+            for death in deaths:
+                if item[4] is not None and death[4] is not None and item[4] != death[4]:
+                    continue
+                other = _who(death[2].match)
+                if who is None or other is None or who[0] != other[0] or who == other:
+                    continue
+                absorbed.add(id(item[2]))
+                told.setdefault(id(death[2]), []).append(item[2])
+                break
+    return ToldAgain(absorbed, told)
+
+
+def _who(match: Match) -> Optional[Tuple[str, str]]:
+    """The rank a match names (its groups, its ``[rankN]:`` prefix, a report's rank row), else its pid."""
+    identity = identity_of(match, use_rank_prefix=True)
+    if identity is not None:
+        return identity
+    pid = pid_of(match)
+    return ("pid", pid) if pid is not None else None
 
 
 def _in_report_of(child_failed: Match, worker: Match) -> bool:

@@ -95,3 +95,43 @@ def test_the_kernels_line_of_another_kill_stays_its_own_finding(tmp_path):
     lines = ["building cache", KERNEL_KILL.format(pid=18211)]
     findings = _scan(tmp_path, lines, guard=[_guard_oom("19953")])
     assert sorted(f.rule for f in findings) == [GUARD_OOM_KILL_RULE, "kernel-oom-kill"]
+
+
+PEER_VIEW = (
+    "[rank{rank}]: RuntimeError: [/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:537] Read"
+    " error [127.0.0.1]:55526: Connection reset by peer. This is typically caused by a remote worker hanging"
+)
+ROOT_CAUSE = [
+    "Root Cause (first observed failure):",
+    "[0]:",
+    "  time      : 2026-12-05_21:53:40",
+    "  host      : localhost",
+    "  rank      : {rank} (local_rank: {rank})",
+    "  exitcode  : -11 (pid: 9388)  (SIGSEGV)",
+    "  error_file: <N/A>",
+    "  traceback : Signal 11 (SIGSEGV) received by PID 9388",
+    "=======================================================",
+]
+
+
+def _torchrun_tail(view_rank: int, dead_rank: int):
+    return [PEER_VIEW.format(rank=view_rank)] + [line.format(rank=dead_rank) for line in ROOT_CAUSE]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_survivors_view_of_the_dead_rank_is_told_by_that_death(tmp_path, engine):
+    # Before: two errors, torchrun's Root Cause row of rank 1 and rank 0's gloo "Connection reset by peer".
+    (finding,) = _scan(tmp_path, _torchrun_tail(view_rank=0, dead_rank=1), engine)
+    assert finding.rule == "torchrun-root-cause"
+    assert "rank 1 (pid 9388) was killed by SIGSEGV" in finding.message
+    assert "Connection reset by peer" in finding.excerpt
+
+
+def test_a_rank_whose_own_connection_broke_is_not_told_by_its_own_death(tmp_path):
+    findings = _scan(tmp_path, _torchrun_tail(view_rank=1, dead_rank=1))
+    assert sorted(f.rule for f in findings) == ["gloo-peer-closed", "torchrun-root-cause"]
+
+
+def test_a_peer_view_with_no_death_in_the_log_is_the_only_trace_and_an_error(tmp_path):
+    (finding,) = _scan(tmp_path, ["rank 0 pid 9387 started", PEER_VIEW.format(rank=0)])
+    assert (finding.rule, finding.severity) == ("gloo-peer-closed", Severity.ERROR)
