@@ -111,6 +111,7 @@ KILLED = "{who} (pid {pid}) was killed by {signal}"
 KILLED_OOM = "; likely the OOM killer: {message} ({where})"
 KILLED_BY_CRASH = "{who} (pid {pid}) was killed by {signal}: {crash}"
 CRASH_AT = " at {site}"
+WHOSE_CRASH = " ({who})"
 CRASH_HEADER = "--- the crash ({where}) ---"
 TOLD_AGAIN = "; {message} ({where})"
 TOLD_AGAIN_HEADER = "--- the same event, told again ({where}) ---"
@@ -677,6 +678,7 @@ def _finding(
         message, excerpt = _killed(event, crash, excerpt)
     else:
         message = _killed_by_signal(event) or message
+        message += _whose_crash(match, crash_lines)
     message += _oom_kill_note(event, oom_kill)
     if test is not None and kind is not Kind.SCAN_INCOMPLETE:
         template = HANDLED if handled else DURING
@@ -767,6 +769,21 @@ def _told_again_by(
             header = TOLD_AGAIN_HEADER.format(where=_where(other.match, match.path))
             excerpt = f"{excerpt}\n{header}\n{other.match.excerpt}"
     return message, excerpt, repeats
+
+
+def _whose_crash(match: Match, crash_lines: Sequence[LogEvent]) -> str:
+    """Whose crash it was, when the line that tells it does not say and another line of it does:
+    faulthandler's "Fatal Python error" names no process, torch spawn's "process 1 terminated with
+    signal SIGABRT" and the shell's "line 3: 4242 Aborted" do (a rank or process first, else a pid)."""
+    if identity_of(match, use_rank_prefix=True) is not None or pid_of(match) is not None:
+        return ""
+    lines = sorted(crash_lines, key=lambda event: event.match.seq)
+    for event in lines:
+        who = identity_of(event.match, use_rank_prefix=True)
+        if who is not None:
+            return WHOSE_CRASH.format(who=f"{who[0]} {who[1]}")
+    pid = next((pid_of(event.match) for event in lines if pid_of(event.match) is not None), None)
+    return WHOSE_CRASH.format(who=f"pid {pid}") if pid is not None else ""
 
 
 def _with_crash_lines(match: Match, crash_lines: Sequence[LogEvent], excerpt: str) -> str:
