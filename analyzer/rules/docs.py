@@ -123,6 +123,8 @@ def _section(rule: Rule) -> List[str]:
         facts.append(f"tells the same event as {told} within {rule.same_event_lines} lines")
     if rule.dies_of:
         facts.append(f"the process dies of `{rule.dies_of}`")
+    if rule.peer_lost:
+        facts.append("a peer's view of another rank's death: told by that death when the log shows it")
     if rule.fallback:
         facts.append("fallback: kept only when no other error explains the failure")
     if rule.fold_groups:

@@ -89,6 +89,7 @@ class Rule:
     fold_groups: Tuple[str, ...] = ()  # groups whose values identify the event (else the whole line)
     fallback: bool = False  # a failed exit status: kept only when no other error explains it
     dies_of: Optional[str] = None  # the signal a process dies of after this event (glibc aborts: SIGABRT)
+    peer_lost: bool = False  # a rank's view of another's death (gloo's "Connection closed by peer")
     user_defined: bool = False
     guard: bool = False
     pattern_re: Any = field(default=None, compare=False, repr=False)

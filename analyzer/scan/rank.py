@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import dataclasses
 import fnmatch
+import re
 import string
 import sys
 from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
@@ -75,6 +76,7 @@ from .same_event import (
     events_told_again,
     exit_signal,
     one_event_one_finding,
+    peers_lost,
     pid_of,
     raise_site,
     signal_of,
@@ -109,6 +111,7 @@ KILLED = "{who} (pid {pid}) was killed by {signal}"
 KILLED_OOM = "; likely the OOM killer: {message} ({where})"
 KILLED_BY_CRASH = "{who} (pid {pid}) was killed by {signal}: {crash}"
 CRASH_AT = " at {site}"
+WHOSE_CRASH = " ({who})"
 CRASH_HEADER = "--- the crash ({where}) ---"
 TOLD_AGAIN = "; {message} ({where})"
 TOLD_AGAIN_HEADER = "--- the same event, told again ({where}) ---"
@@ -123,6 +126,10 @@ _KILL_ECHO_KINDS = (Kind.SIGNAL_EXIT,)
 # The rules whose event says memory ran out and the kernel killed a process (the kernel's own log, SLURM's
 # step, Kubernetes' container): only a log that shows one says a SIGKILL was likely the OOM killer's.
 _OOM_KILL_RULES = frozenset({"kernel-oom-kill", "kernel-oom-kill-chosen", "slurm-oom-kill", "k8s-oom-killed"})
+_KERNEL_OOM_RULES = frozenset({"kernel-oom-kill", "kernel-oom-kill-chosen"})
+# The victims the guard's OOM finding names, as analyzer/supervise/diagnosis.py oom_kills writes them:
+# "(python, pid 4242, pt_main_thread, pid 4250)".
+_GUARD_OOM_VICTIM = re.compile(r"\bpid (\d+)\b")
 _GUARD_KILL_KINDS = (Kind.HANG, Kind.TIMEOUT)
 # What the guard sends the command's tree first when it ends it (analyzer/supervise/escalate.py: SIGCONT
 # and SIGTERM, then SIGKILL for what is left). SIGKILL is left out: the kernel's OOM killer sends it too,
@@ -186,6 +193,8 @@ def rank(
     severity_of = _chain_severities(events, chained.causes)
     crashes = one_event_one_finding(events)
     events = [item for item in events if id(item[2]) not in crashes.absorbed]
+    peers = peers_lost(events)
+    events = [item for item in events if id(item[2]) not in peers.absorbed]
     fallbacks = {rule.id for rule in catalogue.guard_rules if rule.fallback}
     events, guard = _without_explained_fallbacks(events, guard, fallbacks, severity_of)
     events, kill_told = _guard_kill_told(events, guard, severity_of)
@@ -215,6 +224,7 @@ def rank(
             oom_kill=oom_kills.get(index),
             causes=chained.causes.get(id(event), ()),
             severity=severity_of.get(id(event)),
+            crash_lines=[*crashes.told.get(id(event), ()), *peers.told.get(id(event), ())],
         )
         rule = event.match.rule
         if finding.kind is Kind.TEST_FAILURE:
@@ -490,12 +500,25 @@ def _guard_oom_told(
     )
     if teller is None:
         return events, None
-    told = [item for item in events if _is_sigkill_death(item)]
+    victims = set(_GUARD_OOM_VICTIM.findall(guard[teller].message))
+    told = [item for item in events if _is_sigkill_death(item) or _is_kernel_oom_kill_of(item, victims)]
     if not told:
         return events, None
     told_ids = {id(item[2]) for item in told}
     deaths = [item[2] for item in sorted(told, key=lambda it: (it[0], it[2].match.seq))]
     return [item for item in events if id(item[2]) not in told_ids], (teller, deaths)
+
+
+def _is_kernel_oom_kill_of(item: Item, victims: Set[str]) -> bool:
+    """Whether ``item`` is the kernel's own line of an OOM kill the guard counted: a step that prints
+    dmesg after its command failed shows "Memory cgroup out of memory: Killed process 4242 (python)".
+    It is that kill when it names one of the guard's victims, or any kill when the guard could not read
+    their names; a kill of another pid is another kill (an older one still in the kernel's log)."""
+    event = item[2]
+    if item[3] or event.match.rule.id not in _KERNEL_OOM_RULES:
+        return False
+    pid = event.match.groups.get("pid") or event.match.groups.get("candidate")
+    return not victims or (pid or "").strip() in victims
 
 
 def _is_sigkill_death(item: Item) -> bool:
@@ -611,6 +634,7 @@ def _finding(
     oom_kill: Optional[LogEvent] = None,
     causes: Sequence[Tuple[LogEvent, str]] = (),
     severity: Optional[Severity] = None,
+    crash_lines: Sequence[LogEvent] = (),
 ) -> Finding:
     """``stack``: another line of the same crash (faulthandler's) whose stack tells where it happened;
     ``oom_kill``: the first event of the log that says the OOM killer killed something; ``causes``: the
@@ -626,9 +650,11 @@ def _finding(
     if stack is not None:
         header = CRASH_HEADER.format(where=_where(stack.match, match.path))
         excerpt = f"{excerpt}\n{header}\n{_with_stack(stack.match.excerpt, stack)}"
-    told_again, excerpt, told_repeats = _told_again_by(match, again, excerpt)
+    groups = _with_groups_told(match, again)
+    told_again, excerpt, told_repeats = _told_again_by(match, again, excerpt, groups)
     chained, excerpt = _chained_from(match, causes, excerpt)
     told_again += chained
+    excerpt = _with_crash_lines(match, crash_lines, excerpt)
     if kind is Kind.TEST_FAILURE:
         name = _clip(test or "?", MAX_FIELD_CHARS)
         if handled and event.run_passed is not None:
@@ -643,7 +669,7 @@ def _finding(
             message = TEST_FAILED.format(test=name)
         message = _one_line(message)
         return Finding(kind, rule.id, severity, match.path, match.line, message, excerpt, test=test)
-    message = format_message(rule.message, match.groups) + told_again
+    message = format_message(rule.message, groups) + told_again
     stack_event = event if event.stack is not None else stack
     site = crash_site(stack_event.stack) if stack_event is not None and stack_event.stack else None
     if site is not None:
@@ -652,6 +678,7 @@ def _finding(
         message, excerpt = _killed(event, crash, excerpt)
     else:
         message = _killed_by_signal(event) or message
+        message += _whose_crash(match, crash_lines)
     message += _oom_kill_note(event, oom_kill)
     if test is not None and kind is not Kind.SCAN_INCOMPLETE:
         template = HANDLED if handled else DURING
@@ -702,12 +729,31 @@ def _finding(
     )
 
 
-def _told_again_by(match: Match, again: Sequence[LogEvent], excerpt: str) -> Tuple[str, str, int]:
+def _with_groups_told(match: Match, again: Sequence[LogEvent]) -> Mapping[str, Optional[str]]:
+    """``match``'s groups, with those it lacks taken from the lines of its own rule it tells again: a
+    sanitizer report's opening line names the bug and the pid, its SUMMARY line where it happened."""
+    groups = dict(match.groups)
+    for other in again:
+        if other.match.rule is match.rule:
+            for name, value in other.match.groups.items():
+                if value and not groups.get(name):
+                    groups[name] = value
+    return groups
+
+
+def _told_again_by(
+    match: Match,
+    again: Sequence[LogEvent],
+    excerpt: str,
+    groups: Optional[Mapping[str, Optional[str]]] = None,
+) -> Tuple[str, str, int]:
     """What the events ``match`` absorbed add: to its message, to ``excerpt`` their lines outside it,
     and how many of them said what was already said (a kernel's assertion printed by each of its
-    threads), which count as repeats instead."""
+    threads), which count as repeats instead. ``groups``: the teller's, with what its own rule's lines
+    told added (``_with_groups_told``); a line of its rule that adds nothing more is told in the excerpt."""
     message = ""
-    said = {_clip(format_message(match.rule.message, match.groups), MAX_QUOTE_CHARS)}
+    own = format_message(match.rule.message, groups if groups is not None else match.groups)
+    said = {_clip(own, MAX_QUOTE_CHARS)}
     repeats = 0
     for other in again:
         told = _clip(format_message(other.match.rule.message, other.match.groups), MAX_QUOTE_CHARS)
@@ -715,11 +761,42 @@ def _told_again_by(match: Match, again: Sequence[LogEvent], excerpt: str) -> Tup
             repeats += other.repeats
             continue
         said.add(told)
-        message += TOLD_AGAIN.format(message=told, where=_where(other.match, match.path))
+        values = [value.strip() for value in other.match.groups.values() if value and value.strip()]
+        adds_nothing = other.match.rule is match.rule and groups is not None and all(v in own for v in values)
+        if not adds_nothing:
+            message += TOLD_AGAIN.format(message=told, where=_where(other.match, match.path))
         if other.match.line < match.line or other.match.end_line > match.end_line:
             header = TOLD_AGAIN_HEADER.format(where=_where(other.match, match.path))
             excerpt = f"{excerpt}\n{header}\n{other.match.excerpt}"
     return message, excerpt, repeats
+
+
+def _whose_crash(match: Match, crash_lines: Sequence[LogEvent]) -> str:
+    """Whose crash it was, when the line that tells it does not say and another line of it does:
+    faulthandler's "Fatal Python error" names no process, torch spawn's "process 1 terminated with
+    signal SIGABRT" and the shell's "line 3: 4242 Aborted" do (a rank or process first, else a pid)."""
+    if identity_of(match, use_rank_prefix=True) is not None or pid_of(match) is not None:
+        return ""
+    lines = sorted(crash_lines, key=lambda event: event.match.seq)
+    for event in lines:
+        who = identity_of(event.match, use_rank_prefix=True)
+        if who is not None:
+            return WHOSE_CRASH.format(who=f"{who[0]} {who[1]}")
+    pid = next((pid_of(event.match) for event in lines if pid_of(event.match) is not None), None)
+    return WHOSE_CRASH.format(who=f"pid {pid}") if pid is not None else ""
+
+
+def _with_crash_lines(match: Match, crash_lines: Sequence[LogEvent], excerpt: str) -> str:
+    """``excerpt`` with the other lines that told this crash (the shell's "Aborted" of its pid, the step's
+    exit status) that lie outside it: the message says the crash once, the excerpt shows each layer."""
+    for other in sorted(crash_lines, key=lambda event: event.match.seq):
+        if match.line <= other.match.line and other.match.end_line <= match.end_line:
+            continue
+        if other.match.excerpt in excerpt:  # faulthandler's stack, already there as the crash's
+            continue
+        header = TOLD_AGAIN_HEADER.format(where=_where(other.match, match.path))
+        excerpt = f"{excerpt}\n{header}\n{other.match.excerpt}"
+    return excerpt
 
 
 def _chained_from(match: Match, causes: Sequence[Tuple[LogEvent, str]], excerpt: str) -> Tuple[str, str]:

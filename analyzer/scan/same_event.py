@@ -17,7 +17,7 @@ import signal
 from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 from ..exits import windows_status_name
-from ..model import Kind
+from ..model import Kind, Severity
 from .match import Match
 from .state import TRACEBACK_MARKER, LogEvent, LogFindings, identity_of, stack_frames
 
@@ -341,13 +341,13 @@ def _exception_text(block: Match) -> Optional[str]:
 
 
 def _same_event(item: Item, other: Item, lines: int) -> bool:
-    """Whether ``other`` is at most ``lines`` lines from ``item``, in its test, of its rank, pid or device
-    (a ``device`` group) when both name one. An event on no test's lines may tell one in a test or be
-    told by it: the session's "Interrupted: 1 error during collection" tells the modules' failures, and
-    a crashed pytest-xdist worker's report tells its "[gw2] node down", which xdist prints among other
-    workers' results. Two events that name
-    the same process are that process's whatever test the log seemed to be running: with several
-    workers at once, the last test started may be another worker's."""
+    """Whether ``other`` is at most ``lines`` lines from ``item``, in its test, of its rank, pid, device
+    (a ``device`` group) or kind of bug (a ``bug`` group) when both name one. An event on no test's
+    lines may tell one in a test or be told by it: the session's "Interrupted: 1 error during
+    collection" tells the modules' failures, and a crashed pytest-xdist worker's report tells its
+    "[gw2] node down", which xdist prints among other workers' results. Two events that name the same
+    process are that process's whatever test the log seemed to be running: with several workers at
+    once, the last test started may be another worker's."""
     if item[3] != other[3]:
         return False
     first, second = item[2].match, other[2].match
@@ -363,6 +363,9 @@ def _same_event(item: Item, other: Item, lines: int) -> bool:
     device, other_device = _device_of(first), _device_of(second)
     if device is not None and other_device is not None and device != other_device:
         return False  # a K80's two GPUs that both fell off the bus: two events
+    bug, other_bug = _bug_of(first), _bug_of(second)
+    if bug is not None and other_bug is not None and bug != other_bug:
+        return False  # a sanitizer's heap-use-after-free report and its next, heap-buffer-overflow: two
     pid, other_pid = pid_of(first), pid_of(second)
     return pid is None or other_pid is None or pid == other_pid
 
@@ -372,6 +375,7 @@ class Merged:
     absorbed: Set[int]  # id() of events told by another finding
     crash_of: Dict[int, Tuple[str, LogEvent]]  # id() of a worker's event -> (signal, its crash)
     stack_of: Dict[int, LogEvent]  # id() of a crash line without a stack -> a line of its crash with one
+    told: Dict[int, List[LogEvent]] = dataclasses.field(default_factory=dict)  # teller -> crash lines it told
 
 
 def one_event_one_finding(items: Sequence[Item]) -> Merged:
@@ -381,6 +385,7 @@ def one_event_one_finding(items: Sequence[Item]) -> Merged:
     absorbed: Set[int] = set()
     crash_of: Dict[int, Tuple[str, LogEvent]] = {}
     stack_of: Dict[int, LogEvent] = {}
+    told_by: Dict[int, List[LogEvent]] = {}
     by_log: Dict[int, List[Item]] = {}
     for item in items:
         if not item[3] and item[2].match.rule.kind in MERGE_KINDS:
@@ -429,7 +434,8 @@ def one_event_one_finding(items: Sequence[Item]) -> Merged:
                 absorbed.add(id(event))
                 continue
             # Crash lines of one signal are one crash unless they name two processes or ranks (two
-            # ranks that both aborted) or happened in two tests. The line that says why the process
+            # ranks that both aborted), two kinds of bug (a sanitizer that recovers reports each) or
+            # happened in two tests. The line that says why the process
             # died (a rule with ``dies_of``: glibc, a failed CHECK) tells it, else the first. A status
             # (the step's exit 139) after a crash line that no test held is that crash, also when the
             # test's progress line came between: the shell reports the death before the dead process's
@@ -438,10 +444,14 @@ def one_event_one_finding(items: Sequence[Item]) -> Merged:
             is_status = kind is Kind.SIGNAL_EXIT
             for index, (primary, primary_who) in enumerate(crash_primary.get(signame, [])):
                 same_test = item[4] is None or item[4] == primary[4] or (is_status and primary[4] is None)
-                if same_test and (who is None or primary_who in (None, who)):
+                bug, primary_bug = _bug_of(event.match), _bug_of(primary[2].match)
+                same_bug = bug is None or primary_bug is None or bug == primary_bug
+                if same_test and same_bug and (who is None or primary_who in (None, who)):
                     says_why = event.match.rule.dies_of and not primary[2].match.rule.dies_of
                     teller, told = (item, primary) if says_why else (primary, item)
                     absorbed.add(id(told[2]))
+                    told_lines = told_by.pop(id(told[2]), [])
+                    told_by.setdefault(id(teller[2]), []).extend([told[2], *told_lines])
                     crash_primary[signame][index] = (teller, primary_who or who)
                     stack = stack_of.pop(id(told[2]), told[2] if told[2].stack is not None else None)
                     if teller[2].stack is None and stack is not None and id(teller[2]) not in stack_of:
@@ -449,7 +459,55 @@ def one_event_one_finding(items: Sequence[Item]) -> Merged:
                     break
             else:
                 crash_primary.setdefault(signame, []).append((item, who))
-    return Merged(absorbed, crash_of, stack_of)
+    return Merged(absorbed, crash_of, stack_of, told_by)
+
+
+def peers_lost(items: Sequence[Item]) -> ToldAgain:
+    """Per log, the events of ``peer_lost`` rules (a rank's gloo or NCCL connection to a peer broke) that a
+    worker's death in the same log tells: the peer died, the others saw it go. The death is an error of
+    a crash, signal-exit or worker-failure rule that is no peer's view itself, not handled and after no
+    shutdown marker, in the same test (or none), of another rank (or pid) than the view's: both must
+    name one, a process whose own connection broke and that then failed is one failure of its own.
+    The root cause tells first (a ``root_cause`` rule: torchrun's Root Cause row), else the earliest.
+    With no such death the view stays its own finding: the only trace of a peer that vanished."""
+    absorbed: Set[int] = set()
+    told: Dict[int, List[LogEvent]] = {}
+    by_log: Dict[int, List[Item]] = {}
+    for item in items:
+        if not item[3]:
+            by_log.setdefault(item[0], []).append(item)
+    for log_items in by_log.values():
+        deaths = sorted(
+            (
+                item for item in log_items
+                if item[2].match.rule.kind in MERGE_KINDS and not item[2].match.rule.peer_lost
+                and item[2].shutdown is None and item[2].match.rule.severity in (None, Severity.ERROR)
+            ),
+            key=lambda it: (0 if it[2].match.rule.root_cause else 1, it[2].match.seq),
+        )
+        for item in log_items:
+            if not item[2].match.rule.peer_lost:
+                continue
+            who = _who(item[2].match)
+            for death in deaths:
+                if item[4] is not None and death[4] is not None and item[4] != death[4]:
+                    continue
+                other = _who(death[2].match)
+                if who is None or other is None or who[0] != other[0] or who == other:
+                    continue
+                absorbed.add(id(item[2]))
+                told.setdefault(id(death[2]), []).append(item[2])
+                break
+    return ToldAgain(absorbed, told)
+
+
+def _who(match: Match) -> Optional[Tuple[str, str]]:
+    """The rank a match names (its groups, its ``[rankN]:`` prefix, a report's rank row), else its pid."""
+    identity = identity_of(match, use_rank_prefix=True)
+    if identity is not None:
+        return identity
+    pid = pid_of(match)
+    return ("pid", pid) if pid is not None else None
 
 
 def _in_report_of(child_failed: Match, worker: Match) -> bool:
@@ -577,6 +635,12 @@ def _number(value: str) -> Optional[int]:
         return int(value, 16) if hexadecimal else int(value)
     except ValueError:
         return None
+
+
+def _bug_of(match: Match) -> Optional[str]:
+    """The kind of bug a match names in a ``bug`` group (a sanitizer's "heap-use-after-free"), if any."""
+    bug = (match.groups.get("bug") or "").strip().lower()
+    return bug or None
 
 
 def _device_of(match: Match) -> Optional[str]:

@@ -57,8 +57,18 @@ def test_the_killed_ranks_own_row_is_not_collateral_of_itself_the_sigtermed_one_
 def test_faulthandler_the_shell_and_the_step_status_telling_one_segfault_are_one_finding(engine):
     (finding,) = scan_paths([str(LOGS / "segfault-three-reports.log")], BUILTIN, engine=engine)
     assert (finding.rule, finding.line, finding.severity) == ("fatal-python-error", 1, Severity.ERROR)
-    assert finding.message == "Fatal Python error: Segmentation fault at native.py:10"
-    assert finding.excerpt.splitlines()[-1].endswith('File "/w/native.py", line 14 in <module>')
+    # faulthandler names no process: the shell's report of the same crash does (dedup9)
+    assert finding.message == "Fatal Python error: Segmentation fault at native.py:10 (pid 4242)"
+    # the stack, then each other layer that told the crash (dedup9): the shell's report, the step's status
+    lines = finding.excerpt.splitlines()
+    assert lines[3].endswith('File "/w/native.py", line 14 in <module>')
+    assert lines[4:] == [
+        "--- the same event, told again (line 8) ---",
+        "2024-01-09T18:41:23.2000000Z bash: line 1:  4242 Segmentation fault      (core dumped)"
+        " python native.py",
+        "--- the same event, told again (line 9) ---",
+        "2024-01-09T18:41:23.3000000Z ##[error]Process completed with exit code 139.",
+    ]
 
 
 def test_two_different_crashes_stay_two_findings(tmp_path):
@@ -129,7 +139,7 @@ def test_glibc_faulthandler_and_the_shell_telling_one_abort_are_one_finding_that
     assert " Aborted " in text.splitlines()[-1]  # bash's report of the job
     (finding,) = scan_paths([str(log)], BUILTIN, engine=engine)
     assert (finding.rule, finding.line, finding.severity) == ("glibc-heap-corruption", 2, Severity.ERROR)
-    assert finding.message.endswith("free(): double free detected in tcache 2 at double_free.py:9")
+    assert "free(): double free detected in tcache 2 at double_free.py:9 (pid " in finding.message
     assert "--- the crash (line 3) ---\nFatal Python error: Aborted" in finding.excerpt
 
 

@@ -171,6 +171,19 @@ def test_the_shells_report_of_the_kill_is_the_same_finding(tmp_path, small_memor
     assert "Killed" in errors[0]["excerpt"]
 
 
+def test_the_kernels_own_line_of_the_kill_is_the_same_finding(tmp_path, small_memory_cgroup):
+    # Before: two errors, the kernel's "Memory cgroup out of memory: Killed process N" line that the step
+    # printed from dmesg after the failure, and the guard's OOM kill (dedup9).
+    if subprocess.run(["dmesg"], capture_output=True).returncode != 0:
+        pytest.skip("the kernel log cannot be read here (dmesg)")
+    victim = f"{sys.executable} {program('exhaust_memory.py')[1]} {small_memory_cgroup} self"
+    script = f"{victim}; status=$?; dmesg | grep 'out of memory: Killed process' | tail -n 1; exit $status"
+    report = _guarded_report(tmp_path, "bash", "-c", script)
+    errors = [f for f in report["findings"] if f["severity"] in ("error", "warning")]
+    assert [f["rule"] for f in errors] == [GUARD_OOM_KILL_RULE], report["findings"]
+    assert "the log tells it: the kernel's OOM killer killed" in errors[0]["message"], errors[0]["message"]
+
+
 def test_a_dataloader_worker_the_oom_killer_killed_is_one_finding_that_says_so(tmp_path, small_memory_cgroup):
     require_torch()
     command = program("dataloader_worker_exhausts_memory.py", str(small_memory_cgroup))
