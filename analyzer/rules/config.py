@@ -245,6 +245,11 @@ def parse_yaml(text: str, source: str) -> Any:
 
 def read_yaml(path: str) -> Any:
     """The data in the YAML file at ``path``; raises ``ConfigError`` when unreadable, too big or invalid."""
+    return parse_yaml_bytes(read_config_bytes(path), path)
+
+
+def read_config_bytes(path: str) -> bytes:
+    """The bytes of the config file at ``path``; raises ``ConfigError`` when unreadable or too big."""
     try:
         # Non-blocking: a FIFO (or a device) given as the config must not hang the guard before it starts.
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
@@ -256,6 +261,11 @@ def read_yaml(path: str) -> Any:
         raise ConfigError(path, "file", f"cannot read: {err.strerror or err}") from None
     if len(raw) > schema.MAX_CONFIG_BYTES:
         raise ConfigError(path, "file", f"too big: more than {schema.MAX_CONFIG_BYTES:,} bytes")
+    return raw
+
+
+def parse_yaml_bytes(raw: bytes, path: str) -> Any:
+    """The data in ``raw``, the bytes of the YAML file at ``path``; raises ``ConfigError`` when invalid."""
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as err:

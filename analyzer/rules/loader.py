@@ -32,7 +32,8 @@ from ..model import (
     Severity,
 )
 from . import schema
-from .config import UserConfig, load_config, read_yaml
+from .cache import cached_yaml
+from .config import UserConfig, load_config, parse_yaml_bytes, read_config_bytes, read_yaml
 from .model import Catalogue, Rule
 from .schema import Key, Table, check_mapping, key_part, show
 
@@ -151,8 +152,14 @@ def load_rules_file(
 ) -> Tuple[Rule, ...]:
     """The rules of a catalogue file (a top-level ``rules:`` list) in order; raises ``ConfigError``.
 
-    ``trusted``: the file is the shipped catalogue; see ``parse_rule``."""
-    return parse_catalogue(read_yaml(path), path, user_defined, require_examples, trusted)
+    ``trusted``: the file is the shipped catalogue; see ``parse_rule``. Its parsed YAML is cached between
+    runs (``analyzer.rules.cache``)."""
+    if trusted:
+        raw = read_config_bytes(path)
+        data = cached_yaml(path, raw, lambda: parse_yaml_bytes(raw, path))
+    else:
+        data = read_yaml(path)
+    return parse_catalogue(data, path, user_defined, require_examples, trusted)
 
 
 def parse_catalogue(

@@ -125,6 +125,10 @@ def _without_optional_head(items: list) -> list:
             items = list(av[3]) + items[1:]  # a group that changes no flag is just its items
         elif _ATOMIC is not None and op is _ATOMIC:
             items = list(av) + items[1:]
+        elif op is _C.BRANCH:
+            # "(?:X1Y1|X2Y2)R": a line holding either holds "Y1R" or "Y2R"; a branch that starts with
+            # an optional part (".*?:", "\s*") would otherwise be tried at every byte of the line.
+            return [(op, (av[0], [_without_optional_head(list(branch)) for branch in av[1]]))] + items[1:]
         else:
             return items
     return items

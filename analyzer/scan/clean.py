@@ -471,13 +471,15 @@ _TRAILER_INDENTED = re.compile(r"^\s+\S")
 _TRAILER_LOOK_BACK = 400  # lines: a longer run of indented lines is content, not a cut traceback
 
 
-def last_content_line(buf: bytes, first_line: int) -> int:
+def last_content_line(buf: bytes, first_line: int, last_line: Optional[int] = None) -> int:
     """The number of the last line of ``buf`` (its first line is ``first_line``) that says something
     (see ``_TRAILER``), or 0 when none does. Indented lines count as a cut traceback's only under its
     ``Traceback (most recent call last):`` head; looked for at most ``_TRAILER_LOOK_BACK`` lines back,
-    from the end (the window is not split)."""
+    from the end (the window is not split). ``last_line``: the number of ``buf``'s last line when the
+    caller has counted its lines already (the scanner has), else they are counted here."""
     end = len(buf) - 1 if buf.endswith(b"\n") else len(buf)
-    last = first_line + buf.count(b"\n", 0, end)  # the number of the line that ends at ``end``
+    # the number of the line that ends at ``end``
+    last = last_line if last_line is not None else first_line + buf.count(b"\n", 0, end)
     pending = 0  # the last indented line seen, until a traceback's head above it says whose it is
     for number in range(last, max(first_line, last - _TRAILER_LOOK_BACK + 1) - 1, -1):
         start = buf.rfind(b"\n", 0, end) + 1

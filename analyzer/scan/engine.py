@@ -79,6 +79,11 @@ LONG_LINES_SPENT = (
     " such lines"
 )
 _UNKNOWN = object()  # the progress line of a line not yet looked up
+# The memo of lines matched (``_SourceScan._line``): a line's bytes seen again (a flood of one message,
+# a launcher's same line from every step) skip the cleaning and the rules' searches. Lines up to
+# MEMO_LINE_BYTES, at most MEMO_LINES of them (then it starts over): a few MiB at most.
+MEMO_LINE_BYTES = 2048
+MEMO_LINES = 512
 # What a corrupt .gz or zip member raises mid-stream (gzip.BadGzipFile is an OSError).
 _READ_ERRORS = (OSError, EOFError, ValueError, RuntimeError, zipfile.BadZipFile, zlib.error)
 
@@ -288,6 +293,38 @@ class _Block:
             self.chars += len(excerpt_line) + 1
 
 
+class _Seen:
+    """What one line's bytes gave when matched, none of it depending on where the line is: how it reads
+    (cleaned, its rank and speaker, its segments) and the rules it matched (``hits``: rule index,
+    whether a block rule, the segment and the match, and for a line rule its excerpt and groups).
+    ``lits`` and ``task_labels`` are what it was matched under; the line's cleaning is done on first need.
+    """
+
+    __slots__ = ("raw", "lits", "task_labels", "hits", "rank", "speaker", "segments", "excerpt")
+
+    def __init__(self, raw: bytes, lits: Optional[set], task_labels: bool) -> None:
+        self.raw = raw
+        self.lits = lits
+        self.task_labels = task_labels
+        self.hits: List[tuple] = []
+        self.rank: Optional[int] = None
+        self.speaker: Optional[str] = None
+        self.segments: Optional[List[str]] = None  # None until cleaned
+        self.excerpt: Optional[str] = None  # the line as an excerpt shows it, until needed
+
+    def clean(self) -> List[str]:
+        """The line's segments, cleaned the first time."""
+        if self.segments is None:
+            text, self.rank, self.speaker = clean_speaking(self.raw, task_labels=self.task_labels)
+            self.segments = split_segments(text)
+        return self.segments
+
+    def excerpt_line(self) -> str:
+        if self.excerpt is None:
+            self.excerpt = _excerpt_line(visible_excerpt(self.raw))
+        return self.excerpt
+
+
 class _SourceScan:
     """Matching state for one source: open blocks, matches held back until earlier blocks close."""
 
@@ -332,6 +369,7 @@ class _SourceScan:
         # The line whose ``\r``-ended states were matched before it ended, and the rules they matched.
         self.early_line = 0
         self.early_rules: Set[int] = set()
+        self.memo: Dict[bytes, _Seen] = {}  # a line's bytes -> what matching them gave (``_line``)
 
     def run(self, source: Source) -> Iterator[Match]:
         try:
@@ -364,7 +402,8 @@ class _SourceScan:
                     if lines:
                         self.view = (*attribution_view(buf, lines), first_line)
                 next_line = self._window(buf, first_line, self.finder(buf), joined)
-                last = last_content_line(buf, first_line)
+                # A window that ends its last line has ``next_line - 1`` lines: no need to count them again.
+                last = last_content_line(buf, first_line, next_line - 1 if buf.endswith(b"\n") else None)
                 if last and self.continued_rows:
                     last = _first_row(buf, first_line, next_line, last, self.continued_rows)
                 self.last_content = last or self.last_content
@@ -447,28 +486,38 @@ class _SourceScan:
               riders_too: bool = False, early: bool = False) -> None:
         """Match one line holding the literals ``lits``; ``riders_too``: try the riders even when no
         other rule is a candidate; ``early``: states of a line not ended yet (``_early``), which open
-        blocks are not fed and whose test is the one in force before it."""
+        blocks are not fed and whose test is the one in force before it.
+
+        A line whose bytes were matched before under the same literals (``self.memo``) is not cleaned or
+        searched again: only what depends on where it is (open blocks, its test, its number) is done."""
         self.line_now = line
+        key = None
+        if stop - pos <= MEMO_LINE_BYTES and not (early or riders_too) and line != self.early_line:
+            key = buf[pos:stop]
+            seen = self.memo.get(key)
+            if seen is not None and seen.lits == lits and seen.task_labels == self.task_labels:
+                if self.open:
+                    self._feed_open(seen, pos, line)
+                if seen.hits:
+                    self._matched(buf, pos, line, seen, early)
+                return
         indices = self._kept(self._candidate_rules(lits), buf, pos, stop, riders_too)
         if line == self.early_line and not early:
             indices = [index for index in indices if index not in self.early_rules]
+        seen = _Seen(buf[pos:stop] if key is None else key, lits, self.task_labels)
         if not indices and (early or not self.open):
+            if key is not None:
+                self._remember(key, seen)
             return
-        raw = buf[pos:stop]
-        text, rank, speaker = clean_speaking(raw, task_labels=self.task_labels)
-        progress: Any = self.tracker.carry if early else _UNKNOWN
-        segments = split_segments(text)
-        excerpt_line = None
+        segments = seen.clean()
         if self.open and not early:
-            excerpt_line = _excerpt_line(visible_excerpt(raw))
-            continued = pos in self.continued_rows
-            for block in list(self.open):
-                if line > block.last_row and (speaker is None or block.speaker in (None, speaker)):
-                    self._feed(block, segments, excerpt_line, line, continued)
+            self._feed_open(seen, pos, line)
         first = self.first
+        pure = True  # whether the searches below depend on the line's bytes alone (no budget was charged)
         for index in indices:
             is_block, compiled, user = first[index]
             if user:
+                pure = False
                 found = self._search_user(index, compiled, segments)
             else:
                 found = None
@@ -477,6 +526,7 @@ class _SourceScan:
                     if len(seg) <= LONG_LINE_CHARS:
                         m = compiled.search(seg)
                     else:
+                        pure = False
                         m = self._search_long(index, compiled, seg)
                     if m is not None:
                         found = seg, m
@@ -484,17 +534,43 @@ class _SourceScan:
             if found is None:
                 continue
             seg, m = found
+            if is_block:
+                seen.hits.append((index, True, seg, m, None, None))
+            else:
+                excerpt = _single_excerpt(seen.raw, seg, m.start())
+                seen.hits.append((index, False, seg, m, excerpt, _groups(m)))
+        if key is not None and pure:
+            self._remember(key, seen)
+        if seen.hits:
+            self._matched(buf, pos, line, seen, early)
+
+    def _remember(self, key: bytes, seen: _Seen) -> None:
+        if len(self.memo) >= MEMO_LINES:
+            self.memo.clear()  # bounded; a log whose lines repeat fills it again at once
+        self.memo[key] = seen
+
+    def _feed_open(self, seen: _Seen, pos: int, line: int) -> None:
+        """Give the open blocks line ``line`` (starting at ``pos``), unless it is not theirs."""
+        segments = seen.clean()
+        speaker = seen.speaker
+        excerpt_line = seen.excerpt_line()
+        continued = pos in self.continued_rows
+        for block in list(self.open):
+            if line > block.last_row and (speaker is None or block.speaker in (None, speaker)):
+                self._feed(block, segments, excerpt_line, line, continued)
+
+    def _matched(self, buf: bytes, pos: int, line: int, seen: _Seen, early: bool) -> None:
+        """Open the blocks and hold the matches of ``seen.hits`` at line ``line``."""
+        progress: Any = self.tracker.carry if early else _UNKNOWN
+        for index, is_block, seg, m, excerpt, groups in seen.hits:
             if early:
                 self.early_rules.add(index)
             if progress is _UNKNOWN:
                 progress = self._progress(buf, pos, line)
             if is_block:
-                if excerpt_line is None:
-                    excerpt_line = _excerpt_line(visible_excerpt(raw))
-                self._open(index, line, seg, rank, speaker, m, progress, excerpt_line, line)
+                self._open(index, line, seg, seen.rank, seen.speaker, m, progress, seen.excerpt_line(), line)
             else:
-                excerpt = _single_excerpt(raw, seg, m.start())
-                self.pending.append((line, index, line, seg, excerpt, _groups(m), rank, progress))
+                self.pending.append((line, index, line, seg, excerpt, dict(groups), seen.rank, progress))
 
     def _open(self, index: int, line: int, seg: str, rank: Optional[int], speaker: Optional[str], m,
               progress: Any, excerpt_line: str, last_row: int) -> None:

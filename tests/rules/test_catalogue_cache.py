@@ -1,0 +1,105 @@
+"""The shipped catalogue's parsed YAML is cached between runs (``analyzer.rules.cache``): the cache gives
+the data a parse gives, is never used once the catalogue's bytes change, and a cache that cannot be
+read or written only costs the parse."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from analyzer.rules import cache
+from analyzer.rules.config import parse_yaml_bytes
+from analyzer.rules.loader import builtin_rules, builtin_rules_path, load_rules_file
+
+CATALOGUE = b"rules:\n  - id: one\n    pattern: 'x'\n    flags: [1, 2.5, true, null]\n"
+
+
+def _load(path, raw, dirs, parses):
+    def parse():
+        parses.append(raw)
+        return parse_yaml_bytes(raw, path)
+
+    return cache.cached_yaml(path, raw, parse, dirs)
+
+
+def test_a_second_run_reads_the_cache_and_gets_the_same_data(tmp_path):
+    parses = []
+    dirs = [str(tmp_path / "cache")]
+    first = _load("c.yaml", CATALOGUE, dirs, parses)
+    second = _load("c.yaml", CATALOGUE, dirs, parses)
+    assert first == second == parse_yaml_bytes(CATALOGUE, "c.yaml")
+    assert len(parses) == 1, "the second run must not parse again"
+    assert first is not second
+    assert os.listdir(dirs[0]) == [f"catalogue-{cache.cache_key(CATALOGUE)}.marshal"]
+
+
+def test_an_edited_catalogue_is_parsed_again_and_its_old_cache_removed(tmp_path):
+    parses = []
+    dirs = [str(tmp_path / "cache")]
+    _load("c.yaml", CATALOGUE, dirs, parses)
+    edited = CATALOGUE.replace(b"'x'", b"'y'")
+    assert _load("c.yaml", edited, dirs, parses)["rules"][0]["pattern"] == "y"
+    assert parses == [CATALOGUE, edited]
+    assert os.listdir(dirs[0]) == [f"catalogue-{cache.cache_key(edited)}.marshal"]
+
+
+def test_the_key_names_the_yaml_library_and_python(monkeypatch):
+    key = cache.cache_key(CATALOGUE)
+    monkeypatch.setattr(cache.yaml, "__version__", "0.0-other")
+    assert cache.cache_key(CATALOGUE) != key
+
+
+@pytest.mark.parametrize("garbage", [b"", b"\x00not marshal", None])
+def test_a_damaged_or_foreign_cache_file_is_passed_over(tmp_path, garbage):
+    place = tmp_path / "cache"
+    place.mkdir()
+    target = place / f"catalogue-{cache.cache_key(CATALOGUE)}.marshal"
+    if garbage is None:  # valid marshal data made for another key
+        import marshal
+
+        target.write_bytes(marshal.dumps(("another key", {"rules": []})))
+    else:
+        target.write_bytes(garbage)
+    parses = []
+    assert _load("c.yaml", CATALOGUE, [str(place)], parses) == parse_yaml_bytes(CATALOGUE, "c.yaml")
+    assert len(parses) == 1
+    assert _load("c.yaml", CATALOGUE, [str(place)], parses) == parse_yaml_bytes(CATALOGUE, "c.yaml")
+    assert len(parses) == 1, "the damaged file was replaced by a good one"
+
+
+def test_no_writable_place_means_a_parse_every_run(tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    dirs = [str(blocker / "cache"), str(blocker / "other")]
+    parses = []
+    for _ in range(2):
+        assert _load("c.yaml", CATALOGUE, dirs, parses) == parse_yaml_bytes(CATALOGUE, "c.yaml")
+    assert len(parses) == 2
+
+
+def test_the_next_place_is_used_when_the_first_cannot_be_written(tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    dirs = [str(blocker / "cache"), str(tmp_path / "user-cache")]
+    parses = []
+    _load("c.yaml", CATALOGUE, dirs, parses)
+    _load("c.yaml", CATALOGUE, dirs, parses)
+    assert len(parses) == 1
+    assert os.listdir(dirs[1])
+
+
+def test_the_cached_catalogue_gives_the_rules_of_a_fully_checked_load(tmp_path, monkeypatch):
+    """The built-in rules read through the cache (twice: written, then read) equal those of the strict
+    load every user file gets (duplicate keys refused, alias expansion bounded, no cache)."""
+    monkeypatch.setattr(cache, "cache_dirs", lambda path: [str(tmp_path / "cache")])
+    strict = load_rules_file(builtin_rules_path(), require_examples=True, trusted=False)
+    assert builtin_rules() == strict
+    assert os.listdir(tmp_path / "cache")
+    assert builtin_rules() == strict
+
+
+def test_the_user_cache_dir_follows_xdg_cache_home(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    dirs = cache.cache_dirs("/opt/x/analyzer/rules/catalogue.yaml")
+    assert dirs == ["/opt/x/analyzer/rules/__pycache__", os.path.join(str(tmp_path), "gpu-hang-guard")]
