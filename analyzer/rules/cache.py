@@ -7,10 +7,12 @@ loader makes), in a file whose name is the SHA-256 of everything the data depend
 bytes, the YAML library's version and whether its C parser is in use, and Python's version. An edited
 catalogue, another PyYAML or another Python reads a different name, so a stale file is never used; the
 cached data is also checked against its key inside the file. The file goes where ``.pyc`` files go,
-``__pycache__`` beside the catalogue, or else under the user's cache directory (``$XDG_CACHE_HOME`` or
-``~/.cache``); where neither can be written (a read-only install, no home) the catalogue is parsed
-every run, as without a cache. Only the data is cached: every check and compile of the rules still runs
-on it, so a change to the package's code takes effect at once.
+``__pycache__`` beside the catalogue, and only there: whoever can write it can rewrite the package's
+code too, so it trusts nobody new (a directory shared with the code under test, such as ``~/.cache`` on
+a self-hosted runner, would let a test's output blind the next job's scan). Where it cannot be written
+(a read-only install), or where Python is told not to write bytecode (``PYTHONDONTWRITEBYTECODE``), the
+catalogue is parsed every run, as without a cache. Only the data is cached: every check and compile of
+the rules still runs on it, so a change to the package's code takes effect at once.
 """
 
 from __future__ import annotations
@@ -42,18 +44,17 @@ def cache_key(raw: bytes) -> str:
 
 def cache_dirs(catalogue_path: str) -> List[str]:
     """Where the cache of the catalogue at ``catalogue_path`` may be, in the order they are tried."""
-    dirs = [os.path.join(os.path.dirname(os.path.abspath(catalogue_path)), "__pycache__")]
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    if os.path.isabs(base):  # "~" stays "~" without a home: no relative path under the cwd
-        dirs.append(os.path.join(base, "gpu-hang-guard"))
-    return dirs
+    return [os.path.join(os.path.dirname(os.path.abspath(catalogue_path)), "__pycache__")]
 
 
-def cached_yaml(path: str, raw: bytes, parse: Callable[[], Any], dirs: Optional[List[str]] = None) -> Any:
+def cached_yaml(
+    path: str, raw: bytes, parse: Callable[[], Any], dirs: Optional[List[str]] = None,
+    write: Optional[bool] = None,
+) -> Any:
     """``parse()`` (the YAML data of the file at ``path``, whose bytes are ``raw``), read from the cache
     when a run made it before, else parsed and cached for the next run. ``dirs``: where the cache may
-    be (``cache_dirs(path)``). Raises only what ``parse`` raises; a cache that cannot be read or written
-    is passed over."""
+    be (``cache_dirs(path)``); ``write``: whether a parse is cached (by default unless Python writes no
+    bytecode). Raises only what ``parse`` raises; a cache that cannot be read or written is passed over."""
     key = cache_key(raw)
     name = _PREFIX + key + _SUFFIX
     places = cache_dirs(path) if dirs is None else dirs
@@ -62,7 +63,9 @@ def cached_yaml(path: str, raw: bytes, parse: Callable[[], Any], dirs: Optional[
         if data is not None:
             return data[1]
     data = parse()
-    for place in places:
+    if write is None:
+        write = not sys.dont_write_bytecode
+    for place in places if write else ():
         if _write(place, name, key, data):
             break
     return data

@@ -20,7 +20,7 @@ def _load(path, raw, dirs, parses):
         parses.append(raw)
         return parse_yaml_bytes(raw, path)
 
-    return cache.cached_yaml(path, raw, parse, dirs)
+    return cache.cached_yaml(path, raw, parse, dirs, write=True)
 
 
 def test_a_second_run_reads_the_cache_and_gets_the_same_data(tmp_path):
@@ -93,13 +93,27 @@ def test_the_cached_catalogue_gives_the_rules_of_a_fully_checked_load(tmp_path, 
     """The built-in rules read through the cache (twice: written, then read) equal those of the strict
     load every user file gets (duplicate keys refused, alias expansion bounded, no cache)."""
     monkeypatch.setattr(cache, "cache_dirs", lambda path: [str(tmp_path / "cache")])
+    monkeypatch.setattr(cache.sys, "dont_write_bytecode", False)
     strict = load_rules_file(builtin_rules_path(), require_examples=True, trusted=False)
     assert builtin_rules() == strict
     assert os.listdir(tmp_path / "cache")
     assert builtin_rules() == strict
 
 
-def test_the_user_cache_dir_follows_xdg_cache_home(tmp_path, monkeypatch):
+def test_the_cache_lives_only_beside_the_catalogue(tmp_path, monkeypatch):
+    """Never in a directory the code under test shares with later jobs (~/.cache on a self-hosted
+    runner): a forged file there would decide the next scan's rules."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    dirs = cache.cache_dirs("/opt/x/analyzer/rules/catalogue.yaml")
-    assert dirs == ["/opt/x/analyzer/rules/__pycache__", os.path.join(str(tmp_path), "gpu-hang-guard")]
+    assert cache.cache_dirs("/opt/x/analyzer/rules/catalogue.yaml") == ["/opt/x/analyzer/rules/__pycache__"]
+
+
+def test_no_bytecode_writing_means_no_cache_written_but_one_read(tmp_path, monkeypatch):
+    dirs = [str(tmp_path / "cache")]
+    parses = []
+    monkeypatch.setattr(cache.sys, "dont_write_bytecode", True)
+    for _ in range(2):
+        cache.cached_yaml("c.yaml", CATALOGUE, lambda: parses.append(1) or {"rules": []}, dirs)
+    assert len(parses) == 2 and not os.path.exists(dirs[0])
+    _load("c.yaml", CATALOGUE, dirs, [])  # a run that may write
+    cache.cached_yaml("c.yaml", CATALOGUE, lambda: parses.append(1) or {"rules": []}, dirs)
+    assert len(parses) == 2, "a cache another run wrote is still read"
