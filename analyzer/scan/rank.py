@@ -762,7 +762,11 @@ def _told_again_by(
             continue
         said.add(told)
         values = [value.strip() for value in other.match.groups.values() if value and value.strip()]
-        adds_nothing = other.match.rule is match.rule and groups is not None and all(v in own for v in values)
+        within = match.line <= other.match.line and other.match.end_line <= match.end_line
+        # Of its own rule, or a shorter reading of the teller's own lines (a terminate's first line read
+        # as "its what() is not in the log" when the what() follows): nothing the teller does not say.
+        restates = (other.match.rule is match.rule and groups is not None) or within
+        adds_nothing = restates and all(v in own for v in values)
         if not adds_nothing:
             message += TOLD_AGAIN.format(message=told, where=_where(other.match, match.path))
         if other.match.line < match.line or other.match.end_line > match.end_line:

@@ -276,3 +276,22 @@ def test_a_worker_the_oom_killer_killed_before_the_hang_is_not_the_guards_kill(t
     findings = scan_paths([str(log)], BUILTIN, guard_findings=[_guard_timeout()], engine="python")
     errors = {f.rule for f in findings if f.severity is Severity.ERROR}
     assert errors == {"dataloader-worker-killed", GUARD_TIMEOUT_RULE}
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_terminate_with_its_what_says_it_once(tmp_path, engine):
+    # The output of a real g++ 12 program throwing std::runtime_error out of main, run by a bash script
+    # (dedup9's set, case 07): the terminate's first line alone also reads as "its what() is not in the
+    # log", which must not be said beside the what() that follows it.
+    log = tmp_path / "job.log"
+    log.write_text(
+        "loading shard\n"
+        "terminate called after throwing an instance of 'std::runtime_error'\n"
+        "  what():  shard 3 checksum mismatch\n"
+        "/w/run.sh: line 2: 15821 Aborted                 ./term\n"
+    )
+    (finding,) = scan_paths([str(log)], BUILTIN, engine=engine)
+    assert (finding.rule, finding.line) == ("cpp-terminate", 2)
+    assert finding.message == (
+        "C++ terminate: uncaught std::runtime_error: shard 3 checksum mismatch (pid 15821)"
+    )
