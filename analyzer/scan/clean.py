@@ -134,8 +134,10 @@ _LOGGER_PREFIX = re.compile(
     # stamp alone before a message ("Dec 05 01:50:10 CUDA error: ...", "... Worker-2 exitcode: -15", as
     # moreutils' ts prints) names no host and program
     # (journalctl's short, short-precise, short-iso and short-iso-precise, rsyslog's RFC 3339 file format);
-    # a tag without a pid (logger -t train) only after a host name as pdsh's (below): "CUDA error: " is none
-    r"(?:(?:[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d(?:\.\d+)?"
+    # a tag without a pid (logger -t train) only after a host name as pdsh's (below): "CUDA error: " is none;
+    # journalctl's month is strftime's %b, in the reader's locale ("sie 28", "2月 21", "déc. 05") when a host
+    # and program follow
+    r"(?:(?:(?:[^\W\d_]{2,5}\.?|1?\d[月월]) [ \d]\d \d\d:\d\d:\d\d(?:\.\d+)?"
     r"|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)) "
     r"(?:[\w.-]+ (?:[\w./@-]+\[\d+\]|kernel)|" + _HOST + r" [\w./@-]+): "
     r"|[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d(?:\.\d+)? "  # the same stamp alone (CircleCI, old PyTorch CI)

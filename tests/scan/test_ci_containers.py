@@ -25,6 +25,10 @@ CONTAINERS = {
     "journalctl-short-iso-precise": b"2024-01-09T18:41:23.123456+00:00 gpu-node-3 python3[1234]: ",
     "rsyslog-rfc3339": b"2024-01-09T18:41:23.123456+01:00 gpu-node-3 kernel: ",
     "syslog-tag-without-pid": b"Nov 29 17:59:56 gpu-node-3 train: ",
+    # journalctl under pl_PL and zh_CN (strftime's %b): as quoted in ollama issues 12106 and 9247
+    "journalctl-short-month-pl": b"sie 28 10:25:27 razer ollama[49992]: ",
+    "journalctl-short-month-zh": "2月 21 08:55:27 GBITDeepSeek ollama[698750]: ".encode(),
+    "journalctl-short-month-fr": "déc. 05 01:50:10 gpu-node-3 python3[1234]: ".encode(),
     "mpich-prepend-rank": b"[3] ",
     "torchrun-rank-template": b"[7]:",
     "torchrun-rank-template-space": b"[7]: ",
@@ -57,6 +61,9 @@ def test_what_the_new_prefixes_must_not_take():
         # moreutils' ts: a stamp before a message names no host and program
         b"Nov 29 17:59:56.123 CUDA error: an illegal memory access was encountered":
             "CUDA error: an illegal memory access was encountered",
+        # a localized month only before a host and a program with its pid
+        b"sie 28 10:25:27 CUDA error: an illegal memory access was encountered":
+            "sie 28 10:25:27 CUDA error: an illegal memory access was encountered",
         b"2024-01-09T18:41:23+0000 Fatal error: x": "Fatal error: x",
         # bash's job report aligns its columns: "[1]" is its job, the line is its report
         b"[1]    5606 segmentation fault  python x.py": "[1]    5606 segmentation fault  python x.py",
