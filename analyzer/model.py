@@ -45,6 +45,9 @@ TEST_NEVER_FINISHED_RULE = "test-never-finished"
 # Also the scanner's: a plain scan of a log whose last lines are a Python traceback (a copy of a run's
 # output cut where the process died of an uncaught exception; no exit status tells it).
 TRACEBACK_ENDS_LOG_RULE = "traceback-ends-log"
+# Also the scanner's: a rank's own uncaught exception (its "[rankN]:" traceback) that no finding tells, in a
+# log whose launcher reports a failed job: that rank failed on its own, beside the root cause reported.
+RANK_RAISED_RULE = "rank-raised"
 
 
 class Kind(str, enum.Enum):

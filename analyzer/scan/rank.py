@@ -55,6 +55,7 @@ from ..exits import describe_exit
 from ..model import (
     GUARD_COMMAND_FAILED_RULE,
     GUARD_OOM_KILL_RULE,
+    RANK_RAISED_RULE,
     SCAN_INCOMPLETE_RULE,
     TEST_NEVER_FINISHED_RULE,
     TRACEBACK_ENDS_LOG_RULE,
@@ -112,6 +113,8 @@ KILLED_OOM = "; likely the OOM killer: {message} ({where})"
 KILLED_BY_CRASH = "{who} (pid {pid}) was killed by {signal}: {crash}"
 CRASH_AT = " at {site}"
 WHOSE_CRASH = " ({who})"
+ALSO_DIED = "; {whom} died of it too ({where})"
+RAISED_AT = " (raised at {site})"
 CRASH_HEADER = "--- the crash ({where}) ---"
 TOLD_AGAIN = "; {message} ({where})"
 TOLD_AGAIN_HEADER = "--- the same event, told again ({where}) ---"
@@ -211,6 +214,8 @@ def rank(
         if item[2].match.rule.id in _OOM_KILL_RULES:
             oom_kills.setdefault(item[0], item[2])
     ranked: List[Tuple[tuple, Finding, Optional[Match]]] = []
+    told_tracebacks: Set[Tuple[int, int]] = set()  # (log index, line) of tracebacks an error's failure tells
+    roots: Dict[int, Set[Optional[Tuple[str, str]]]] = {}  # log index -> whom its root-cause errors name
     for index, _log, event, handled, test in events:
         again = told_again.told.get(id(event), ())
         finding = _finding(
@@ -225,6 +230,7 @@ def rank(
             causes=chained.causes.get(id(event), ()),
             severity=severity_of.get(id(event)),
             crash_lines=[*crashes.told.get(id(event), ()), *peers.told.get(id(event), ())],
+            rows=crashes.rows.get(id(event), ()),
         )
         rule = event.match.rule
         if finding.kind is Kind.TEST_FAILURE:
@@ -241,6 +247,10 @@ def rank(
         )
         collateral = event.shutdown if has_root and not handled else None
         ranked.append((key, finding, collateral))
+        if event.traceback is not None and finding.severity is Severity.ERROR and collateral is None:
+            told_tracebacks.add((index, event.traceback[1].line))
+        if rule.root_cause and finding.severity is Severity.ERROR:
+            roots.setdefault(index, set()).add(identity_of(event.match, use_rank_prefix=True))
     last = (float("inf"), len(kept), 0)
     for index, finding in enumerate(guard):
         finding = _enrich_guard(finding, as_the_guard_found)
@@ -251,6 +261,9 @@ def rank(
         if oom_told is not None and oom_told[0] == index:
             finding = _with_deaths_told(finding, oom_told[1], GUARD_OOM_TOLD, GUARD_OOM_HEADER)
         ranked.append(((finding.severity.rank, 1, 2, (float("inf"), len(kept), index)), finding, None))
+    for index, log in enumerate(kept):
+        for finding, tb in _ranks_raised(log, catalogue, roots.get(index, set()), told_tracebacks, index):
+            ranked.append(((finding.severity.rank, 1, 0, _when(tb, index, line_clocks)), finding, None))
     if line_clocks is None:  # a plain scan: no exit status says whether the command died
         for index, log in enumerate(kept):
             finding = _died_in_traceback(log, catalogue, [f for _, f, _ in ranked])
@@ -635,6 +648,7 @@ def _finding(
     causes: Sequence[Tuple[LogEvent, str]] = (),
     severity: Optional[Severity] = None,
     crash_lines: Sequence[LogEvent] = (),
+    rows: Sequence[LogEvent] = (),
 ) -> Finding:
     """``stack``: another line of the same crash (faulthandler's) whose stack tells where it happened;
     ``oom_kill``: the first event of the log that says the OOM killer killed something; ``causes``: the
@@ -674,11 +688,14 @@ def _finding(
     site = crash_site(stack_event.stack) if stack_event is not None and stack_event.stack else None
     if site is not None:
         message += CRASH_AT.format(site=site)
+    else:
+        message += _raised_at(match, kind)
     if crash is not None:
         message, excerpt = _killed(event, crash, excerpt)
     else:
         message = _killed_by_signal(event) or message
         message += _whose_crash(match, crash_lines)
+    message += _also_died(match, rows)
     message += _oom_kill_note(event, oom_kill)
     if test is not None and kind is not Kind.SCAN_INCOMPLETE:
         template = HANDLED if handled else DURING
@@ -790,6 +807,31 @@ def _whose_crash(match: Match, crash_lines: Sequence[LogEvent]) -> str:
     return WHOSE_CRASH.format(who=f"pid {pid}") if pid is not None else ""
 
 
+def _raised_at(match: Match, kind: Kind) -> str:
+    """Where a worker's own traceback that its failure's block holds says the user's code raised (torch
+    spawn's "-- Process 1 terminated with the following error:" and the traceback after it): the worker,
+    what it raised, and where, in one finding."""
+    if kind is not Kind.WORKER_FAILURE or not match.rule.is_block or not _exception_name(match):
+        return ""
+    site = raise_site(match)
+    return RAISED_AT.format(site=site) if site is not None else ""
+
+
+def _also_died(match: Match, rows: Sequence[LogEvent]) -> str:
+    """The other workers a launcher's report says died of the same signal as this root cause, which
+    it tells (``same_event._same_signal_rows``): "pids 3437, 3438 died of it too (lines 1, 8)"."""
+    rows = sorted(rows, key=lambda event: event.match.seq)
+    if not rows:
+        return ""
+    pids = [pid_of(e.match) or "?" for e in rows]
+    whom = ("pid " if len(pids) == 1 else "pids ") + ", ".join(pids)
+    if all(e.match.path == match.path for e in rows):
+        where = ("line " if len(rows) == 1 else "lines ") + ", ".join(str(e.match.line) for e in rows)
+    else:
+        where = ", ".join(_where(e.match, match.path) for e in rows)
+    return ALSO_DIED.format(whom=_clip(whom, MAX_FIELD_CHARS), where=_clip(where, MAX_FIELD_CHARS))
+
+
 def _with_crash_lines(match: Match, crash_lines: Sequence[LogEvent], excerpt: str) -> str:
     """``excerpt`` with the other lines that told this crash (the shell's "Aborted" of its pid, the step's
     exit status) that lie outside it: the message says the crash once, the excerpt shows each layer."""
@@ -891,6 +933,52 @@ def _died_in_traceback(log: LogFindings, catalogue: Catalogue, found: Sequence[F
     message = format_message(rule.message, {"exception": exception, "site": site})
     return Finding(rule.kind, rule.id, _severity(rule), log.path, last.end_line, _one_line(message),
                    excerpt=last.excerpt)
+
+
+def _ranks_raised(
+    log: LogFindings,
+    catalogue: Catalogue,
+    roots: Set[Optional[Tuple[str, str]]],
+    told: Set[Tuple[int, int]],
+    index: int,
+) -> List[Tuple[Finding, Match]]:
+    """Each rank's own uncaught exception that nothing else tells, in a log whose launcher names another
+    rank as the root cause of a failed job (``roots``: whom its root-cause errors name): torchrun names
+    one root cause, and stops every other rank with its closing signal, so a rank that raised on its own
+    while another crashed shows only as a SIGTERM row of the report, its "[rank0]: ValueError" nowhere.
+    A rank's traceback is told when a rule matched its lines (the NCCL error, the peer's lost connection
+    it ends in: their grading stands) or the failure of an error attached it; one printed after a
+    shutdown marker (the SignalException of the launcher's own SIGTERM) or in a test that did not fail
+    is not the rank's own failure."""
+    if not log.rank_tracebacks or not roots or RANK_RAISED_RULE in catalogue.ignore_rules:
+        return []
+    try:
+        rule = catalogue.guard_rule(RANK_RAISED_RULE)
+    except KeyError:  # a catalogue built by hand, without the entry
+        return []
+    shutdowns = [e.shutdown.line for e in log.events if e.shutdown is not None]
+    first_shutdown = min(shutdowns) if shutdowns else None
+    out: List[Tuple[Finding, Match]] = []
+    for tb in log.rank_tracebacks:
+        exception = _exception_name(tb)
+        who = identity_of(tb, use_rank_prefix=True)
+        if not exception or who is None or who[0] != "rank" or who in roots or (index, tb.line) in told:
+            continue
+        if first_shutdown is not None and tb.end_line >= first_shutdown:
+            continue
+        if tb.test is not None and (tb.test not in log.failed or log.rerun_passed):
+            continue
+        if any(tb.line <= e.match.line <= tb.end_line or e.match.line <= tb.line <= e.match.end_line
+               for e in log.events):
+            continue
+        site = raise_site(tb)
+        message = format_message(rule.message, {
+            "rank": who[1], "exception": _clip(exception, MAX_FIELD_CHARS), "site": site,
+        })
+        finding = Finding(rule.kind, rule.id, _severity(rule), log.path, tb.end_line, _one_line(message),
+                          excerpt=tb.excerpt, test=tb.test)
+        out.append((finding, tb))
+    return out
 
 
 def _finding_where(finding: Finding, here: str) -> str:

@@ -77,6 +77,7 @@ _LIBRARY_PATHS = ("/lib/python", "site-packages", "dist-packages", "<frozen")
 Item = Tuple[int, LogFindings, LogEvent, bool, Optional[str]]
 _REPORT_LINES = 40  # a ChildFailedError report's header is at most this far above its Root Cause
 _CHILD_FAILED = "ChildFailedError"
+_REPORT_ROWS_LINES = 512  # a report's Failures rows come before its Root Cause, some 7 lines a rank
 _ANY_DISTANCE = 1 << 30  # lines: asks only the test, rank and pid
 CHAIN_MARKER = "exception-chained"
 # CPython prints a chain's separator one blank line after the exception's message (which may run over
@@ -376,6 +377,8 @@ class Merged:
     crash_of: Dict[int, Tuple[str, LogEvent]]  # id() of a worker's event -> (signal, its crash)
     stack_of: Dict[int, LogEvent]  # id() of a crash line without a stack -> a line of its crash with one
     told: Dict[int, List[LogEvent]] = dataclasses.field(default_factory=dict)  # teller -> crash lines it told
+    # a report's root cause -> the other rows of its signal (``_same_signal_rows``), also in ``told``
+    rows: Dict[int, List[LogEvent]] = dataclasses.field(default_factory=dict)
 
 
 def one_event_one_finding(items: Sequence[Item]) -> Merged:
@@ -386,6 +389,7 @@ def one_event_one_finding(items: Sequence[Item]) -> Merged:
     crash_of: Dict[int, Tuple[str, LogEvent]] = {}
     stack_of: Dict[int, LogEvent] = {}
     told_by: Dict[int, List[LogEvent]] = {}
+    rows: Dict[int, List[LogEvent]] = {}
     by_log: Dict[int, List[Item]] = {}
     for item in items:
         if not item[3] and item[2].match.rule.kind in MERGE_KINDS:
@@ -404,6 +408,7 @@ def one_event_one_finding(items: Sequence[Item]) -> Merged:
             else:
                 workers[pid] = item
             signals[pid] = signals.get(pid) or signal_of(event.match)
+        _same_signal_rows(workers, signals, absorbed, rows)
         # torchrun's "ChildFailedError" line heads the report whose rows (Root Cause, other Failures)
         # name the workers, and ends the agent's traceback that its log line of the first failure
         # ("failed (exitcode: -9) local_rank: 3 (pid: 407727) of binary: ...") comes right before
@@ -459,7 +464,39 @@ def one_event_one_finding(items: Sequence[Item]) -> Merged:
                     break
             else:
                 crash_primary.setdefault(signame, []).append((item, who))
-    return Merged(absorbed, crash_of, stack_of, told_by)
+    for teller, told in rows.items():
+        told_by.setdefault(teller, []).extend(told)
+    return Merged(absorbed, crash_of, stack_of, told_by, rows)
+
+
+def _same_signal_rows(
+    workers: Dict[str, Item],
+    signals: Dict[str, Optional[str]],
+    absorbed: Set[int],
+    rows: Dict[int, List[LogEvent]],
+) -> None:
+    """The other rows of a launcher's report (torchrun's "Failures:") whose workers died of the signal its
+    root cause died of, on no shutdown's account, in the same test: one event the root cause tells. A
+    collective that timed out makes every rank's NCCL watchdog abort at once (each row "-6", SIGABRT,
+    the same second); torchrun kills the others with its closing signal only after it saw the first
+    die, so a row of the root cause's own signal died of the same thing. A row of another signal, or of
+    an exit code, is a death of its own (a rank that raised while another segfaulted)."""
+    roots = [w for w in workers.values() if w[2].match.rule.root_cause]
+    for root in roots:
+        signame = signals.get(pid_of(root[2].match) or "")
+        if signame is None:
+            continue
+        for pid, worker in list(workers.items()):
+            match = worker[2].match
+            if worker is root or match.rule.kind is not Kind.SIGNAL_EXIT or worker[2].shutdown is not None:
+                continue
+            if signals.get(pid) != signame or worker[4] != root[4] or worker[0] != root[0]:
+                continue
+            if not 0 <= root[2].match.line - match.end_line <= _REPORT_ROWS_LINES:
+                continue
+            absorbed.add(id(worker[2]))
+            rows.setdefault(id(root[2]), []).append(worker[2])
+            del workers[pid]
 
 
 def peers_lost(items: Sequence[Item]) -> ToldAgain:

@@ -202,6 +202,8 @@ class LogFindings:
     # run interrupted mid-test prints its verdict anyway: pytest on KeyboardInterrupt).
     cut_short_by_verdict: Optional[TestLine] = None
     last_traceback: Optional[Match] = None  # the log's last Python traceback
+    # each rank's last Python traceback (a "[rankN]:" prefix, or a rank group), in line order
+    rank_tracebacks: Tuple[Match, ...] = ()
     last_content: int = 0  # the log's last line that says something (clean.last_content_line)
     ignored: bool = False  # the whole log matched an ignore.paths glob
     # (report header's name, the node id the log spells it with elsewhere) of the headers events were under
@@ -1041,6 +1043,9 @@ class LogState:
             cut_short_by_verdict=final if final_verdict is not None and final is not None
             and not final.finished and not final.xdist and final.line < final_verdict.line else None,
             last_traceback=self.last_traceback,
+            rank_tracebacks=tuple(sorted(
+                (tb for who, tb in self.tracebacks.items() if who[0] == "rank"), key=lambda tb: tb.line
+            )),
             header_ids=tuple((name, node_id) for name, node_id in (ids or {}).items() if node_id),
         )
 

@@ -287,6 +287,7 @@ PROGRAM_FINDINGS = {
     "scan-incomplete": (Kind.SCAN_INCOMPLETE, Severity.WARNING),
     "test-never-finished": (Kind.TEST_FAILURE, Severity.ERROR),
     "traceback-ends-log": (Kind.CRASH, Severity.ERROR),
+    "rank-raised": (Kind.WORKER_FAILURE, Severity.ERROR),
 }
 
 

@@ -30,7 +30,7 @@ def test_the_killed_worker_and_the_loaders_exited_error_are_one_finding(engine):
     again = next(n for n, line in enumerate(lines, 1) if "exited unexpectedly" in line and "E  " in line)
     assert again - killed.line == 58
     assert (killed.rule, killed.severity) == ("dataloader-worker-killed", Severity.ERROR)
-    assert killed.message.startswith("DataLoader worker 15920 was killed by signal: Killed; DataLoader"
+    assert killed.message.startswith("DataLoader worker (pid 15920) was killed by signal: Killed; DataLoader"
                                      " worker(s) 15920 exited unexpectedly (line %d)" % again)
 
 

@@ -97,8 +97,11 @@ def test_each_of_several_processes_dying_at_once_is_read_from_its_own_lines(inte
     findings = [f for f in scan_paths([str(interleaved_log)], BUILTIN, engine=engine)
                 if f.rule == "mp-process-traceback"]
     died = sorted(f.message for f in findings)
+    # the finding names where the worker's own code raised (the line of load_shard's raise in PROGRAM)
+    raise_line = PROGRAM.split("\n").index('    raise ValueError(f"shard {rank} is corrupt")') + 1
+    site = "workers.py:%d" % raise_line
     assert died == sorted(
-        f"worker process SpawnProcess-{n} died with ValueError: shard {rank} is corrupt"
+        f"worker process SpawnProcess-{n} died with ValueError: shard {rank} is corrupt (raised at {site})"
         for n, rank in _names_and_ranks(lines)
     ), died
     for finding in findings:
