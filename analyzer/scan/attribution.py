@@ -50,6 +50,7 @@ from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 from .clean import clean_stripped, strip_controls
+from .letters import ProgressLetters
 
 PYTEST_NEEDLE = b".py::"
 UNITTEST_NEEDLE = b") ..."
@@ -314,7 +315,7 @@ class TestTracker:
 
     __slots__ = (
         "carry", "outcomes", "_watch", "_watch_from", "_buf", "_to", "_here", "_here_start", "_bare_to",
-        "_head", "ids", "_wanted", "_last", "row",
+        "_head", "ids", "_wanted", "_last", "row", "letters",
     )
 
     def __init__(self) -> None:
@@ -342,6 +343,8 @@ class TestTracker:
         self._wanted: Dict[str, bytes] = {}
         # (its text, its first line's number, where each of its lines starts in a wrapped window's view)
         self._last: Optional[Tuple[bytes, int, Optional[List[int]]]] = None
+        # pytest's and unittest's progress letters without -v (``analyzer.scan.letters``)
+        self.letters = ProgressLetters()
 
     def want(self, name: str, line: int) -> None:
         """Find the node id of pytest's report header ``name`` in the log from ``line`` on (an event under
@@ -446,12 +449,15 @@ class TestTracker:
         self.carry = TestLine(test, line, bool(_UNITTEST_OUTCOME.match(m.group("rest") or "")))
 
     def end_window(
-        self, buf: bytes, first_line: int, next_line: int, starts: Optional[List[int]] = None
+        self, buf: bytes, first_line: int, next_line: int, starts: Optional[List[int]] = None,
+        raw: Optional[bytes] = None,
     ) -> None:
         """Remember the last progress line of ``buf`` (its lines are ``first_line`` to ``next_line - 1``;
-        ``starts``: where each line starts in ``buf`` when it is a wrapped window's view)."""
+        ``starts``: where each line starts in ``buf`` when it is a wrapped window's view, ``raw`` the
+        window itself then: progress letters start its lines, where a long line before them may look cut)."""
         self._buf = self._here = None
         self._last = (buf, first_line, starts)
+        self.letters.feed(buf if raw is None else raw, first_line)
         if self._wanted:
             self._look(buf)
         if self._head is not None:

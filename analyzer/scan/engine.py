@@ -408,7 +408,7 @@ class _SourceScan:
                     last = _first_row(buf, first_line, next_line, last, self.continued_rows)
                 self.last_content = last or self.last_content
                 if self.view is not None:
-                    self.tracker.end_window(self.view[0], first_line, next_line, self.view[1])
+                    self.tracker.end_window(self.view[0], first_line, next_line, self.view[1], raw=buf)
                 else:
                     self.tracker.end_window(buf, first_line, next_line)
                 first_line = self.next_line = next_line

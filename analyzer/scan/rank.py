@@ -100,6 +100,7 @@ COLLATERAL_NO_ROOT = "; it followed the shutdown at {where} ({quote}), but no ot
 REPEATED = " (seen {count} times)"
 DURING = " during {test}"
 HANDLED = " during {test}, which passed"
+LETTER_PASSED = " during a test that passed (its progress letter at line {line})"
 RECOVERED = "; handled: {restart} ({restart_where}), and the run then succeeded ({where})"
 RUN_PASSED = " during the test run, which passed ({verdict})"
 TEST_FAILED = "{test} failed"
@@ -346,6 +347,8 @@ def _handled(event: LogEvent, log: LogFindings, test: Optional[str]) -> bool:
     """An event inside a test that then reported an outcome other than failed/error, or a test's failure
     that a re-run of it then passed, or an event of an attempt a supervisor restarted before it succeeded."""
     if event.recovered is not None or event.run_passed is not None:
+        return True
+    if event.passed_letter and test is None and not event.exit_path:
         return True
     if test is None or event.exit_path:
         return False
@@ -702,6 +705,8 @@ def _finding(
         message += template.format(test=_clip(test, MAX_FIELD_CHARS))
     if event.run_passed is not None:
         message += RUN_PASSED.format(verdict=_verdict_text(event.run_passed))
+    elif event.passed_letter and test is None and not event.exit_path:
+        message += LETTER_PASSED.format(line=event.passed_letter)
     if event.recovered is not None:
         restart, success = event.recovered
         message += RECOVERED.format(

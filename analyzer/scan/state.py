@@ -57,6 +57,7 @@ from ..model import Finding, Kind
 from ..rules.model import Catalogue, LineIgnore, Rule
 from .attribution import TestLine, is_unittest_id, normal_test_id
 from .clean import clean_line
+from .letters import ProgressLetters
 from .match import Match
 
 TRACEBACK_MARKER = "traceback"
@@ -182,6 +183,9 @@ class LogEvent:
     # On no test's lines of either log: when its lines arrived (after the first time, by the last), to
     # be set in the other log's runs once they are over (their verdicts judge it, as this log's would).
     arrived: Optional[Tuple[float, float]] = None
+    # On no test's lines of a run whose verdict failed: the line of the progress letter (pytest or unittest
+    # without -v) that says the test which printed it passed (``analyzer.scan.letters``); 0: none does.
+    passed_letter: int = 0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -977,10 +981,12 @@ class LogState:
         ids: Optional[Dict[str, Optional[str]]] = None,
         last_line: int = 0,
         progress_row: Optional[Tuple[int, int]] = None,
+        letters: Optional[ProgressLetters] = None,
     ) -> LogFindings:
         """The log ended: ``final`` is the last progress line, ``outcomes`` the watched tests' outcomes,
         ``ids`` the node ids found for report headers' names (``TestTracker.ids``), ``last_line`` the
-        log's last line (0: unknown), ``progress_row`` pytest's last row without -v (``TestTracker.row``)."""
+        log's last line (0: unknown), ``progress_row`` pytest's last row without -v (``TestTracker.row``),
+        ``letters`` its progress letters without -v (``TestTracker.letters``)."""
         if self.echo_held is not None:
             end, held = self.echo_held
             self.echo_held = None
@@ -1026,6 +1032,18 @@ class LogState:
                     event, repeats=opened.repeats, reason=opened.reason, recovered=opened.recovered,
                     run_passed=opened.run_passed, arrived=opened.arrived,
                 )
+            if letters is not None and event.test is None and not event.exit_path and event.across is None \
+                    and opened.run_passed is None and opened.recovered is None and self.verdict is not None \
+                    and verdict_failed(self.verdict) and event.match.rule.kind is not Kind.TEST_FAILURE:
+                # Which test printed it the log does not say, but the letters may say that test passed.
+                verdict = self.verdict
+                before = self.closed_runs[-1][2] if self.closed_runs else None
+                passed = letters.passed_after(
+                    event.match.line, verdict.line, verdict.groups.get("summary") or verdict.excerpt,
+                    since=before.line if before is not None else 0,
+                )
+                if passed:
+                    event = dataclasses.replace(event, passed_letter=passed)
             if off_by_one and event.match.line > last.line and event.match.rule.kind is not Kind.TEST_FAILURE:
                 event = dataclasses.replace(
                     event, test=None, exit_path=True, test_finished=None, verdict_before=last

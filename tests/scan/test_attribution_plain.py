@@ -3,8 +3,9 @@
 Plain ``pytest`` prints a file's name, then a dot per test; whatever a test's child prints (with ``-s``,
 or through the real fd 2 as faulthandler does) lands between the dots. An event there belongs to the run
 whose "test session starts" the log shows: when that run's verdict reports no failure and no error the
-event was handled (a notice); when it reports one, which test printed the event is unknown, so it stays an
-error; and what came before the run started, or after its verdict, is not the run's. Real pytest runs.
+event was handled (a notice); when it reports one, the letters after the event say which test printed it
+only when they account for the verdict (``analyzer.scan.letters``), else it stays an error; and what came
+before the run started, or after its verdict, is not the run's. Real pytest runs.
 """
 
 from __future__ import annotations
@@ -60,9 +61,21 @@ def test_a_crash_a_passing_plain_run_printed_is_a_notice(tmp_path, engine):
 
 
 @pytest.mark.parametrize("engine", ENGINES)
-def test_a_crash_a_failing_plain_run_printed_stays_an_error(tmp_path, engine):
+def test_a_crash_a_failing_plain_run_printed_is_its_tests_as_the_letters_tell(tmp_path, engine):
+    # "test_plain.py <crash>" then ".F": the letters account for "1 failed, 1 passed", and the one after
+    # the crash is its test's dot (analyzer.scan.letters; tests/scan/test_attribution_letters.py).
     log = plain_pytest(tmp_path, broken=1)
     assert "1 failed, 1 passed" in log
+    findings = scan({"job.log": log}, engine=engine)
+    assert ("fatal-python-error", "notice", crash_line(log), None) in summary(findings)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_crash_a_failing_plain_run_printed_stays_an_error_when_letters_do_not_add_up(tmp_path, engine):
+    # The verdict counts a test the letters do not show (a dot glued to the end of a test's output): which
+    # test printed the crash is unknown.
+    log = plain_pytest(tmp_path, broken=1)
+    log = log.replace("1 failed, 1 passed", "1 failed, 2 passed")
     findings = scan({"job.log": log}, engine=engine)
     assert ("fatal-python-error", "error", crash_line(log), None) in summary(findings)
 

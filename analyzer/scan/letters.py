@@ -1,0 +1,148 @@
+"""Progress letters: how a test ended under pytest or unittest without ``-v``, read after an event.
+
+Without ``-v`` pytest names no test: it writes one letter per test report (``.`` passed, ``F`` failed,
+``E`` error, ``s`` skipped, ``x`` xfailed, ``X`` xpassed, ``R`` rerun) with no newline, and under ``-s``
+(no capture; pytest then also leaves out the ``[ NN%]`` column) a test's own output lands between the
+letters: the letter of the test that printed an event is the first one written after the test's
+output, at the start of a line or glued before the next test's output (``.FTraceback (most recent
+call last):``). ``python -m unittest`` without ``-v`` does the same on stderr (``u``: unexpected success).
+
+A test's output may itself look like letters (``....`` printed without a newline before the test
+failed reads ``....F``), and a genuine letter glued to the end of a test's output is not at a line's
+start. So letters are believed only when they account for the run's verdict exactly: as many of each
+letter, from the run's first letter to the next separator line (pytest's ``=== FAILURES ===`` and
+verdict lines, unittest's ``=====`` and ``-----`` rules), as the verdict counts of each outcome. A run
+where they do not tell nothing, and its events keep the conservative reading (an error with no test).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional
+
+_ANSI = rb"(?:\x1b\[[0-9;]*m)*"
+# A line that starts with letters (after GitHub's timestamp, colour codes, and pytest's file name without
+# -v), or a separator line. Letters followed by a lower-case one start a word ("Fatal", "subprocess",
+# "Exception", "RuntimeError"): ``next`` holds it, and the word's start is not counted.
+_ROW = re.compile(
+    rb"(?m)^(?:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+Z )?" + _ANSI
+    + rb"(?:(?P<sep>={5}|-{5})|(?P<xdist>created: \d+/\d+ workers?|\d+ workers? \[\d+ items?\])"
+    + rb"|(?:[\w./-]+\.py )?(?P<run>(?:" + _ANSI + rb"[.FEsxXRu])+)" + _ANSI
+    + rb"(?P<next>[a-z]?))"
+)
+# The start of a word glued after letters: its lower-case letters, and a capital before them. A letter that
+# was a test's ("....Fsleeping") may go with it: the counts then disagree, and nothing is believed.
+_WORD_START = re.compile(rb"[FEXR]?[sxu]*$")
+_STRIP_ANSI = re.compile(rb"\x1b\[[0-9;]*m")
+# Letters kept per log: a run with more rows than this tells nothing (its events stay conservative).
+MAX_ROWS = 20000
+_PASSING = frozenset(".sxu")
+_PYTEST_COUNTS = re.compile(r"(\d+) (passed|failed|errors?|skipped|xfailed|xpassed|rerun|subtests?)\b")
+_PYTEST_LETTER = {"passed": ".", "failed": "F", "error": "E", "errors": "E", "skipped": "s",
+                  "xfailed": "x", "xpassed": "X", "rerun": "R"}
+_UNITTEST_RAN = re.compile(r"^Ran (\d+) tests?\b", re.M)
+_UNITTEST_COUNTS = re.compile(r"(failures|errors|skipped|expected failures|unexpected successes)=(\d+)")
+_UNITTEST_LETTER = {"failures": "F", "errors": "E", "skipped": "s", "expected failures": "x",
+                    "unexpected successes": "u"}
+
+
+@dataclass
+class _Region:
+    """The letters from a run's first letter row to the separator line after it."""
+
+    start: int
+    after: int = 0  # the separator line before it (pytest's session start; 0: none, as under -q)
+    end: int = 0  # the separator's line (0: none seen yet)
+    rows: List[tuple] = field(default_factory=list)  # (line, letters)
+
+
+def verdict_letters(verdict_text: str) -> Optional[Dict[str, int]]:
+    """How many of each letter a pytest or unittest verdict's counts say were written, or None when it
+    counts something letters do not show one for one (pytest 9's subtests) or is neither runner's."""
+    if _UNITTEST_RAN.search(verdict_text):
+        ran = int(_UNITTEST_RAN.search(verdict_text).group(1))
+        counts = {_UNITTEST_LETTER[k]: int(n) for k, n in _UNITTEST_COUNTS.findall(verdict_text)}
+        counts["."] = ran - sum(counts.values())
+        return counts if counts["."] >= 0 else None
+    found = _PYTEST_COUNTS.findall(verdict_text)
+    if not found or any(word.startswith("subtest") for _, word in found):
+        return None
+    counts: Dict[str, int] = {}
+    for n, word in found:
+        letter = _PYTEST_LETTER[word]
+        counts[letter] = counts.get(letter, 0) + int(n)
+    return counts
+
+
+class ProgressLetters:
+    """The letter rows of a log, fed window by window; asked once the log is over."""
+
+    def __init__(self) -> None:
+        self.regions: List[_Region] = []
+        self.rows = 0
+        self._sep = 0  # the last separator line
+        # The last line of pytest-xdist's header: its controller writes the letters of reports as they
+        # come from any worker while the workers' children write to the terminal, so whose letter follows
+        # an event the log does not say.
+        self.xdist = 0
+
+    def feed(self, buf: bytes, first_line: int) -> None:
+        """Read a window of the log as it is (its first line is ``first_line``)."""
+        if self.rows > MAX_ROWS:
+            return
+        at, line = 0, first_line
+        for m in _ROW.finditer(buf):
+            line += buf.count(b"\n", at, m.start())
+            at = m.start()
+            region = self.regions[-1] if self.regions else None
+            if m.group("sep") is not None:
+                if region is not None and not region.end:
+                    region.end = line
+                self._sep = line
+                continue
+            if m.group("xdist") is not None:
+                self.xdist = line
+                continue
+            letters = _STRIP_ANSI.sub(b"", m.group("run"))
+            if m.group("next"):
+                letters = _WORD_START.sub(b"", letters)
+            if not letters:
+                continue
+            if region is None or region.end:
+                region = _Region(line, self._sep)
+                self.regions.append(region)
+            region.rows.append((line, letters.decode("ascii")))
+            self.rows += 1
+
+    def passed_after(self, line: int, verdict_line: int, verdict_text: str, since: int = 0) -> Optional[int]:
+        """The line of the letter that says the test which printed ``line`` passed, when the letters of
+        its run (the first rows after line ``since``, the verdict before it) account for the verdict at
+        ``verdict_line`` exactly; None when they do not, when the first letter after it is a failure, or
+        when no letter follows it in its run. (Rows after the run's separator are its reports' lines:
+        pytest's ``E   assert``, unittest's ``FAIL: test_x``.)"""
+        if self.rows > MAX_ROWS:
+            return None
+        region = next((r for r in self.regions if r.start > since), None)
+        # (pytest -q --tb=no -rN prints no separator: its verdict ends the letters)
+        end = region.end or verdict_line if region is not None else 0
+        if region is None or not end <= verdict_line or since < self.xdist < end:
+            return None
+        # An event before the first letter is the first test's when the session's start comes before it;
+        # with no start (-q, unittest) it may be anything the job printed before the run.
+        low = region.after if region.after > since else region.start
+        if not low <= line < end:
+            return None
+        expected = verdict_letters(verdict_text)
+        if expected is None:
+            return None
+        counts: Dict[str, int] = {}
+        for _, letters in region.rows:
+            for letter in letters:
+                counts[letter] = counts.get(letter, 0) + 1
+        if {k: v for k, v in counts.items() if v} != {k: v for k, v in expected.items() if v}:
+            return None
+        after = next(((at, letters) for at, letters in region.rows if at > line), None)
+        if after is None or after[1][0] not in _PASSING:
+            return None
+        return after[0]

@@ -1,0 +1,162 @@
+"""Without ``-v``, the letters pytest and unittest write after each test say how the test that printed an
+event ended (``analyzer.scan.letters``), when they account for the run's verdict exactly.
+
+Real runs: pytest 9 ``-q -s`` and ``-s`` and ``python -m unittest`` over suites whose passing tests print
+events on purpose while another test fails. A test whose output looks like letters (``....`` before its
+``F``) makes the letters outnumber the verdict: nothing is believed, every event stays an error.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import List
+
+import pytest
+
+from analyzer.scan.letters import ProgressLetters, verdict_letters
+from tests.scan.test_attribution import scan, summary
+from tests.scan.test_engine_helpers import ENGINES
+
+TIMEOUT_LINE = "subprocess.TimeoutExpired: Command"
+CRASH_LINE = "Fatal Python error: Segmentation fault"
+SUITE = """
+    import subprocess, sys, traceback
+
+    def test_warm_up():
+        assert True
+
+    def test_timeout_handled():
+        try:
+            subprocess.run([sys.executable, "-c", "import time; time.sleep(30)"], timeout=0.5)
+        except subprocess.TimeoutExpired:
+            traceback.print_exc(file=sys.stdout)
+            sys.stdout.flush()
+
+    def test_child_crash_expected():
+        code = "import ctypes; ctypes.string_at(0)"
+        proc = subprocess.run([sys.executable, "-X", "faulthandler", "-c", code])
+        assert proc.returncode == EXPECTED
+
+    def test_config():
+        assert BROKEN == 0
+"""
+# The twin's extra test: its output ends in dots, then it fails ("....F").
+DOTS = """
+    def test_retry_dots():
+        sys.stdout.write("....")
+        sys.stdout.flush()
+        assert False, "retries exhausted"
+"""
+
+
+def run(tmp_path: Path, argv: List[str], *, broken: int = 1, expected: int = -11, dots: bool = False) -> str:
+    text = textwrap.dedent(SUITE).replace("BROKEN", str(broken)).replace("EXPECTED", str(expected))
+    if dots:
+        text += textwrap.dedent(DOTS)
+    (tmp_path / "test_events.py").write_text(text)
+    env = dict(os.environ, COLUMNS="80", PYTHONUNBUFFERED="1")
+    env.pop("PYTEST_ADDOPTS", None)
+    proc = subprocess.run([sys.executable] + argv, cwd=str(tmp_path), stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, timeout=120, env=env)
+    return proc.stdout.decode("utf-8", "replace")
+
+
+def line_of(log: str, text: str) -> int:
+    return next(n for n, line in enumerate(log.splitlines(), 1) if text in line and not line.startswith("E "))
+
+
+def severities(log: str, engine: str) -> dict:
+    return {line: severity for rule, severity, line, _ in summary(scan({"job.log": log}, engine=engine))
+            if rule != "pytest-test-outcome"}
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("mode", [["-q", "-s"], ["-s"], ["-s", "--color=yes", "--tb=short"]])
+def test_events_of_passing_tests_are_notices_when_another_test_failed(tmp_path, engine, mode):
+    log = run(tmp_path, ["-m", "pytest", "-p", "no:cacheprovider"] + mode + ["test_events.py"])
+    # (no line names a test)
+    assert "1 failed" in log and "3 passed" in log and "::test_timeout_handled " not in log
+    found = scan({"job.log": log}, engine=engine)
+    events = {line: (severity, test) for rule, severity, line, test in summary(found)
+              if rule != "pytest-test-outcome"}
+    assert events[line_of(log, TIMEOUT_LINE)] == ("notice", None)
+    assert events[line_of(log, CRASH_LINE)] == ("notice", None)
+    timeout = next(f for f in found if f.line == line_of(log, TIMEOUT_LINE))
+    assert "during a test that passed (its progress letter at line " in timeout.message
+    assert ("pytest-test-outcome", "error") in {(f.rule, f.severity.value) for f in found}
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_an_event_of_the_test_that_failed_stays_an_error(tmp_path, engine):
+    # The crash's own test fails (it expected the child to exit 0): the letter after the crash is its F.
+    log = run(tmp_path, ["-m", "pytest", "-p", "no:cacheprovider", "-q", "-s", "test_events.py"],
+              broken=0, expected=0)
+    assert "1 failed, 3 passed" in log
+    found = severities(log, engine)
+    assert found[line_of(log, CRASH_LINE)] == "error"
+    assert found[line_of(log, TIMEOUT_LINE)] == "notice"
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("mode", [["-q", "-s"], ["-s"]])
+def test_output_that_looks_like_letters_leaves_every_event_an_error(tmp_path, engine, mode):
+    log = run(tmp_path, ["-m", "pytest", "-p", "no:cacheprovider"] + mode + ["test_events.py"], dots=True)
+    assert "2 failed, 3 passed" in log and "....F" in log
+    found = severities(log, engine)
+    assert found[line_of(log, TIMEOUT_LINE)] == "error"
+    assert found[line_of(log, CRASH_LINE)] == "error"
+
+
+UNITTEST_SUITE = """
+    import subprocess, sys, traceback, unittest
+
+    class Cases(unittest.TestCase):
+        def test_a_warm_up(self):
+            pass
+
+        def test_b_child_crash_expected(self):
+            code = "import ctypes; ctypes.string_at(0)"
+            proc = subprocess.run([sys.executable, "-X", "faulthandler", "-c", code])
+            self.assertEqual(proc.returncode, -11)
+
+        def test_c_config(self):
+            self.assertEqual(1, 0)
+"""
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_unittest_without_v_letters_say_the_crash_was_handled(tmp_path, engine):
+    (tmp_path / "test_cases.py").write_text(textwrap.dedent(UNITTEST_SUITE))
+    proc = subprocess.run([sys.executable, "-m", "unittest", "test_cases"], cwd=str(tmp_path),
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=120,
+                          env=dict(os.environ, PYTHONUNBUFFERED="1"))
+    log = proc.stdout.decode("utf-8", "replace")
+    assert "FAILED (failures=1)" in log and " ... " not in log
+    assert severities(log, engine)[line_of(log, CRASH_LINE)] == "notice"
+
+
+def test_letters_are_counted_against_the_verdict_line_by_line():
+    # A window cut anywhere reads the same rows: feed the same log whole and a line at a time.
+    log = (b"%s test session starts %s\ncollected 3 items\n\ntest_x.py Fatal Python error: Aborted\n\n"
+           b".FProcess SpawnProcess-1:\nRuntimeError: lost\n.\n\n%s FAILURES %s\nE   assert 0\n") % (
+               b"=" * 29, b"=" * 30, b"=" * 35, b"=" * 35)
+    whole, pieces = ProgressLetters(), ProgressLetters()
+    whole.feed(log, 1)
+    for n, line in enumerate(log.splitlines(keepends=True), 1):
+        pieces.feed(line, n)
+    for letters in (whole, pieces):
+        assert letters.passed_after(4, 12, "1 failed, 2 passed") == 6
+        assert letters.passed_after(6, 12, "1 failed, 2 passed") == 8
+        assert letters.passed_after(4, 12, "2 failed, 1 passed") is None  # the counts disagree
+
+
+def test_verdict_letters_read_pytest_and_unittest_counts():
+    counts = verdict_letters("1 failed, 4 passed, 1 skipped, 2 deselected, 3 warnings")
+    assert counts == {"F": 1, ".": 4, "s": 1}
+    assert verdict_letters("Ran 5 tests in 0.8s\n\nFAILED (failures=1, errors=1, skipped=1)") == {
+        "F": 1, "E": 1, "s": 1, ".": 2}
+    assert verdict_letters("1 failed, 2 passed, 3 subtests passed") is None
