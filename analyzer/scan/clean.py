@@ -360,6 +360,8 @@ def clean_speaking(
         return "", None, None  # set -x echoing a command (grep -E 'CUDA error: |Killed' train.log)
     if text.startswith("> "):
         text = text[_QUOTE.match(text).end():]  # type: ignore[union-attr]
+    if text[:1] == "`" or text[:1] in _EMPHASIS or text.rstrip(" \t").endswith("**"):
+        text = text.rstrip(" \t")  # Markdown's markers close the words, not the blanks a paste left after
     if text.startswith("`"):
         # A line pasted into Markdown as code ("`Killed`", "```Traceback (most recent call last):").
         text = text.lstrip("`")

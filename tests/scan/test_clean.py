@@ -299,6 +299,10 @@ def test_a_line_pasted_as_markdown_emphasis_loses_its_markers_and_lookalikes_kee
     # last lines only
     assert clean_line(b"**Traceback (most recent call last):") == ("Traceback (most recent call last):", None)
     assert clean_line(b"_queue.Empty**") == ("_queue.Empty", None)
+    # Markdown's hard line break (two blanks) or an editor's padding after a marker
+    assert clean_line(b"_queue.Empty**  ") == ("_queue.Empty", None)
+    assert clean_line(b"`Killed` \t") == ("Killed", None)
+    assert clean_line(b"**Segmentation fault**   ") == ("Segmentation fault", None)
     assert clean_line(b"RuntimeError: DataLoader worker (pid(s) 1458) exited unexpectedly**") == (
         "RuntimeError: DataLoader worker (pid(s) 1458) exited unexpectedly", None
     )
