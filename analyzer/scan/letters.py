@@ -19,18 +19,27 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional
+from typing import Dict, Iterator, List, Match, Optional, Tuple
 
 _ANSI = rb"(?:\x1b\[[0-9;]*m)*"
 # A line that starts with letters (after GitHub's timestamp, colour codes, and pytest's file name without
 # -v), or a separator line. Letters followed by a lower-case one start a word ("Fatal", "subprocess",
-# "Exception", "RuntimeError"): ``next`` holds it, and the word's start is not counted.
-_ROW = re.compile(
-    rb"(?m)^(?:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+Z )?" + _ANSI
+# "Exception", "RuntimeError"): ``next`` holds it, and the word's start is not counted. A first letter
+# followed by a lower-case one that is no letter ("step 3", "Error:") starts a word for sure: no row.
+_ROW_TEXT = (
+    rb"(?:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+Z )?" + _ANSI
     + rb"(?:(?P<sep>={5}|-{5})|(?P<xdist>created: \d+/\d+ workers?|\d+ workers? \[\d+ items?\])"
-    + rb"|(?:[\w./-]+\.py )?(?P<run>(?:" + _ANSI + rb"[.FEsxXRu])+)" + _ANSI
-    + rb"(?P<next>[a-z]?))"
+    + rb"|(?:[\w./-]+\.py )?(?P<run>" + _ANSI + rb"(?:\.|[FEsxXRu](?![a-rtvwyz]))(?:" + _ANSI
+    + rb"[.FEsxXRu])*)" + _ANSI + rb"(?P<next>[a-z]?))"
 )
+# What can start a row or a separator, after a newline, GitHub's timestamp or pytest's file name (any
+# timestamp the row allows ends in "Z "; xdist's header lines hold "worker"): each is a literal that sre
+# skims for, so lines are read only where one of them is, not at every line as "^" would be.
+_FIRST = rb"(?:[.=\-\x1b]|[FEsxXRu](?![a-rtvwyz]))"
+_ROW_HINTS = (
+    re.compile(rb"\n" + _FIRST), re.compile(rb"Z " + _FIRST), re.compile(rb"\.py (?:[.\x1b]|[FEsxXRu])"),
+)
+_ROW = re.compile(_ROW_TEXT)
 # The start of a word glued after letters: its lower-case letters, and a capital before them. A letter that
 # was a test's ("....Fsleeping") may go with it: the counts then disagree, and nothing is believed.
 _WORD_START = re.compile(rb"[FEXR]?[sxu]*$")
@@ -92,9 +101,9 @@ class ProgressLetters:
         if self.rows > MAX_ROWS:
             return
         at, line = 0, first_line
-        for m in _ROW.finditer(buf):
-            line += buf.count(b"\n", at, m.start())
-            at = m.start()
+        for start, m in _rows(buf):
+            line += buf.count(b"\n", at, start)
+            at = start
             region = self.regions[-1] if self.regions else None
             if m.group("sep") is not None:
                 if region is not None and not region.end:
@@ -146,3 +155,19 @@ class ProgressLetters:
         if after is None or after[1][0] not in _PASSING:
             return None
         return after[0]
+
+
+def _rows(buf: bytes) -> Iterator[Tuple[int, Match[bytes]]]:
+    """The letter rows and separators of ``buf`` in line order: where each one's line starts, its match."""
+    starts = {0}
+    for hint in _ROW_HINTS:
+        for m in hint.finditer(buf):
+            starts.add(buf.rfind(b"\n", 0, m.start() + 1) + 1)
+    at = buf.find(b"worker")
+    while at != -1:
+        starts.add(buf.rfind(b"\n", 0, at) + 1)
+        at = buf.find(b"worker", at + 1)
+    for start in sorted(starts):
+        m = _ROW.match(buf, start)
+        if m is not None:
+            yield start, m

@@ -9,6 +9,7 @@ events on purpose while another test fails. A test whose output looks like lette
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -16,7 +17,10 @@ from pathlib import Path
 from typing import List
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from analyzer.scan import letters as letters_module
 from analyzer.scan.letters import ProgressLetters, verdict_letters
 from tests.scan.test_attribution import scan, summary
 from tests.scan.test_engine_helpers import ENGINES
@@ -160,3 +164,19 @@ def test_verdict_letters_read_pytest_and_unittest_counts():
     assert verdict_letters("Ran 5 tests in 0.8s\n\nFAILED (failures=1, errors=1, skipped=1)") == {
         "F": 1, "E": 1, "s": 1, ".": 2}
     assert verdict_letters("1 failed, 2 passed, 3 subtests passed") is None
+
+
+ROW_TOKENS = [
+    b"\n", b".", b"F", b"E", b"s", b"x", b"u", b"R", b"X", b"=====", b"-----", b"step", b"Fatal", b"Error",
+    b"2024-01-09T18:41:23.1412660Z ", b"\x1b[32m", b"\x1b[0m", b"tests/test_x.py ", b"created: 2/2 workers",
+    b"1 worker [7 items]", b" [ 45%]", b"Z ", b".py ", b"a", b" ",
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(ROW_TOKENS), max_size=40).map(b"".join))
+def test_rows_are_found_wherever_a_line_starting_with_one_would_be(buf):
+    # The rows are looked for only where a literal that starts them is: the same as trying every line.
+    every_line = re.compile(rb"(?m)^" + letters_module._ROW_TEXT)
+    expected = [(m.start(), m.group()) for m in every_line.finditer(buf)]
+    assert [(start, m.group()) for start, m in letters_module._rows(buf)] == expected
