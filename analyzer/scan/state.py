@@ -397,6 +397,13 @@ class LogState:
         # Failures under a short test summary printed inside a passing test's report: the log's own only
         # if no report header follows (``None``: no such summary open).
         self.tentative: Optional[List[Match]] = None
+        # The number of closed runs when such a summary opened: verdicts taken for the log's own after it
+        # were the inner run's if a report header follows (pytest -q prints no start: only that tells).
+        self.tentative_closed = 0
+        # The passing test whose report such a summary came in, and the events opened on no test's lines
+        # under it: that test's inner run's if a report header follows (they happened in a passing test).
+        self.tentative_test: Optional[str] = None
+        self.tentative_events: List[Tuple[tuple, _Open]] = []
         self.echo_lines = (0, -1)  # the first and last line of the latest echo (its matches are dropped)
         # A void_at_end echo's last line and the matches it dropped, until the log shows it went on past it.
         self.echo_held: Optional[Tuple[int, List[Match]]] = None
@@ -467,6 +474,7 @@ class LogState:
     def _marker(self, match: Match, marker: str) -> None:
         if marker == HEADER_MARKER:
             if not self.depth:
+                self._tentative_was_inner()
                 self.tentative = None  # a report follows: that short summary was an inner run's
                 name = (match.groups.get("test") or "").strip()
                 self._set_context("header", match.line, normal_test_id(name) if name else None)
@@ -529,6 +537,11 @@ class LogState:
                 if section == SHORT_SUMMARY and unsure:
                     # A log prints one short summary, after its last report: one still to come makes
                     # the failures held under the one before an inner run's.
+                    self._tentative_was_inner()
+                    self.tentative_closed = len(self.closed_runs)
+                    self.tentative_test = self.ctx_test if self.ctx_kind == "header" and self.ctx_passed \
+                        else None
+                    self.tentative_events = []
                     self.tentative = []
                 else:
                     self._commit_tentative()
@@ -612,6 +625,36 @@ class LogState:
                     self.shutdowns_by_pid.pop(next(iter(self.shutdowns_by_pid)))
                 self.shutdowns_by_pid[(marker, pid)] = match
 
+    def _tentative_was_inner(self) -> None:
+        """A report header or another short summary follows the short summary held as maybe the log's own
+        (``tentative``): that summary was an inner run's, and so was a verdict taken for the log's own
+        after it (pytest -q prints no session start). The events on no test's lines under it happened in
+        the passing test whose report held it (``tentative_test``); with none known, they wait for the
+        outer run's verdict."""
+        held, self.tentative_events = self.tentative_events, []
+        if self.tentative is None:
+            return
+        if len(self.closed_runs) > self.tentative_closed:
+            self._verdict_was_inner(self.tentative_closed)
+            self.run_framed = self.run_framed or self.session_seen
+        test = self.tentative_test
+        for key, opened in held if test is not None else ():
+            # It happened in the passing test whose report held that run: as if its header were in force.
+            self.run_events.pop(id(opened), None)
+            if opened in self.closed_exits:
+                self.closed_exits.remove(opened)
+            if self.events.get(key) is not opened:
+                continue
+            del self.events[key]
+            opened.event = dataclasses.replace(opened.event, test=test, exit_path=False, verdict_before=None,
+                                               test_finished=True, progress_line=0)
+            opened.inner, opened.run_passed = False, None
+            found = self.events.setdefault(_repeat_key(opened.event.match, test), opened)
+            if found is not opened:
+                found.repeats += opened.repeats
+            if self.want_id is not None and "::" not in test:
+                self.want_id(test, opened.event.match.line)
+
     def _failed_as_expected(self, verdict: Match) -> None:
         """A passing ``verdict`` counts the failures its run printed as expected (Catch2's "2 failed as
         expected" of [!shouldfail] tests): they were handled, each a notice, and no test of the run failed.
@@ -669,13 +712,16 @@ class LogState:
             if not opened.event.match.rule.voids_verdict or opened.inner:
                 opened.run_passed = verdict
 
-    def _verdict_was_inner(self) -> None:
-        """The verdicts taken for the log's own since its run was last seen starting were inner runs': the
-        failures reported under them were those runs' (the outer test that ran them is judged by the outer
-        run), and their events on no test's lines wait for the outer run's verdict."""
-        closed, self.closed_runs = self.closed_runs, []
-        exits, self.closed_exits = self.closed_exits, []
-        self.closed_sandboxed = False
+    def _verdict_was_inner(self, kept: int = 0) -> None:
+        """The verdicts taken for the log's own since its run was last seen starting (all but the first
+        ``kept`` of them) were inner runs': the failures reported under them were those runs' (the outer
+        test that ran them is judged by the outer run), and their events on no test's lines wait for the
+        outer run's verdict."""
+        closed, self.closed_runs = self.closed_runs[kept:], self.closed_runs[:kept]
+        after = closed[0][2].line if kept and closed[0][2] is not None else 0
+        exits = [o for o in self.closed_exits if o.event.match.line > after]
+        self.closed_exits = [o for o in self.closed_exits if o.event.match.line <= after]
+        self.closed_sandboxed = self.closed_sandboxed and bool(kept)
         for opened in exits:
             opened.event = dataclasses.replace(opened.event, exit_path=False, verdict_before=None)
             opened.inner, opened.run_passed = True, None
@@ -800,6 +846,7 @@ class LogState:
     def _commit_tentative(self) -> None:
         """The short summary the held failures came under was the log's own: they failed."""
         held, self.tentative = self.tentative, None
+        self.tentative_events = []
         for match in held or ():
             self._failed(match, normal_test_id(match.groups.get("test") or ""))
 
@@ -899,6 +946,10 @@ class LogState:
             if self.line_events[0] != match.line:
                 self.line_events = (match.line, [])
             self.line_events[1].append((key, opened))
+        if opened is not None and kind in ("", "verdict") and test is None and not self.depth \
+                and self.tentative is not None and self.tentative_test is not None \
+                and len(self.tentative_events) < MAX_TENTATIVE:
+            self.tentative_events.append((key, opened))
         if opened is not None and kind == "test" and self.ctx_kind == "header" and self.ctx_unsure:
             opened.outcome_by_verdict = True
         if opened is not None and match.rule.kind is Kind.CRASH:

@@ -15,6 +15,7 @@ as data (a Docker json-file or CRI record: the tools above prefix the text a rec
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -48,6 +49,8 @@ PREFIXES = {
     "indented": b"    ",
     "indented-tab": b"\t",
 }
+# A line of an issue's Markdown block quote; pytest's own ">       assert x" is indented after its mark.
+_QUOTED = re.compile(rb"^> [^ ]")
 _PASTED = ("tmux", "wrapped", "blockquot", "markdown", "backtick", "midword", "italic", "-cols-")
 SAMPLE_EVERY = 9
 
@@ -80,6 +83,8 @@ def _lost(name, edit, catalogue, tmp_path):
             continue  # ctest -V numbers its tests' lines as srun does its tasks': such a log keeps both
         if name.startswith("indented") and sum(1 for line in body if line.strip()) < MIN_LINES:
             continue  # too few lines to tell an indented paste from a line's own indent
+        if any(_QUOTED.match(line) for line in body):
+            continue  # an issue's Markdown quote ("> Error: ..."): the prefix would sit before the quote mark
         plain, edited = tmp_path / "plain.log", tmp_path / "edited.log"
         plain.write_bytes(b"\n".join(body))
         edited.write_bytes(b"\n".join(edit(line) if line else line for line in body))
