@@ -50,7 +50,7 @@ PREFIXES = {
     "indented-tab": b"\t",
 }
 # A line of an issue's Markdown block quote; pytest's own ">       assert x" is indented after its mark.
-_QUOTED = re.compile(rb"^> [^ ]")
+_QUOTED = re.compile(rb"(?m)^> [^ ]")
 _PASTED = ("tmux", "wrapped", "blockquot", "markdown", "backtick", "midword", "italic", "-cols-")
 SAMPLE_EVERY = 9
 
@@ -63,7 +63,10 @@ def _sample():
 
 
 def _stored_as_is(data: bytes) -> bool:
-    return b"\n```" in data or _CONTAINER_STREAM.search(data) is not None
+    """A Markdown paste (a code fence, an issue's block quote: the prefix would sit inside or before the
+    mark) or a container's records."""
+    return (b"\n```" in data or _QUOTED.search(data) is not None
+            or _CONTAINER_STREAM.search(data) is not None)
 
 
 @pytest.fixture(scope="module")
@@ -83,8 +86,6 @@ def _lost(name, edit, catalogue, tmp_path):
             continue  # ctest -V numbers its tests' lines as srun does its tasks': such a log keeps both
         if name.startswith("indented") and sum(1 for line in body if line.strip()) < MIN_LINES:
             continue  # too few lines to tell an indented paste from a line's own indent
-        if any(_QUOTED.match(line) for line in body):
-            continue  # an issue's Markdown quote ("> Error: ..."): the prefix would sit before the quote mark
         plain, edited = tmp_path / "plain.log", tmp_path / "edited.log"
         plain.write_bytes(b"\n".join(body))
         edited.write_bytes(b"\n".join(edit(line) if line else line for line in body))
