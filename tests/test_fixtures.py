@@ -60,8 +60,9 @@ MAX_FIXTURE_BYTES = 256 * 1024  # a healthy suite kept whole (negative/*-suite.l
 # older torch_xla TPU memory and TCPStore wordings (recall16)
 # 90 kB for torch's c10d rendezvous backend suite under pytest and unittest, and its broken twin (healthy10)
 # 8 kB for a torchrun twin whose ranks fail differently and a report whose rows all died of SIGABRT (dedup10)
-# 26 kB for pytest -q -s and -s runs and unittest runs read by their progress letters, and their twins (attrib10)
-# 111 kB for pytest-instafail's and pytest-xdist's own suites (inner quiet runs stopped at collection) and a twin (healthy11)
+# 26 kB for pytest -q -s and -s runs and unittest runs read by their progress letters, and twins (attrib10)
+# 111 kB for pytest-instafail's and pytest-xdist's own suites (inner quiet runs stopped at collection)
+# and a twin (healthy11)
 MAX_CORPUS_BYTES = (7 * 512 * 1024 + 100_000 + 16 * 1024 + 283_000 + 93_000 + 6_000 + 3_000 + 11_000 + 11_000
                     + 4_000 + 7_000 + 3_000 + 2_000 + 2_000 + 1_000 + 14_000 + 50_000 + 6_000 + 6_000
                     + 37_000 + 14_000 + 6_000 + 59_000 + 4_000 + 17_000 + 3_000 + 17_000
