@@ -767,14 +767,14 @@ def _told_again_by(
     match: Match,
     again: Sequence[LogEvent],
     excerpt: str,
-    groups: Optional[Mapping[str, Optional[str]]] = None,
+    groups: Mapping[str, Optional[str]],
 ) -> Tuple[str, str, int]:
     """What the events ``match`` absorbed add: to its message, to ``excerpt`` their lines outside it,
     and how many of them said what was already said (a kernel's assertion printed by each of its
     threads), which count as repeats instead. ``groups``: the teller's, with what its own rule's lines
     told added (``_with_groups_told``); a line of its rule that adds nothing more is told in the excerpt."""
     message = ""
-    own = format_message(match.rule.message, groups if groups is not None else match.groups)
+    own = format_message(match.rule.message, groups)
     said = {_clip(own, MAX_QUOTE_CHARS)}
     repeats = 0
     for other in again:
@@ -787,7 +787,7 @@ def _told_again_by(
         within = match.line <= other.match.line and other.match.end_line <= match.end_line
         # Of its own rule, or a shorter reading of the teller's own lines (a terminate's first line read
         # as "its what() is not in the log" when the what() follows): nothing the teller does not say.
-        restates = (other.match.rule is match.rule and groups is not None) or within
+        restates = other.match.rule is match.rule or within
         adds_nothing = restates and all(v in own for v in values)
         if not adds_nothing:
             message += TOLD_AGAIN.format(message=told, where=_where(other.match, match.path))
