@@ -173,10 +173,21 @@ ROW_TOKENS = [
 ]
 
 
-@settings(max_examples=300, deadline=None)
-@given(st.lists(st.sampled_from(ROW_TOKENS), max_size=40).map(b"".join))
-def test_rows_are_found_wherever_a_line_starting_with_one_would_be(buf):
-    # The rows are looked for only where a literal that starts them is: the same as trying every line.
+def _hints(engine):
+    return [letters_module._compiled_hints() if engine == "hyperscan" else None]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_rows_are_found_wherever_a_line_starting_with_one_would_be(engine, monkeypatch):
+    # The rows are looked for only where a literal that starts them is (Hyperscan's pass, or re's and
+    # bytes.find's): the same rows as trying every line.
+    monkeypatch.setattr(letters_module, "_HINTS", _hints(engine))
     every_line = re.compile(rb"(?m)^" + letters_module._ROW_TEXT)
-    expected = [(m.start(), m.group()) for m in every_line.finditer(buf)]
-    assert [(start, m.group()) for start, m in letters_module._rows(buf)] == expected
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.lists(st.sampled_from(ROW_TOKENS), max_size=40).map(b"".join))
+    def check(buf):
+        expected = [(m.start(), m.group()) for m in every_line.finditer(buf)]
+        assert [(start, m.group()) for start, m in letters_module._rows(buf)] == expected
+
+    check()
