@@ -114,6 +114,8 @@ def _section(rule: Rule) -> List[str]:
         facts.append(f"severity `{rule.severity.value if rule.severity else ''}`")
     if rule.root_cause:
         facts.append("root cause: outranks every other error")
+    if rule.at_end:
+        facts.append("reported at the block's last line")
     if rule.voids_verdict:
         facts.append("a passing verdict after it does not handle it")
     if rule.collateral_after:
@@ -142,6 +144,8 @@ def _section(rule: Rule) -> List[str]:
     lines.append("- " + "; ".join(facts))
     if rule.message:
         lines.append(f"- message: {_code(rule.message)}")
+    if rule.inner_message:
+        lines.append(f"- message in a test's inner run: {_code(rule.inner_message)}")
     lines.append("")
     if rule.is_block:
         lines.extend(_fenced("start", rule.start or "", "regex"))

@@ -79,6 +79,7 @@ RULE = Table(
         Key("kind", schema.choice(KINDS, Kind), required=True, shapes=_FINDINGS),
         Key("severity", schema.choice(SEVERITIES, Severity), required=True, shapes=_FINDINGS),
         Key("message", schema.one_line, default="", required=_FINDINGS),
+        Key("inner_message", schema.one_line, default="", shapes=_FINDINGS),
         Key("doc", schema.text, required=True),
         Key("pattern", schema.text, shapes=frozenset({LINE, MARKER_LINE})),
         Key("start", schema.text, shapes=_BLOCKS),
@@ -86,6 +87,7 @@ RULE = Table(
         Key("capture", schema.text, shapes=_BLOCKS, misplaced=_ONLY_BLOCK),
         Key("cut_short", schema.text, shapes=_BLOCKS, misplaced=_ONLY_BLOCK),
         Key("max_lines", schema.count(2, "lines"), default=200, shapes=_BLOCKS, misplaced=_ONLY_BLOCK),
+        Key("at_end", schema.flag, default=False, shapes=_BLOCKS, misplaced=_ONLY_BLOCK),
         Key("ignore_case", schema.flag, default=False, shapes=_PATTERNED),
         Key("literals", schema.strings(), default=(), shapes=_PATTERNED),
         Key("examples", _examples, shapes=_PATTERNED),
@@ -278,6 +280,8 @@ def parse_rule(
             groups.update(rx.groupindex)
         if values["message"]:
             _check_message(values["message"], groups, source, f"{where}.message")
+        if values["inner_message"]:
+            _check_message(values["inner_message"], groups, source, f"{where}.inner_message")
         _check_fold_groups(values["fold_groups"], groups, source, f"{where}.fold_groups")
     examples = values["examples"]
     if examples is None and require_examples and shape != GUARD:
@@ -292,6 +296,7 @@ def parse_rule(
         kind=values["kind"],
         severity=values["severity"],
         message=values["message"],
+        inner_message=values["inner_message"],
         doc=values["doc"],
         pattern=values["pattern"],
         start=values["start"],
@@ -308,6 +313,7 @@ def parse_rule(
         void_at_end=values["void_at_end"],
         collateral_after=values["collateral_after"],
         root_cause=values["root_cause"],
+        at_end=values["at_end"],
         voids_verdict=values["voids_verdict"],
         same_event_as=values["same_event_as"],
         same_event_lines=values["same_event_lines"],

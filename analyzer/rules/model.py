@@ -21,6 +21,10 @@ Keys that steer ranking (see ``analyzer/scan/rank.py``):
 - ``collateral_after``: marker names; a match that comes after one of them in the same file is
   collateral damage (a warning pointing at the root cause), not a second root cause.
 - ``root_cause``: a match of this rule outranks every other error (torchrun's "Root Cause" block).
+- ``inner_message``: the message of an event that happened inside a test (in its inner run: pytester's,
+  a subprocess's), where ``message`` speaks of the log's own run ("pytest stopped before running any test").
+- ``at_end``: a block's finding points at its last line, the exception that says why, not at the
+  header that only announces it (torch.multiprocessing.spawn's "-- Process 1 terminated with ...").
 - ``voids_verdict``: the event says the run was cut short (pytest-timeout's session timeout), so the
   passing verdict printed after it does not mean the run handled it.
 - ``fallback``: the rule tells a failed exit status (a CI step's, the guarded command's) and nothing
@@ -83,6 +87,8 @@ class Rule:
     void_at_end: bool = False  # an echo that does not hold when the log ends with it or an event follows
     collateral_after: Tuple[str, ...] = ()
     root_cause: bool = False
+    inner_message: str = ""  # the message of an event inside a test, in its inner run (else ``message``)
+    at_end: bool = False  # a block's finding points at its last line (the exception), not its header
     voids_verdict: bool = False  # the run's passing verdict after this event does not handle it
     same_event_as: Tuple[str, ...] = ()  # ids of rules whose nearby match tells this rule's event again
     same_event_lines: int = 0  # how many lines may lie between the two matches

@@ -47,6 +47,8 @@ from .clean import (
     visible_excerpt,
 )
 from .match import Match
+from .state import TRACEBACK_MARKER
+from .went_on import RankWatch
 from .sources import Source, Unscannable
 
 ENGINES = ("auto", "hyperscan", "python")
@@ -370,6 +372,7 @@ class _SourceScan:
         self.early_line = 0
         self.early_rules: Set[int] = set()
         self.memo: Dict[bytes, _Seen] = {}  # a line's bytes -> what matching them gave (``_line``)
+        self.ranks = RankWatch()  # whether a rank printed on after its traceback (``went_on``)
 
     def run(self, source: Source) -> Iterator[Match]:
         try:
@@ -402,6 +405,8 @@ class _SourceScan:
                     if lines:
                         self.view = (*attribution_view(buf, lines), first_line)
                 next_line = self._window(buf, first_line, self.finder(buf), joined)
+                if self.ranks.open:
+                    self.ranks.window(buf, first_line)
                 # A window that ends its last line has ``next_line - 1`` lines: no need to count them again.
                 last = last_content_line(buf, first_line, next_line - 1 if buf.endswith(b"\n") else None)
                 if last and self.continued_rows:
@@ -716,6 +721,8 @@ class _SourceScan:
         if block.count > len(block.lines):
             excerpt += f"\n[... {block.count - len(block.lines)} more lines not shown]"
         end_line = max(end_line, block.line)
+        if block.rank is not None and self.rules[block.index].marker == TRACEBACK_MARKER:
+            self.ranks.watch(block.rank, end_line)
         pending = (
             block.line, block.index, end_line, block.text, excerpt, block.groups, block.rank, block.progress
         )

@@ -81,7 +81,9 @@ class LogScan:
             tracker.carry, tracker.outcomes, tracker.ids, scanner.next_line - 1, progress_row=tracker.row,
             letters=tracker.letters,
         ))
-        self._result = dataclasses.replace(result, last_content=scanner.last_content)
+        self._result = dataclasses.replace(
+            result, last_content=scanner.last_content, ranks_gone_on=scanner.ranks.result()
+        )
 
     def result(self) -> LogFindings:
         """The log's state for ``combine``; raises ``RuntimeError`` before ``run`` returned."""

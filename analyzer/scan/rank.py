@@ -64,7 +64,7 @@ from ..model import (
     Severity,
 )
 from ..rules.loader import EXIT_FIELD_SUFFIX, fill_template
-from ..rules.model import Catalogue, Rule
+from ..rules.model import CUT_SHORT_GROUP, Catalogue, Rule
 from .match import Match
 from .same_event import (
     EXCEPTION_GROUPS,
@@ -219,6 +219,9 @@ def rank(
     roots: Dict[int, Set[Optional[Tuple[str, str]]]] = {}  # log index -> whom its root-cause errors name
     for index, _log, event, handled, test in events:
         again = told_again.told.get(id(event), ())
+        row_traceback = crashes.row_traceback.get(id(event))
+        if row_traceback is not None and event.traceback is None:
+            event = dataclasses.replace(event, traceback=row_traceback)
         finding = _finding(
             event,
             test,
@@ -686,7 +689,8 @@ def _finding(
             message = TEST_FAILED.format(test=name)
         message = _one_line(message)
         return Finding(kind, rule.id, severity, match.path, match.line, message, excerpt, test=test)
-    message = format_message(rule.message, groups) + told_again
+    said = rule.inner_message if rule.inner_message and _in_a_test(event, test, again) else rule.message
+    message = format_message(said, groups) + told_again
     stack_event = event if event.stack is not None else stack
     site = crash_site(stack_event.stack) if stack_event is not None and stack_event.stack else None
     if site is not None:
@@ -744,11 +748,29 @@ def _finding(
         rule=rule.id,
         severity=severity,
         path=match.path,
-        line=match.line,
+        line=_finding_line(match),
         message=_one_line(message),
         excerpt=excerpt,
         test=test,
     )
+
+
+def _in_a_test(event: LogEvent, test: Optional[str], again: Sequence[LogEvent]) -> bool:
+    """Whether ``event`` happened inside a test of the log's own run: in a test's inner run (pytester's,
+    a subprocess's), on a test's lines, or told again by a test's failure ("t.py::test_x FAILED"; a module's
+    "ERROR tests/t.py" is the log's own run failing to collect it)."""
+    if event.inner or test is not None:
+        return True
+    return any(a.match.rule.kind is Kind.TEST_FAILURE and "::" in (a.match.groups.get("test") or "")
+               for a in again)
+
+
+def _finding_line(match: Match) -> int:
+    """Where a finding points: an ``at_end`` block's last line when its end (the exception) is in the
+    log; a block cut before it keeps its header, the only line that says what happened."""
+    if match.rule.at_end and CUT_SHORT_GROUP not in match.groups.values():
+        return match.end_line
+    return match.line
 
 
 def _with_groups_told(match: Match, again: Sequence[LogEvent]) -> Mapping[str, Optional[str]]:
@@ -954,7 +976,8 @@ def _ranks_raised(
     A rank's traceback is told when a rule matched its lines (the NCCL error, the peer's lost connection
     it ends in: their grading stands) or the failure of an error attached it; one printed after a
     shutdown marker (the SignalException of the launcher's own SIGTERM) or in a test that did not fail
-    is not the rank's own failure."""
+    is not the rank's own failure, nor one the rank printed on after (``LogFindings.ranks_gone_on``: it
+    caught the exception and logged it)."""
     if not log.rank_tracebacks or not roots or RANK_RAISED_RULE in catalogue.ignore_rules:
         return []
     try:
@@ -972,6 +995,8 @@ def _ranks_raised(
         if first_shutdown is not None and tb.end_line >= first_shutdown:
             continue
         if tb.test is not None and (tb.test not in log.failed or log.rerun_passed):
+            continue
+        if (int(who[1]), tb.end_line) in log.ranks_gone_on:  # caught and logged: the rank printed on
             continue
         if any(tb.line <= e.match.line <= tb.end_line or e.match.line <= tb.line <= e.match.end_line
                for e in log.events):

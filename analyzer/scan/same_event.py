@@ -19,7 +19,7 @@ from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
 from ..exits import windows_status_name
 from ..model import Kind, Severity
 from .match import Match
-from .state import TRACEBACK_MARKER, LogEvent, LogFindings, identity_of, stack_frames
+from .state import TRACEBACK_MARKER, Identity, LogEvent, LogFindings, identity_of, stack_frames
 
 EXCEPTION_GROUPS = ("exception", "exc")
 MERGE_KINDS = (Kind.CRASH, Kind.SIGNAL_EXIT, Kind.WORKER_FAILURE)
@@ -379,6 +379,8 @@ class Merged:
     told: Dict[int, List[LogEvent]] = dataclasses.field(default_factory=dict)  # teller -> crash lines it told
     # a report's root cause -> the other rows of its signal (``_same_signal_rows``), also in ``told``
     rows: Dict[int, List[LogEvent]] = dataclasses.field(default_factory=dict)
+    # a report's row kept apart from the root cause, the only one -> the one other rank's own traceback
+    row_traceback: Dict[int, Tuple[str, Match]] = dataclasses.field(default_factory=dict)
 
 
 def one_event_one_finding(items: Sequence[Item]) -> Merged:
@@ -387,6 +389,7 @@ def one_event_one_finding(items: Sequence[Item]) -> Merged:
     worker's crash; crash lines of one signal without a worker are one crash, the first one tells it."""
     absorbed: Set[int] = set()
     crash_of: Dict[int, Tuple[str, LogEvent]] = {}
+    row_traceback: Dict[int, Tuple[str, Match]] = {}
     stack_of: Dict[int, LogEvent] = {}
     told_by: Dict[int, List[LogEvent]] = {}
     rows: Dict[int, List[LogEvent]] = {}
@@ -408,7 +411,7 @@ def one_event_one_finding(items: Sequence[Item]) -> Merged:
             else:
                 workers[pid] = item
             signals[pid] = signals.get(pid) or signal_of(event.match)
-        _same_signal_rows(workers, signals, absorbed, rows)
+        _same_signal_rows(workers, signals, absorbed, rows, row_traceback)
         # torchrun's "ChildFailedError" line heads the report whose rows (Root Cause, other Failures)
         # name the workers, and ends the agent's traceback that its log line of the first failure
         # ("failed (exitcode: -9) local_rank: 3 (pid: 407727) of binary: ...") comes right before
@@ -466,7 +469,7 @@ def one_event_one_finding(items: Sequence[Item]) -> Merged:
                 crash_primary.setdefault(signame, []).append((item, who))
     for teller, told in rows.items():
         told_by.setdefault(teller, []).extend(told)
-    return Merged(absorbed, crash_of, stack_of, told_by, rows)
+    return Merged(absorbed, crash_of, stack_of, told_by, rows, row_traceback)
 
 
 def _same_signal_rows(
@@ -474,29 +477,58 @@ def _same_signal_rows(
     signals: Dict[str, Optional[str]],
     absorbed: Set[int],
     rows: Dict[int, List[LogEvent]],
+    row_traceback: Dict[int, Tuple[str, Match]],
 ) -> None:
     """The other rows of a launcher's report (torchrun's "Failures:") whose workers died of the signal its
     root cause died of, on no shutdown's account, in the same test: one event the root cause tells. A
     collective that timed out makes every rank's NCCL watchdog abort at once (each row "-6", SIGABRT,
     the same second); torchrun kills the others with its closing signal only after it saw the first
     die, so a row of the root cause's own signal died of the same thing. A row of another signal, or of
-    an exit code, is a death of its own (a rank that raised while another segfaulted)."""
+    an exit code, is a death of its own (a rank that raised while another segfaulted). So are rows of
+    ranks that each show their own cause: when the root cause's rank and as many other ranks as there are
+    such rows ended in exceptions of other types before it (rank 0's RuntimeError, rank 1's KeyError,
+    each then aborting), they hit one signal for different reasons. A row names no rank, so only a count
+    that matches says whose they are; one stray traceback among eight aborting ranks folds as before."""
     roots = [w for w in workers.values() if w[2].match.rule.root_cause]
     for root in roots:
         signame = signals.get(pid_of(root[2].match) or "")
         if signame is None:
             continue
-        for pid, worker in list(workers.items()):
+        same = []
+        for pid, worker in workers.items():
             match = worker[2].match
             if worker is root or match.rule.kind is not Kind.SIGNAL_EXIT or worker[2].shutdown is not None:
                 continue
             if signals.get(pid) != signame or worker[4] != root[4] or worker[0] != root[0]:
                 continue
-            if not 0 <= root[2].match.line - match.end_line <= _REPORT_ROWS_LINES:
-                continue
-            absorbed.add(id(worker[2]))
-            rows.setdefault(id(root[2]), []).append(worker[2])
-            del workers[pid]
+            if 0 <= root[2].match.line - match.end_line <= _REPORT_ROWS_LINES:
+                same.append(pid)
+        others = _other_causes(root)
+        if same and len(same) == len(others):
+            if len(same) == 1:  # one row, one other rank: the row is that rank's death
+                row_traceback[id(workers[same[0]][2])] = ("rank " + others[0][0][1], others[0][1])
+            continue
+        for pid in same:
+            absorbed.add(id(workers[pid][2]))
+            rows.setdefault(id(root[2]), []).append(workers.pop(pid)[2])
+
+
+def _other_causes(root: Item) -> List[Tuple[Identity, Match]]:
+    """The ranks other than the root cause's that ended in an exception of a type other than its rank's,
+    each with its last ``[rankN]:`` traceback before the report (none when the root cause's rank shows
+    none). A traceback its rank printed on after (``LogFindings.ranks_gone_on``) was handled: no cause."""
+    log, match = root[1], root[2].match
+    causes: Dict[Identity, Tuple[str, Match]] = {}
+    for tb in log.rank_tracebacks:
+        who = identity_of(tb, use_rank_prefix=True)
+        said = next((tb.groups[g] for g in EXCEPTION_GROUPS if tb.groups.get(g)), None)
+        if who is None or not said or tb.line > match.line or (int(who[1]), tb.end_line) in log.ranks_gone_on:
+            continue
+        causes[who] = (said.split(":", 1)[0].strip(), tb)
+    mine = causes.pop(identity_of(match, use_rank_prefix=True) or ("", ""), None)
+    if mine is None:
+        return []
+    return [(who, tb) for who, (cause, tb) in causes.items() if cause != mine[0]]
 
 
 def peers_lost(items: Sequence[Item]) -> ToldAgain:

@@ -49,7 +49,7 @@ those caps, whatever the size of the log.
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable, Dict, Iterable, Iterator, List, NamedTuple, Optional, Set, Tuple
+from typing import Callable, Dict, FrozenSet, Iterable, Iterator, List, NamedTuple, Optional, Set, Tuple
 
 import regex
 
@@ -176,6 +176,7 @@ class LogEvent:
     recovered: Optional[Tuple[Match, Match]] = None
     last_traceback: Optional[Match] = None  # a fallback rule's: the last traceback printed before it
     run_passed: Optional[Match] = None  # the passing verdict of its test run (it was on no test's lines)
+    inner: bool = False  # in a test's inner run (pytester, a subprocess), on none of its tests' lines
     # Its ``test`` is the one another log showed running when its line arrived (``Across``): where that
     # log stood a little before, and the test running there (None: none), from which the outcomes are
     # read once the run is over.
@@ -209,6 +210,8 @@ class LogFindings:
     # each rank's last Python traceback (a "[rankN]:" prefix, or a rank group), in line order
     rank_tracebacks: Tuple[Match, ...] = ()
     last_content: int = 0  # the log's last line that says something (clean.last_content_line)
+    # (rank, a traceback's last line) of the ranks that printed on after it (went_on.RankWatch)
+    ranks_gone_on: FrozenSet[Tuple[int, int]] = frozenset()
     ignored: bool = False  # the whole log matched an ignore.paths glob
     # (report header's name, the node id the log spells it with elsewhere) of the headers events were under
     header_ids: Tuple[Tuple[str, str], ...] = ()
@@ -1078,10 +1081,10 @@ class LogState:
                 # it: a crash in teardown or between tests took the run down.
                 event = dataclasses.replace(event, test_finished=False)
             if (opened.repeats != 1 or opened.reason != event.reason or opened.recovered is not None
-                    or opened.run_passed is not None or opened.arrived != event.arrived):
+                    or opened.run_passed is not None or opened.arrived != event.arrived or opened.inner):
                 event = dataclasses.replace(
                     event, repeats=opened.repeats, reason=opened.reason, recovered=opened.recovered,
-                    run_passed=opened.run_passed, arrived=opened.arrived,
+                    run_passed=opened.run_passed, arrived=opened.arrived, inner=opened.inner,
                 )
             if letters is not None and event.test is None and not event.exit_path and event.across is None \
                     and opened.run_passed is None and opened.recovered is None and self.verdict is not None \
