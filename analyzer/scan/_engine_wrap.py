@@ -60,6 +60,15 @@ _SPACE_WAS_HERE = re.compile(rb"[:,;]\n[A-Z][a-z]$")
 # cut's rest, it is lost and the passing test's events count as unfinished: errors. A failing outcome
 # ("FAIL", "FAILED", "ERROR") is left to the cut reading, where an event stays unfinished either way.
 _OUTCOME_ROW = re.compile(rb"(?:ok|PASSED|SKIPPED|XFAIL|expected failure|skipped '.*')(?: +\[ *\d+%\])?$")
+# A row that ends in a test's outcome on its progress line (unittest -v's "test_m (mod.C) ... ok", pytest -v
+# -s's "t.py::test_x PASSED", no percent column there) ends a line: the runner writes its newline right
+# after the outcome. unittest ids of one length make rows of one width, each ending in a letter before
+# the next id's "test_": read as cuts in a word, a short log became a terminal copy and its progress
+# lines were joined into one, so an event on the last of them went to the test three rows up.
+_OUTCOME_END = re.compile(
+    rb"(?: \.\.\. (?:ok|FAIL|ERROR|expected failure|unexpected success|skipped '.*')"
+    rb"|\.py::\S* (?:PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS|RERUN))$"
+)
 Piece = Tuple[int, int]  # a row of the window: its start and end offsets (no line ending)
 
 
@@ -107,7 +116,7 @@ def _cut_in_a_word(row: bytes, after: bytes) -> bool:
     if row[-1] == 32 and after[0] == 32:
         return False
     # A row that starts a record ends the cut; cleaning the row to see that costs most, so it comes last.
-    return _breaks_inside(row, after) and not _starts_a_record(after)
+    return _breaks_inside(row, after) and _OUTCOME_END.search(row) is None and not _starts_a_record(after)
 
 
 def _breaks_inside(row: bytes, after: bytes) -> bool:

@@ -92,10 +92,12 @@ _UNITTEST_LINE = re.compile(r"(?P<name>\w+) \((?P<cls>[\w.]+)\)(?: .*?)? \.\.\.(
 _PYTEST_OUTCOME = re.compile(r"[\s)](?:PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS)\b")
 _UNITTEST_OUTCOME = re.compile(r"^(?:ok|FAIL|ERROR|skipped\b|expected failure|unexpected success)")
 # The outcome word alone at the start of a line: pytest -s after a test's own output, or unittest
-# after a test that printed. The timestamp GitHub puts first may precede it.
+# after a test that printed. The timestamp GitHub puts first may precede it. pytest-rerunfailures's
+# RERUN ends an attempt so: the test went on with its next attempt, whose own line follows.
 _BARE_OUTCOME = re.compile(
     rb"(?m)^(?:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+Z )?[ \t]*"
-    rb"(?:PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS|ok|FAIL|skipped|expected failure|unexpected success)\b"
+    rb"(?:PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS|RERUN|ok|FAIL|skipped|expected failure"
+    rb"|unexpected success)\b"
 )
 _UNITTEST_ID = re.compile(r"^(?P<name>\w+) \((?P<cls>[\w.]+)\)")
 _UNITTEST_DOC_HEAD = re.compile(r"(?P<name>\w+) \((?P<cls>[\w.]+)\)$")

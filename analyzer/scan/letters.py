@@ -128,9 +128,9 @@ class ProgressLetters:
     def passed_after(self, line: int, verdict_line: int, verdict_text: str, since: int = 0) -> Optional[int]:
         """The line of the letter that says the test which printed ``line`` passed, when the letters of
         its run (the first rows after line ``since``, the verdict before it) account for the verdict at
-        ``verdict_line`` exactly; None when they do not, when the first letter after it is a failure, or
-        when no letter follows it in its run. (Rows after the run's separator are its reports' lines:
-        pytest's ``E   assert``, unittest's ``FAIL: test_x``.)"""
+        ``verdict_line`` exactly; None when they do not, when the first letter after it (past the R
+        of the reruns of its test) is a failure, or when no letter follows it in its run. (Rows after the
+        run's separator are its reports' lines: pytest's ``E   assert``, unittest's ``FAIL: test_x``.)"""
         if self.rows > MAX_ROWS:
             return None
         region = next((r for r in self.regions if r.start > since), None)
@@ -152,10 +152,13 @@ class ProgressLetters:
                 counts[letter] = counts.get(letter, 0) + 1
         if {k: v for k, v in counts.items() if v} != {k: v for k, v in expected.items() if v}:
             return None
-        after = next(((at, letters) for at, letters in region.rows if at > line), None)
-        if after is None or after[1][0] not in _PASSING:
-            return None
-        return after[0]
+        # pytest-rerunfailures runs a failed test again at once: its R letters come before that test's
+        # own outcome, the first other letter after them.
+        for at, letters in region.rows:
+            outcome = letters.lstrip("R") if at > line else ""
+            if outcome:
+                return at if outcome[0] in _PASSING else None
+        return None
 
 
 def _rows(buf: bytes) -> Iterator[Tuple[int, Match[bytes]]]:
