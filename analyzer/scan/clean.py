@@ -18,7 +18,8 @@ it: ``2024-01-09 18:41:23,123 ERROR    ``), a Kubernetes container log's
 loguru's ``2024-01-09 18:41:23.123 | ERROR    | train:main:42 - ``, Hydra's
 ``[2024-01-09 18:41:23,123][__main__][ERROR] - ``, Jenkins' timestamper (``14:13:08 ``), docker
 buildkit (``#9 31.55 ``), Buildkite's ``[2026-01-31T04:40:19Z] `` (its agent's own
-stamp, ``ESC _bk;t=MS BEL``, is a control string that ``strip_controls`` removes),
+stamp, ``ESC _bk;t=MS BEL``, is a control string that ``strip_controls`` removes), Taskcluster's
+``[task 2025-01-21T17:12:18.382Z] `` and ``[taskcluster 2017-01-25T23:31:13.787Z] ``,
 Python logging's ``[2024-01-09 18:41:23,123] [ERROR] `` and ``ERROR:pkg.module:``, glog and torch's
 C++ logging at levels I, W and E (``E0325 12:00:00.123 1234 file.cpp:12] ``,
 ``[E1206 18:44:12.7 ProcessGroupNCCL.cpp:607] ``), TensorFlow's and absl's
@@ -164,6 +165,10 @@ _LOGGER_PREFIX = re.compile(
     # bracketed time alone ("[18:41:23] ")
     r"|\[(?:\d{4}-\d\d-\d\d[ T])?\d\d:\d\d:\d\d(?:[.,]\d+)?Z?\] "
     r"(?:\[(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\] )?"
+    # Taskcluster's live log: the worker's own lines and the task's, each after its source and stamp
+    # ("[taskcluster 2017-01-25T23:31:13.787Z] ", generic-worker's TaskRun.Log; docker-worker's has a blank
+    # for the T; "[task 2025-01-21T17:12:18.382Z] " and "[fetches ...] " from Firefox CI's run-task)
+    r"|\[(?:taskcluster|task|fetches) \d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)\] "
     r"|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL):[\w.]+:(?=\S)"  # logging.basicConfig's default format
     r"|\[?[IWE]\d{3,4} \d\d:\d\d:\d+\.\d+ +(?:\d+ +)?[\w./-]+:\d+\]:? ?"  # glog, c10 (E321: no zero)
     r"|\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+: [IWE] [\w./-]+:\d+\] "  # TensorFlow's and absl's C++ logging

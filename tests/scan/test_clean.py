@@ -170,6 +170,24 @@ def test_buildkite_stamps_are_stripped():
     assert clean_speaking(kept, task_labels=False) == (kept.decode(), None, None)
 
 
+def test_taskcluster_sources_and_stamps_are_stripped():
+    # recall19. Firefox CI's run-task (mozilla/translations#1015, #1112: Z and +00:00 stamps), then the
+    # program's own prefix; generic-worker's own lines (TaskRun.Log) and docker-worker's blank for the T
+    raw = b"[task 2025-01-21T17:12:18.382Z] Traceback (most recent call last):"
+    assert clean_speaking(raw) == ("Traceback (most recent call last):", None, None)
+    raw = b"[task 2025-05-06T18:48:35.561+00:00] [train] Segmentation fault (core dumped)"
+    assert clean_speaking(raw)[0] == "[train] Segmentation fault (core dumped)"
+    raw = b"[task 2025-01-21T17:12:18.382Z] [2025-01-21 17:10:38] Killed"
+    assert clean_speaking(raw)[0] == "Killed"
+    for raw in (b"[taskcluster 2017-01-25T23:31:13.787Z] Killed",
+                b"[taskcluster 2016-10-04 17:09:02.626Z] Killed",
+                b"[fetches 2026-09-07T09:16:10.000Z] Killed"):
+        assert clean_speaking(raw)[0] == "Killed"
+    # a Markdown task list names a task without a stamp: its words stay
+    for kept in (b"[Task 20: RevenueDoughnutComponent]", b"[task 20] Killed", b"[task 2025-01-21] Killed"):
+        assert clean_speaking(kept)[0] == kept.decode()
+
+
 def test_python_logging_dashed_formats_are_stripped():
     # the logging cookbook's "%(asctime)s - %(name)s - %(levelname)s - %(message)s", and transformers'
     # examples (run_glue_no_trainer.py: levelname before name, datefmt "%m/%d/%Y %H:%M:%S")
