@@ -17,10 +17,13 @@ where they do not tell nothing, and its events keep the conservative reading (an
 
 from __future__ import annotations
 
+import functools
 import re
 import threading
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterator, List, Match, Optional, Tuple
+
+from .clean import strip_controls
 
 _ANSI = rb"(?:\x1b\[[0-9;]*m)*"
 # A line that starts with letters (after GitHub's timestamp, colour codes, and pytest's file name without
@@ -44,7 +47,6 @@ _ROW = re.compile(_ROW_TEXT)
 # The start of a word glued after letters: its lower-case letters, and a capital before them. A letter that
 # was a test's ("....Fsleeping") may go with it: the counts then disagree, and nothing is believed.
 _WORD_START = re.compile(rb"[FEXR]?[sxu]*$")
-_STRIP_ANSI = re.compile(rb"\x1b\[[0-9;]*m")
 # Letters kept per log: a run with more rows than this tells nothing (its events stay conservative).
 MAX_ROWS = 20000
 _PASSING = frozenset(".sxu")
@@ -66,12 +68,22 @@ class _Region:
     end: int = 0  # the separator's line (0: none seen yet)
     rows: List[tuple] = field(default_factory=list)  # (line, letters)
 
+    @functools.cached_property
+    def counts(self) -> Dict[str, int]:
+        """How many of each letter its rows hold (read once the log is over, when no row comes after)."""
+        counts: Dict[str, int] = {}
+        for _, letters in self.rows:
+            for letter in letters:
+                counts[letter] = counts.get(letter, 0) + 1
+        return counts
+
 
 def verdict_letters(verdict_text: str) -> Optional[Dict[str, int]]:
     """How many of each letter a pytest or unittest verdict's counts say were written, or None when it
     counts something letters do not show one for one (pytest 9's subtests) or is neither runner's."""
-    if _UNITTEST_RAN.search(verdict_text):
-        ran = int(_UNITTEST_RAN.search(verdict_text).group(1))
+    ran_line = _UNITTEST_RAN.search(verdict_text)
+    if ran_line is not None:
+        ran = int(ran_line.group(1))
         counts = {_UNITTEST_LETTER[k]: int(n) for k, n in _UNITTEST_COUNTS.findall(verdict_text)}
         counts["."] = ran - sum(counts.values())
         return counts if counts["."] >= 0 else None
@@ -88,7 +100,10 @@ def verdict_letters(verdict_text: str) -> Optional[Dict[str, int]]:
 class ProgressLetters:
     """The letter rows of a log, fed window by window; asked once the log is over."""
 
-    def __init__(self) -> None:
+    def __init__(self, hyperscan: bool = False) -> None:
+        """``hyperscan``: find the rows' lines with one Hyperscan pass where it is installed (the engine
+        the scan runs on); otherwise with ``re`` and ``bytes.find``, as the pure-Python engine does."""
+        self.hyperscan = hyperscan
         self.regions: List[_Region] = []
         self.rows = 0
         self._sep = 0  # the last separator line
@@ -102,7 +117,7 @@ class ProgressLetters:
         if self.rows > MAX_ROWS:
             return
         at, line = 0, first_line
-        for start, m in _rows(buf):
+        for start, m in _rows(buf, self.hyperscan):
             line += buf.count(b"\n", at, start)
             at = start
             region = self.regions[-1] if self.regions else None
@@ -114,7 +129,7 @@ class ProgressLetters:
             if m.group("xdist") is not None:
                 self.xdist = line
                 continue
-            letters = _STRIP_ANSI.sub(b"", m.group("run"))
+            letters = strip_controls(m.group("run"))
             if m.group("next"):
                 letters = _WORD_START.sub(b"", letters)
             if not letters:
@@ -146,11 +161,7 @@ class ProgressLetters:
         expected = verdict_letters(verdict_text)
         if expected is None:
             return None
-        counts: Dict[str, int] = {}
-        for _, letters in region.rows:
-            for letter in letters:
-                counts[letter] = counts.get(letter, 0) + 1
-        if {k: v for k, v in counts.items() if v} != {k: v for k, v in expected.items() if v}:
+        if {k: v for k, v in region.counts.items() if v} != {k: v for k, v in expected.items() if v}:
             return None
         after = next(((at, letters) for at, letters in region.rows if at > line), None)
         if after is None or after[1][0] not in _PASSING:
@@ -158,10 +169,11 @@ class ProgressLetters:
         return after[0]
 
 
-def _rows(buf: bytes) -> Iterator[Tuple[int, Match[bytes]]]:
-    """The letter rows and separators of ``buf`` in line order: where each one's line starts, its match."""
+def _rows(buf: bytes, hyperscan: bool) -> Iterator[Tuple[int, Match[bytes]]]:
+    """The letter rows and separators of ``buf`` in line order: where each one's line starts, its match
+    (``hyperscan``: found with Hyperscan's pass where it is installed)."""
     starts = {0}
-    hints = _hint_database()
+    hints = _hint_database() if hyperscan else None
     if hints is not None:
         from ._engine_prefilter import _match_ends  # here: the engine's modules import this one
 
@@ -190,19 +202,12 @@ _HYPERSCAN_HINTS = (
     rb"worker",
 )
 _SCRATCH = threading.local()  # one scratch space per thread (the guard scans stdout and stderr at once)
-_HINTS: List[Any] = []  # [the compiled database, or None where Hyperscan is missing or cannot run]
-_HINTS_LOCK = threading.Lock()
 
 
+# (Two threads asking first at once may each compile it: either database serves.)
+@functools.lru_cache(maxsize=None)
 def _hint_database() -> Any:
-    if not _HINTS:
-        with _HINTS_LOCK:
-            if not _HINTS:
-                _HINTS.append(_compiled_hints())
-    return _HINTS[0]
-
-
-def _compiled_hints() -> Any:
+    """The compiled hints, or None where Hyperscan is missing or cannot run."""
     try:
         import hyperscan
 

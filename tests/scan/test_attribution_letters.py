@@ -94,6 +94,17 @@ def test_events_of_passing_tests_are_notices_when_another_test_failed(tmp_path, 
     assert ("pytest-test-outcome", "error") in {(f.rule, f.severity.value) for f in found}
 
 
+def test_the_pure_python_engine_finds_the_letters_without_hyperscan(tmp_path, monkeypatch):
+    # --engine python is the column that must run where Hyperscan does not: its letters' hints are re's.
+    log = run(tmp_path, ["-m", "pytest", "-p", "no:cacheprovider", "-q", "-s", "test_events.py"])
+
+    def no_hyperscan():
+        raise AssertionError("the python engine asked for Hyperscan's hints")
+
+    monkeypatch.setattr(letters_module, "_hint_database", no_hyperscan)
+    assert severities(log, "python")[line_of(log, TIMEOUT_LINE)] == "notice"
+
+
 @pytest.mark.parametrize("engine", ENGINES)
 def test_an_event_of_the_test_that_failed_stays_an_error(tmp_path, engine):
     # The crash's own test fails (it expected the child to exit 0): the letter after the crash is its F.
@@ -173,21 +184,17 @@ ROW_TOKENS = [
 ]
 
 
-def _hints(engine):
-    return [letters_module._compiled_hints() if engine == "hyperscan" else None]
-
-
 @pytest.mark.parametrize("engine", ENGINES)
-def test_rows_are_found_wherever_a_line_starting_with_one_would_be(engine, monkeypatch):
+def test_rows_are_found_wherever_a_line_starting_with_one_would_be(engine):
     # The rows are looked for only where a literal that starts them is (Hyperscan's pass, or re's and
     # bytes.find's): the same rows as trying every line.
-    monkeypatch.setattr(letters_module, "_HINTS", _hints(engine))
     every_line = re.compile(rb"(?m)^" + letters_module._ROW_TEXT)
 
     @settings(max_examples=300, deadline=None)
     @given(st.lists(st.sampled_from(ROW_TOKENS), max_size=40).map(b"".join))
     def check(buf):
         expected = [(m.start(), m.group()) for m in every_line.finditer(buf)]
-        assert [(start, m.group()) for start, m in letters_module._rows(buf)] == expected
+        found = letters_module._rows(buf, engine == "hyperscan")
+        assert [(start, m.group()) for start, m in found] == expected
 
     check()
