@@ -26,22 +26,34 @@ from typing import Any, Dict, Iterator, List, Match, Optional, Tuple
 from .clean import strip_controls
 
 _ANSI = rb"(?:\x1b\[[0-9;]*m)*"
-# A line that starts with letters (after GitHub's timestamp, colour codes, and pytest's file name without
-# -v), or a separator line. Letters followed by a lower-case one start a word ("Fatal", "subprocess",
-# "Exception", "RuntimeError"): ``next`` holds it, and the word's start is not counted. A first letter
-# followed by a lower-case one that is no letter ("step 3", "Error:") starts a word for sure: no row.
+# The prefix a launcher writes before each line of the process it ran (``clean.py`` removes the same):
+# docker compose's "service-1  | " (coloured), torchrun --tee's "[default0]:" (role and local rank) and
+# the "[rank0]:" or "[0]:" of its log line prefix template. Its letters are that process's own run.
+_WHO = rb"(?:[\w.-]+ +\| |\[[A-Za-z_]*\d+\]: ?)"
+# A line that starts with letters (after GitHub's timestamp, colour codes, a launcher's prefix, and pytest's
+# file name without -v), or a separator line. Letters followed by a lower-case one start a word ("Fatal",
+# "subprocess", "Exception", "RuntimeError"): ``next`` holds it, and the word's start is not counted. A
+# first letter followed by a lower-case one that is no letter ("step 3", "Error:") starts a word for sure.
+# torchrun's tee writes its prefix before each piece of a line it read ("[default0]:..[default0]:F": the
+# letter came after it had read the dots: torch/distributed/elastic/multiprocessing/tail_log.py).
+# (A line that starts like a timestamp and is none, or not GitHub's, is no row: without that the prefix's
+# name would be tried over each timestamp's digits again, doubling the cost of a line the hints found.)
 _ROW_TEXT = (
-    rb"(?:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+Z )?" + _ANSI
+    rb"(?:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+Z |(?!\d{4}-))" + _ANSI
+    + rb"(?:(?P<who>" + _WHO + rb")" + _ANSI + rb")?"
     + rb"(?:(?P<sep>={5}|-{5})|(?P<xdist>created: \d+/\d+ workers?|\d+ workers? \[\d+ items?\])"
     + rb"|(?:[\w./-]+\.py )?(?P<run>" + _ANSI + rb"(?:\.|[FEsxXRu](?![a-rtvwyz]))(?:" + _ANSI
-    + rb"[.FEsxXRu])*)" + _ANSI + rb"(?P<next>[a-z]?))"
+    + rb"(?:(?P=who)" + _ANSI + rb")?[.FEsxXRu])*)" + _ANSI + rb"(?P<next>[a-z]?))"
 )
-# What can start a row or a separator, after a newline, GitHub's timestamp or pytest's file name (any
-# timestamp the row allows ends in "Z "; xdist's header lines hold "worker"): each is a literal that sre
-# skims for, so lines are read only where one of them is, not at every line as "^" would be.
+# What can start a row or a separator, after a newline, GitHub's timestamp, a launcher's prefix or pytest's
+# file name (any timestamp the row allows ends in "Z ", any prefix in "| " or "]:"; xdist's header lines
+# hold "worker"): each is a literal that sre skims for, so lines are read only where one of them is, not at
+# every line as "^" would be.
 _FIRST = rb"(?:[.=\-\x1b]|[FEsxXRu](?![a-rtvwyz]))"
 _ROW_HINTS = (
     re.compile(rb"\n" + _FIRST), re.compile(rb"Z " + _FIRST), re.compile(rb"\.py (?:[.\x1b]|[FEsxXRu])"),
+    # (one each: in an alternation sre no longer skims for a literal, and costs ten times as much)
+    re.compile(rb"\| " + _FIRST), re.compile(rb"\]: ?" + _FIRST),
 )
 _ROW = re.compile(_ROW_TEXT)
 # The start of a word glued after letters: its lower-case letters, and a capital before them. A letter that
@@ -65,6 +77,7 @@ class _Region:
 
     start: int
     after: int = 0  # the separator line before it (pytest's session start; 0: none, as under -q)
+    who: str = ""  # the launcher's prefix before its lines (``speaker``)
     end: int = 0  # the separator's line (0: none seen yet)
     rows: List[tuple] = field(default_factory=list)  # (line, letters)
 
@@ -106,7 +119,9 @@ class ProgressLetters:
         self.hyperscan = hyperscan
         self.regions: List[_Region] = []
         self.rows = 0
-        self._sep = 0  # the last separator line
+        # Per launcher's prefix (each process's own run, "": none): its last separator line, its last region.
+        self._sep: Dict[str, int] = {}
+        self._last: Dict[str, _Region] = {}
         # The last line of pytest-xdist's header: its controller writes the letters of reports as they
         # come from any worker while the workers' children write to the terminal, so whose letter follows
         # an event the log does not say.
@@ -120,43 +135,57 @@ class ProgressLetters:
         for start, m in _rows(buf, self.hyperscan):
             line += buf.count(b"\n", at, start)
             at = start
-            region = self.regions[-1] if self.regions else None
+            who = _speaker_key(m.group("who"))
+            region = self._last.get(who)
             if m.group("sep") is not None:
                 if region is not None and not region.end:
                     region.end = line
-                self._sep = line
+                self._sep[who] = line
                 continue
             if m.group("xdist") is not None:
                 self.xdist = line
                 continue
             letters = strip_controls(m.group("run"))
+            if m.group("who"):
+                letters = letters.replace(m.group("who"), b"")
             if m.group("next"):
                 letters = _WORD_START.sub(b"", letters)
             if not letters:
                 continue
             if region is None or region.end:
-                region = _Region(line, self._sep)
+                region = _Region(line, self._sep.get(who, 0), who)
                 self.regions.append(region)
+                self._last[who] = region
             region.rows.append((line, letters.decode("ascii")))
             self.rows += 1
 
-    def passed_after(self, line: int, verdict_line: int, verdict_text: str, since: int = 0) -> Optional[int]:
+    def passed_after(
+        self, line: int, verdict_line: int, verdict_text: str, since: int = 0, next_event: int = 0,
+        who: str = "",
+    ) -> Optional[int]:
         """The line of the letter that says the test which printed ``line`` passed, when the letters of
         its run (the first rows after line ``since``, the verdict before it) account for the verdict at
         ``verdict_line`` exactly; None when they do not, when the first letter after it is a failure, or
         when no letter follows it in its run. (Rows after the run's separator are its reports' lines:
-        pytest's ``E   assert``, unittest's ``FAIL: test_x``.)"""
+        pytest's ``E   assert``, unittest's ``FAIL: test_x``.) ``next_event``: the line of the log's next
+        event after ``line`` (0: none); ``who``: the launcher's prefix on its line (``speaker``): the letters
+        are those behind the same prefix, or where none are, those behind none (a test's child's prefix)."""
         if self.rows > MAX_ROWS:
             return None
-        region = next((r for r in self.regions if r.start > since), None)
+        if not any(r.who == who for r in self.regions):
+            who = ""
+        region = next((r for r in self.regions if r.start > since and r.who == who), None)
         # (pytest -q --tb=no -rN prints no separator: its verdict ends the letters)
         end = region.end or verdict_line if region is not None else 0
         if region is None or not end <= verdict_line or since < self.xdist < end:
             return None
-        # An event before the first letter is the first test's when the session's start comes before it;
-        # with no start (-q, unittest) it may be anything the job printed before the run.
-        low = region.after if region.after > since else region.start
-        if not low <= line < end:
+        # An event before the first letter is the first test's (its output comes before its letter) when
+        # it is in the run: after the session's start, or with no start (-q, unittest) since the log's
+        # start or the last run's verdict (the span such a run's verdict judges: ``unframed_run``), where
+        # only the last event before the letter is believed: the ones before it may be a command the job
+        # ran before the tests (a crash, then the shell's report of it).
+        low = region.after if region.after > since else since + 1
+        if not low <= line < end or (low != region.after and line < next_event < region.start):
             return None
         expected = verdict_letters(verdict_text)
         if expected is None:
@@ -169,10 +198,30 @@ class ProgressLetters:
         return after[0]
 
 
+_WHO_AT_START = re.compile(
+    (rb"(?:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+Z )?" + _ANSI + rb"(" + _WHO + rb")").decode()
+)
+
+
+def speaker(line: str) -> str:
+    """The launcher's prefix that starts a line of the log (as its excerpt shows it), "" when none does:
+    the key its letters are kept under."""
+    m = _WHO_AT_START.match(line)
+    return _speaker_key(m.group(1).encode()) if m is not None else ""
+
+
+def _speaker_key(who: Optional[bytes]) -> str:
+    # compose pads every service's name to the longest one's: the padding is not the name
+    return "" if who is None else who.replace(b" ", b"").decode("ascii", "replace")
+
+
 def _rows(buf: bytes, hyperscan: bool) -> Iterator[Tuple[int, Match[bytes]]]:
     """The letter rows and separators of ``buf`` in line order: where each one's line starts, its match
     (``hyperscan``: found with Hyperscan's pass where it is installed)."""
-    starts = {0}
+    # The window's last line is always tried: the Hyperscan here (python-hyperscan 0.9.1, an AVX-512 EPYC)
+    # now and then drops a match that ends at the very end of the data (a hypothesis run found them, every
+    # one there and none inside, against the same patterns in ``re``).
+    starts = {0, buf.rfind(b"\n", 0, len(buf) - 1) + 1}
     hints = _hint_database() if hyperscan else None
     if hints is not None:
         from ._engine_prefilter import _match_ends  # here: the engine's modules import this one
@@ -198,6 +247,8 @@ def _rows(buf: bytes, hyperscan: bool) -> Iterator[Tuple[int, Match[bytes]]]:
 # every line that may be a row (a superset of them), each confirmed by ``_ROW`` as the hints' are.
 _HYPERSCAN_HINTS = (
     rb"^(?:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+Z )?(?:\x1b\[[0-9;]*m)*(?:[.=\-]|[FEsxXRu](?:[^a-rtvwyz]|$))",
+    # (a prefix's own pattern: inside the one above, it costs that pattern twice as much)
+    rb"^(?:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+Z )?" + _ANSI + _WHO + _ANSI + rb"[.=\-FEsxXRu]",
     rb"\.py (?:\x1b\[[0-9;]*m)*[.FEsxXRu]",
     rb"worker",
 )
