@@ -320,7 +320,8 @@ class TestTracker:
         "_head", "ids", "_wanted", "_last", "row", "letters",
     )
 
-    def __init__(self) -> None:
+    def __init__(self, hyperscan: bool = False) -> None:
+        """``hyperscan``: whether the scan's engine is Hyperscan (``ProgressLetters``)."""
         self.carry: Optional[TestLine] = None
         # pytest's last progress row without -v, as (line, percent), when it is the log's last line that
         # ends in a percentage or its unended last line (percent 0); None otherwise (a -v line came after).
@@ -346,7 +347,7 @@ class TestTracker:
         # (its text, its first line's number, where each of its lines starts in a wrapped window's view)
         self._last: Optional[Tuple[bytes, int, Optional[List[int]]]] = None
         # pytest's and unittest's progress letters without -v (``analyzer.scan.letters``)
-        self.letters = ProgressLetters()
+        self.letters = ProgressLetters(hyperscan)
 
     def want(self, name: str, line: int) -> None:
         """Find the node id of pytest's report header ``name`` in the log from ``line`` on (an event under

@@ -35,7 +35,8 @@ horovodrun's ``[4]<stderr>:`` (mpirun's without the job number), srun ``--label`
 (ctest ``-V`` numbers its tests' lines alike: a log that shows ctest's keeps them), kubectl logs
 ``--prefix``'s ``[pod/NAME/CONTAINER] ``, and unittest
 ``-v``'s ``test_m (mod.Class) ... `` when a child's output (a glibc abort, a crash report) continues
-that line instead of the outcome, and a plain run's progress letters (``.``, ``E``, ``F``...) that the
+that line instead of the outcome, pytest ``-v -s``'s node id (``test_x.py::test_y Process SpawnProcess-1:``)
+when a child's header continues it, and a plain run's progress letters (``.``, ``E``, ``F``...) that the
 first line a child printed next continues (``.Process worker-3:``, ``Fsubprocess.CalledProcessError:``).
 A glog FATAL (``F``) prefix is kept: it is part of what the fatal-line rule matches. A line a paste
 quoted as Markdown (``> Error: Process completed with exit code 137``) loses the quote marks, one
@@ -244,6 +245,10 @@ _UNITTEST_CONTINUED = re.compile(
     r"|\S.*? \.\.\. (?=" + _CHILD_BLOCK_HEAD + r")"
 )
 
+# pytest -v -s's node id ("tests/test_x.py::test_y[a-1] ", written before the test runs) when a child the
+# test started continues that line with its header (pytest writes the outcome when the test ends).
+_PYTEST_CONTINUED = re.compile(r"[^\s:]+\.py::\S.*? (?=" + _CHILD_BLOCK_HEAD + r")")
+
 
 # Docker's json-file driver: every object starts so, the log's text first (jsonlogbytes.go, MarshalJSONBuf).
 _DOCKER_JSON = b'{"log":"'
@@ -404,6 +409,10 @@ def clean_speaking(
         break
     if not keep_progress and " ... " in text:
         m = _UNITTEST_CONTINUED.match(text)
+        if m is not None:
+            text = text[m.end():]
+    elif not keep_progress and text[-1:] == ":" and ".py::" in text:  # (every header ends in ":")
+        m = _PYTEST_CONTINUED.match(text)
         if m is not None:
             text = text[m.end():]
     # Blanks after the last word: a console or a paste padded the line ("Error: Process completed with

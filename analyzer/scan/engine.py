@@ -114,6 +114,7 @@ class Prepared:
     loose: Optional[LoosePatterns] = None  # mutable: compiled as lines need them, shared by sources
     long_lines: Optional[MatchBudget] = None  # mutable: the built-in patterns' time on long lines
     first: Sequence[RuleLookup] = ()  # rule_lookups(rules)
+    hyperscan: bool = False  # whether the engine is Hyperscan: the progress letters' hints then use it too
 
 
 def prepare(catalogue: Catalogue, engine: str = "auto") -> Prepared:
@@ -127,7 +128,7 @@ def prepare(catalogue: Catalogue, engine: str = "auto") -> Prepared:
     loose = LoosePatterns(rules)
     return Prepared(
         rules, plan, make_finder(plan, engine, loose), catalogue.match_timeout_s, budget, incomplete, loose,
-        MatchBudget(LONG_SEARCH_S, LONG_BUDGET_S), rule_lookups(rules),
+        MatchBudget(LONG_SEARCH_S, LONG_BUDGET_S), rule_lookups(rules), resolve_engine(engine) == "hyperscan",
     )
 
 
@@ -137,6 +138,7 @@ def source_scanner(source: Source, prepared: Prepared, seq: int = 0) -> "_Source
     return _SourceScan(
         source.display_path, prepared.rules, prepared.plan, prepared.finder, prepared.timeout_s, seq,
         prepared.budget, prepared.incomplete, prepared.loose, prepared.long_lines, prepared.first or None,
+        prepared.hyperscan,
     )
 
 
@@ -334,9 +336,10 @@ class _SourceScan:
         self, path: str, rules: Sequence[Rule], plan: Plan, finder: Finder, timeout_s: float, seq: int,
         budget: Optional[MatchBudget] = None, incomplete: Optional[Rule] = None,
         loose: Optional[LoosePatterns] = None, long_lines: Optional[MatchBudget] = None,
-        first: Optional[Sequence[RuleLookup]] = None,
+        first: Optional[Sequence[RuleLookup]] = None, hyperscan: bool = False,
     ) -> None:
-        """``first``: ``rule_lookups(rules)``, made once per catalogue (an archive has hundreds of logs)."""
+        """``first``: ``rule_lookups(rules)``, made once per catalogue (an archive has hundreds of logs);
+        ``hyperscan``: whether the engine is Hyperscan (``TestTracker``'s progress letters use it then)."""
         self.path = path
         self.rules = rules
         self.finder = finder
@@ -357,7 +360,7 @@ class _SourceScan:
         self.incomplete = incomplete or Catalogue(()).guard_rule(SCAN_INCOMPLETE_RULE)
         self.notices: List[Match] = []  # scan-incomplete matches not yet yielded
         self.line_now = 0  # the line being matched, for a notice
-        self.tracker = TestTracker()
+        self.tracker = TestTracker(hyperscan)
         self.loose = loose if loose is not None else LoosePatterns(rules)
         self.window_ascii = True  # whether the window being matched is ASCII
         self.task_labels = True  # whether "N: " is srun's task label, until the log shows ctest -V's

@@ -17,34 +17,48 @@ where they do not tell nothing, and its events keep the conservative reading (an
 
 from __future__ import annotations
 
+import functools
 import re
 import threading
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterator, List, Match, Optional, Tuple
 
+from .clean import strip_controls
+
 _ANSI = rb"(?:\x1b\[[0-9;]*m)*"
-# A line that starts with letters (after GitHub's timestamp, colour codes, and pytest's file name without
-# -v), or a separator line. Letters followed by a lower-case one start a word ("Fatal", "subprocess",
-# "Exception", "RuntimeError"): ``next`` holds it, and the word's start is not counted. A first letter
-# followed by a lower-case one that is no letter ("step 3", "Error:") starts a word for sure: no row.
+# The prefix a launcher writes before each line of the process it ran (``clean.py`` removes the same):
+# docker compose's "service-1  | " (coloured), torchrun --tee's "[default0]:" (role and local rank) and
+# the "[rank0]:" or "[0]:" of its log line prefix template. Its letters are that process's own run.
+_WHO = rb"(?:[\w.-]+ +\| |\[[A-Za-z_]*\d+\]: ?)"
+# A line that starts with letters (after GitHub's timestamp, colour codes, a launcher's prefix, and pytest's
+# file name without -v), or a separator line. Letters followed by a lower-case one start a word ("Fatal",
+# "subprocess", "Exception", "RuntimeError"): ``next`` holds it, and the word's start is not counted. A
+# first letter followed by a lower-case one that is no letter ("step 3", "Error:") starts a word for sure.
+# torchrun's tee writes its prefix before each piece of a line it read ("[default0]:..[default0]:F": the
+# letter came after it had read the dots: torch/distributed/elastic/multiprocessing/tail_log.py).
+# (A line that starts like a timestamp and is none, or not GitHub's, is no row: without that the prefix's
+# name would be tried over each timestamp's digits again, doubling the cost of a line the hints found.)
 _ROW_TEXT = (
-    rb"(?:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+Z )?" + _ANSI
+    rb"(?:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+Z |(?!\d{4}-))" + _ANSI
+    + rb"(?:(?P<who>" + _WHO + rb")" + _ANSI + rb")?"
     + rb"(?:(?P<sep>={5}|-{5})|(?P<xdist>created: \d+/\d+ workers?|\d+ workers? \[\d+ items?\])"
     + rb"|(?:[\w./-]+\.py )?(?P<run>" + _ANSI + rb"(?:\.|[FEsxXRu](?![a-rtvwyz]))(?:" + _ANSI
-    + rb"[.FEsxXRu])*)" + _ANSI + rb"(?P<next>[a-z]?))"
+    + rb"(?:(?P=who)" + _ANSI + rb")?[.FEsxXRu])*)" + _ANSI + rb"(?P<next>[a-z]?))"
 )
-# What can start a row or a separator, after a newline, GitHub's timestamp or pytest's file name (any
-# timestamp the row allows ends in "Z "; xdist's header lines hold "worker"): each is a literal that sre
-# skims for, so lines are read only where one of them is, not at every line as "^" would be.
+# What can start a row or a separator, after a newline, GitHub's timestamp, a launcher's prefix or pytest's
+# file name (any timestamp the row allows ends in "Z ", any prefix in "| " or "]:"; xdist's header lines
+# hold "worker"): each is a literal that sre skims for, so lines are read only where one of them is, not at
+# every line as "^" would be.
 _FIRST = rb"(?:[.=\-\x1b]|[FEsxXRu](?![a-rtvwyz]))"
 _ROW_HINTS = (
     re.compile(rb"\n" + _FIRST), re.compile(rb"Z " + _FIRST), re.compile(rb"\.py (?:[.\x1b]|[FEsxXRu])"),
+    # (one each: in an alternation sre no longer skims for a literal, and costs ten times as much)
+    re.compile(rb"\| " + _FIRST), re.compile(rb"\]: ?" + _FIRST),
 )
 _ROW = re.compile(_ROW_TEXT)
 # The start of a word glued after letters: its lower-case letters, and a capital before them. A letter that
 # was a test's ("....Fsleeping") may go with it: the counts then disagree, and nothing is believed.
 _WORD_START = re.compile(rb"[FEXR]?[sxu]*$")
-_STRIP_ANSI = re.compile(rb"\x1b\[[0-9;]*m")
 # Letters kept per log: a run with more rows than this tells nothing (its events stay conservative).
 MAX_ROWS = 20000
 _PASSING = frozenset(".sxu")
@@ -63,15 +77,26 @@ class _Region:
 
     start: int
     after: int = 0  # the separator line before it (pytest's session start; 0: none, as under -q)
+    who: str = ""  # the launcher's prefix before its lines (``speaker``)
     end: int = 0  # the separator's line (0: none seen yet)
     rows: List[tuple] = field(default_factory=list)  # (line, letters)
+
+    @functools.cached_property
+    def counts(self) -> Dict[str, int]:
+        """How many of each letter its rows hold (read once the log is over, when no row comes after)."""
+        counts: Dict[str, int] = {}
+        for _, letters in self.rows:
+            for letter in letters:
+                counts[letter] = counts.get(letter, 0) + 1
+        return counts
 
 
 def verdict_letters(verdict_text: str) -> Optional[Dict[str, int]]:
     """How many of each letter a pytest or unittest verdict's counts say were written, or None when it
     counts something letters do not show one for one (pytest 9's subtests) or is neither runner's."""
-    if _UNITTEST_RAN.search(verdict_text):
-        ran = int(_UNITTEST_RAN.search(verdict_text).group(1))
+    ran_line = _UNITTEST_RAN.search(verdict_text)
+    if ran_line is not None:
+        ran = int(ran_line.group(1))
         counts = {_UNITTEST_LETTER[k]: int(n) for k, n in _UNITTEST_COUNTS.findall(verdict_text)}
         counts["."] = ran - sum(counts.values())
         return counts if counts["."] >= 0 else None
@@ -88,10 +113,15 @@ def verdict_letters(verdict_text: str) -> Optional[Dict[str, int]]:
 class ProgressLetters:
     """The letter rows of a log, fed window by window; asked once the log is over."""
 
-    def __init__(self) -> None:
+    def __init__(self, hyperscan: bool = False) -> None:
+        """``hyperscan``: find the rows' lines with one Hyperscan pass where it is installed (the engine
+        the scan runs on); otherwise with ``re`` and ``bytes.find``, as the pure-Python engine does."""
+        self.hyperscan = hyperscan
         self.regions: List[_Region] = []
         self.rows = 0
-        self._sep = 0  # the last separator line
+        # Per launcher's prefix (each process's own run, "": none): its last separator line, its last region.
+        self._sep: Dict[str, int] = {}
+        self._last: Dict[str, _Region] = {}
         # The last line of pytest-xdist's header: its controller writes the letters of reports as they
         # come from any worker while the workers' children write to the terminal, so whose letter follows
         # an event the log does not say.
@@ -102,55 +132,66 @@ class ProgressLetters:
         if self.rows > MAX_ROWS:
             return
         at, line = 0, first_line
-        for start, m in _rows(buf):
+        for start, m in _rows(buf, self.hyperscan):
             line += buf.count(b"\n", at, start)
             at = start
-            region = self.regions[-1] if self.regions else None
+            who = _speaker_key(m.group("who"))
+            region = self._last.get(who)
             if m.group("sep") is not None:
                 if region is not None and not region.end:
                     region.end = line
-                self._sep = line
+                self._sep[who] = line
                 continue
             if m.group("xdist") is not None:
                 self.xdist = line
                 continue
-            letters = _STRIP_ANSI.sub(b"", m.group("run"))
+            letters = strip_controls(m.group("run"))
+            if m.group("who"):
+                letters = letters.replace(m.group("who"), b"")
             if m.group("next"):
                 letters = _WORD_START.sub(b"", letters)
             if not letters:
                 continue
             if region is None or region.end:
-                region = _Region(line, self._sep)
+                region = _Region(line, self._sep.get(who, 0), who)
                 self.regions.append(region)
+                self._last[who] = region
             region.rows.append((line, letters.decode("ascii")))
             self.rows += 1
 
-    def passed_after(self, line: int, verdict_line: int, verdict_text: str, since: int = 0) -> Optional[int]:
+    def passed_after(
+        self, line: int, verdict_line: int, verdict_text: str, since: int = 0, next_event: int = 0,
+        who: str = "",
+    ) -> Optional[int]:
         """The line of the letter that says the test which printed ``line`` passed, when the letters of
         its run (the first rows after line ``since``, the verdict before it) account for the verdict at
-        ``verdict_line`` exactly; None when they do not, when the first letter after it (past the R
-        of the reruns of its test) is a failure, or when no letter follows it in its run. (Rows after the
-        run's separator are its reports' lines: pytest's ``E   assert``, unittest's ``FAIL: test_x``.)"""
+        ``verdict_line`` exactly; None when they do not, when the first letter after it (past the R of
+        the reruns of its test) is a failure, or when no letter follows it in its run. (Rows after the
+        run's separator are its reports' lines: pytest's ``E   assert``, unittest's ``FAIL: test_x``.)
+        ``next_event``: the line of the log's next
+        event after ``line`` (0: none); ``who``: the launcher's prefix on its line (``speaker``): the letters
+        are those behind the same prefix, or where none are, those behind none (a test's child's prefix)."""
         if self.rows > MAX_ROWS:
             return None
-        region = next((r for r in self.regions if r.start > since), None)
+        if not any(r.who == who for r in self.regions):
+            who = ""
+        region = next((r for r in self.regions if r.start > since and r.who == who), None)
         # (pytest -q --tb=no -rN prints no separator: its verdict ends the letters)
         end = region.end or verdict_line if region is not None else 0
         if region is None or not end <= verdict_line or since < self.xdist < end:
             return None
-        # An event before the first letter is the first test's when the session's start comes before it;
-        # with no start (-q, unittest) it may be anything the job printed before the run.
-        low = region.after if region.after > since else region.start
-        if not low <= line < end:
+        # An event before the first letter is the first test's (its output comes before its letter) when
+        # it is in the run: after the session's start, or with no start (-q, unittest) since the log's
+        # start or the last run's verdict (the span such a run's verdict judges: ``unframed_run``), where
+        # only the last event before the letter is believed: the ones before it may be a command the job
+        # ran before the tests (a crash, then the shell's report of it).
+        low = region.after if region.after > since else since + 1
+        if not low <= line < end or (low != region.after and line < next_event < region.start):
             return None
         expected = verdict_letters(verdict_text)
         if expected is None:
             return None
-        counts: Dict[str, int] = {}
-        for _, letters in region.rows:
-            for letter in letters:
-                counts[letter] = counts.get(letter, 0) + 1
-        if {k: v for k, v in counts.items() if v} != {k: v for k, v in expected.items() if v}:
+        if {k: v for k, v in region.counts.items() if v} != {k: v for k, v in expected.items() if v}:
             return None
         # pytest-rerunfailures runs a failed test again at once: its R letters come before that test's
         # own outcome, the first other letter after them.
@@ -161,10 +202,31 @@ class ProgressLetters:
         return None
 
 
-def _rows(buf: bytes) -> Iterator[Tuple[int, Match[bytes]]]:
-    """The letter rows and separators of ``buf`` in line order: where each one's line starts, its match."""
-    starts = {0}
-    hints = _hint_database()
+_WHO_AT_START = re.compile(
+    (rb"(?:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+Z )?" + _ANSI + rb"(" + _WHO + rb")").decode()
+)
+
+
+def speaker(line: str) -> str:
+    """The launcher's prefix that starts a line of the log (as its excerpt shows it), "" when none does:
+    the key its letters are kept under."""
+    m = _WHO_AT_START.match(line)
+    return _speaker_key(m.group(1).encode()) if m is not None else ""
+
+
+def _speaker_key(who: Optional[bytes]) -> str:
+    # compose pads every service's name to the longest one's: the padding is not the name
+    return "" if who is None else who.replace(b" ", b"").decode("ascii", "replace")
+
+
+def _rows(buf: bytes, hyperscan: bool) -> Iterator[Tuple[int, Match[bytes]]]:
+    """The letter rows and separators of ``buf`` in line order: where each one's line starts, its match
+    (``hyperscan``: found with Hyperscan's pass where it is installed)."""
+    # The window's last line is always tried: the Hyperscan here (python-hyperscan 0.9.1, an AVX-512 EPYC)
+    # now and then drops a match that ends at the very end of the data (a hypothesis run found them, every
+    # one there and none inside, against the same patterns in ``re``).
+    starts = {0, buf.rfind(b"\n", 0, len(buf) - 1) + 1}
+    hints = _hint_database() if hyperscan else None
     if hints is not None:
         from ._engine_prefilter import _match_ends  # here: the engine's modules import this one
 
@@ -189,23 +251,18 @@ def _rows(buf: bytes) -> Iterator[Tuple[int, Match[bytes]]]:
 # every line that may be a row (a superset of them), each confirmed by ``_ROW`` as the hints' are.
 _HYPERSCAN_HINTS = (
     rb"^(?:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+Z )?(?:\x1b\[[0-9;]*m)*(?:[.=\-]|[FEsxXRu](?:[^a-rtvwyz]|$))",
+    # (a prefix's own pattern: inside the one above, it costs that pattern twice as much)
+    rb"^(?:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+Z )?" + _ANSI + _WHO + _ANSI + rb"[.=\-FEsxXRu]",
     rb"\.py (?:\x1b\[[0-9;]*m)*[.FEsxXRu]",
     rb"worker",
 )
 _SCRATCH = threading.local()  # one scratch space per thread (the guard scans stdout and stderr at once)
-_HINTS: List[Any] = []  # [the compiled database, or None where Hyperscan is missing or cannot run]
-_HINTS_LOCK = threading.Lock()
 
 
+# (Two threads asking first at once may each compile it: either database serves.)
+@functools.lru_cache(maxsize=None)
 def _hint_database() -> Any:
-    if not _HINTS:
-        with _HINTS_LOCK:
-            if not _HINTS:
-                _HINTS.append(_compiled_hints())
-    return _HINTS[0]
-
-
-def _compiled_hints() -> Any:
+    """The compiled hints, or None where Hyperscan is missing or cannot run."""
     try:
         import hyperscan
 

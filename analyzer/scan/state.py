@@ -48,6 +48,7 @@ those caps, whatever the size of the log.
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 from typing import Callable, Dict, FrozenSet, Iterable, Iterator, List, NamedTuple, Optional, Set, Tuple
 
@@ -58,6 +59,7 @@ from ..rules.model import Catalogue, LineIgnore, Rule
 from .attribution import TestLine, is_unittest_id, normal_test_id
 from .clean import clean_line
 from .letters import ProgressLetters
+from .letters import speaker as letters_speaker
 from .match import Match
 
 TRACEBACK_MARKER = "traceback"
@@ -1069,6 +1071,7 @@ class LogState:
             not verdict_failed(final_verdict) or self.failed
         ) else None
         events = []
+        starts = sorted(opened.event.match.line for opened in self.events.values())
         for opened in self.events.values():
             event = opened.event
             if opened.outcome_by_verdict:
@@ -1092,9 +1095,12 @@ class LogState:
                 # Which test printed it the log does not say, but the letters may say that test passed.
                 verdict = self.verdict
                 before = self.closed_runs[-1][2] if self.closed_runs else None
+                later = bisect.bisect_right(starts, event.match.line)
                 passed = letters.passed_after(
                     event.match.line, verdict.line, verdict.groups.get("summary") or verdict.excerpt,
                     since=before.line if before is not None else 0,
+                    next_event=starts[later] if later < len(starts) else 0,
+                    who=letters_speaker(event.match.excerpt),
                 )
                 if passed:
                     event = dataclasses.replace(event, passed_letter=passed)

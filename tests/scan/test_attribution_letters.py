@@ -21,7 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from analyzer.scan import letters as letters_module
-from analyzer.scan.letters import ProgressLetters, verdict_letters
+from analyzer.scan.letters import ProgressLetters, speaker, verdict_letters
 from tests.scan.test_attribution import scan, summary
 from tests.scan.test_engine_helpers import ENGINES
 
@@ -94,6 +94,17 @@ def test_events_of_passing_tests_are_notices_when_another_test_failed(tmp_path, 
     assert ("pytest-test-outcome", "error") in {(f.rule, f.severity.value) for f in found}
 
 
+def test_the_pure_python_engine_finds_the_letters_without_hyperscan(tmp_path, monkeypatch):
+    # --engine python is the column that must run where Hyperscan does not: its letters' hints are re's.
+    log = run(tmp_path, ["-m", "pytest", "-p", "no:cacheprovider", "-q", "-s", "test_events.py"])
+
+    def no_hyperscan():
+        raise AssertionError("the python engine asked for Hyperscan's hints")
+
+    monkeypatch.setattr(letters_module, "_hint_database", no_hyperscan)
+    assert severities(log, "python")[line_of(log, TIMEOUT_LINE)] == "notice"
+
+
 @pytest.mark.parametrize("engine", ENGINES)
 def test_an_event_of_the_test_that_failed_stays_an_error(tmp_path, engine):
     # The crash's own test fails (it expected the child to exit 0): the letter after the crash is its F.
@@ -158,6 +169,40 @@ def test_letters_are_counted_against_the_verdict_line_by_line():
         assert letters.passed_after(4, 12, "2 failed, 1 passed") is None  # the counts disagree
 
 
+def test_only_the_last_event_before_an_unframed_runs_first_letter_is_its_first_tests():
+    # pytest -q -s prints nothing before the first test's output: a crash the job printed before the run
+    # (line 1, then the shell's report at 2) is not the first test's; the test's own event (3) is.
+    log = b"Fatal Python error: Segmentation fault\nSegmentation fault (core dumped)\nTimeoutExpired\n..F\n"
+    letters = ProgressLetters()
+    letters.feed(log + b"%s FAILURES %s\n" % (b"=" * 35, b"=" * 35), 1)
+    assert letters.passed_after(3, 6, "1 failed, 2 passed") == 4
+    assert letters.passed_after(1, 6, "1 failed, 2 passed", next_event=2) is None
+    assert letters.passed_after(2, 6, "1 failed, 2 passed", next_event=3) is None
+
+
+def test_letters_behind_a_launchers_prefix_are_that_processs_run():
+    # torchrun --tee writes its prefix again before each piece of a line it read (a real run here:
+    # "[default0]:..[default0]:F"); docker compose interleaves services, each behind its own name.
+    sep = b"=" * 35
+    tee = b"[default0]:TimeoutExpired\n[default0]:..[default0]:F\n[default0]:%s FAILURES %s\n" % (sep, sep)
+    letters = ProgressLetters()
+    letters.feed(tee, 1)
+    assert [r.rows for r in letters.regions] == [[(2, "..F")]]
+    assert letters.passed_after(1, 9, "1 failed, 2 passed", who=speaker("[default0]:TimeoutExpired")) == 2
+    compose = (b"\x1b[36mtests-1  | \x1b[0mTimeoutExpired\n\x1b[33mdb-1     | \x1b[0mFATAL: terminating\n"
+               b"\x1b[36mtests-1  | \x1b[0m.\n\x1b[36mtests-1  | \x1b[0m.F\n"
+               b"\x1b[36mtests-1  | \x1b[0m%s FAILURES %s\n" % (sep, sep))
+    letters = ProgressLetters()
+    letters.feed(compose, 1)
+    assert letters.passed_after(1, 9, "1 failed, 2 passed", who=speaker("tests-1  | TimeoutExpired")) == 3
+    db = speaker("db-1     | FATAL: terminating")
+    assert letters.passed_after(2, 9, "1 failed, 2 passed", who=db) is None
+    # a prefix the run's own letters do not carry is a test's child's: the run's letters tell
+    letters = ProgressLetters()
+    letters.feed(b"[rank1]: Traceback\n.F\n%s FAILURES %s\n" % (sep, sep), 1)
+    assert letters.passed_after(1, 9, "1 failed, 1 passed", who=speaker("[rank1]: Traceback")) == 2
+
+
 def test_verdict_letters_read_pytest_and_unittest_counts():
     counts = verdict_letters("1 failed, 4 passed, 1 skipped, 2 deselected, 3 warnings")
     assert counts == {"F": 1, ".": 4, "s": 1}
@@ -169,25 +214,22 @@ def test_verdict_letters_read_pytest_and_unittest_counts():
 ROW_TOKENS = [
     b"\n", b".", b"F", b"E", b"s", b"x", b"u", b"R", b"X", b"=====", b"-----", b"step", b"Fatal", b"Error",
     b"2024-01-09T18:41:23.1412660Z ", b"\x1b[32m", b"\x1b[0m", b"tests/test_x.py ", b"created: 2/2 workers",
-    b"1 worker [7 items]", b" [ 45%]", b"Z ", b".py ", b"a", b" ",
+    b"1 worker [7 items]", b" [ 45%]", b"Z ", b".py ", b"a", b" ", b"tests-1  | ", b"| ", b"[default0]:",
+    b"[rank1]: ", b"]:", b"\x1b[36mdb-1     | \x1b[0m",
 ]
 
 
-def _hints(engine):
-    return [letters_module._compiled_hints() if engine == "hyperscan" else None]
-
-
 @pytest.mark.parametrize("engine", ENGINES)
-def test_rows_are_found_wherever_a_line_starting_with_one_would_be(engine, monkeypatch):
+def test_rows_are_found_wherever_a_line_starting_with_one_would_be(engine):
     # The rows are looked for only where a literal that starts them is (Hyperscan's pass, or re's and
     # bytes.find's): the same rows as trying every line.
-    monkeypatch.setattr(letters_module, "_HINTS", _hints(engine))
     every_line = re.compile(rb"(?m)^" + letters_module._ROW_TEXT)
 
     @settings(max_examples=300, deadline=None)
     @given(st.lists(st.sampled_from(ROW_TOKENS), max_size=40).map(b"".join))
     def check(buf):
         expected = [(m.start(), m.group()) for m in every_line.finditer(buf)]
-        assert [(start, m.group()) for start, m in letters_module._rows(buf)] == expected
+        found = letters_module._rows(buf, engine == "hyperscan")
+        assert [(start, m.group()) for start, m in found] == expected
 
     check()

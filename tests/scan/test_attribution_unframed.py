@@ -5,10 +5,12 @@
 prints through the real fd 2 (faulthandler's crash report) lands between the dots, on no test's line.
 Since the log shows no start, an event on no test's lines before such a verdict (since the log's start or
 the last verdict) is the run's: a passing verdict says it was handled (a notice), a failing one leaves it
-an error, and an event after a verdict stays an error also when a later run passes (the exit path of the
-run before; since the later run's start is not shown either, what it printed reads as that exit path too:
-an error, never a failure missed). The price, taken on purpose: a crash printed by an earlier command of
-the same step, whose status the step ignored, reads as the run's. Real pytest and unittest runs.
+an error unless the progress letters say the test that printed it passed (``analyzer.scan.letters``: the
+first test's output comes before the run's first letter), and an event after a verdict stays an error
+also when a later run passes (the exit path of the run before; since the later run's start is not shown
+either, what it printed reads as that exit path too: an error, never a failure missed). The price, taken
+on purpose: a crash printed by an earlier command of the same step, whose status the step ignored, reads
+as the run's. Real pytest and unittest runs.
 """
 
 from __future__ import annotations
@@ -76,14 +78,16 @@ def _run(argv: List[str], cwd: Path) -> str:
     return proc.stdout.decode("utf-8", "replace")
 
 
-def quiet_pytest(where: Path, broken: int) -> str:
-    (where / "test_quiet.py").write_text(textwrap.dedent(PYTEST_SUITE).replace("BROKEN", str(broken)))
+def quiet_pytest(where: Path, broken: int, crash_fails: bool = False) -> str:
+    source = textwrap.dedent(PYTEST_SUITE).replace("BROKEN", str(broken))
+    (where / "test_quiet.py").write_text(source.replace("-11", "0") if crash_fails else source)
     argv = [sys.executable, "-m", "pytest", "-q", "-s", "-p", "no:cacheprovider", "test_quiet.py"]
     return _run(argv, where)
 
 
-def plain_unittest(where: Path, broken: int) -> str:
+def plain_unittest(where: Path, broken: int, crash_fails: bool = False) -> str:
     source = textwrap.dedent(UNITTEST_SUITE).replace("BROKEN", str(broken))
+    source = source.replace("-11", "0") if crash_fails else source
     (where / "test_plain_unittest.py").write_text(source)
     return _run([sys.executable, "-m", "unittest", "test_plain_unittest"], where)
 
@@ -119,10 +123,19 @@ def test_a_crash_a_passing_unframed_run_printed_is_a_notice(tmp_path, engine, ru
 
 @pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("runner", sorted(RUNNERS))
-def test_a_crash_a_failing_unframed_run_printed_stays_an_error(tmp_path, engine, runner):
+def test_a_crash_a_failing_unframed_run_printed_is_read_by_its_tests_letter(tmp_path, engine, runner):
+    # The crash is the first test's output, before the run's first letter: that test passed, another failed.
     run, _, _, failing_verdict = RUNNERS[runner]
     log = run(tmp_path, broken=1)
     assert failing_verdict in log
+    assert ("fatal-python-error", "notice", crash_lines(log)[0]) in found(log, engine)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("runner", sorted(RUNNERS))
+def test_a_crash_a_failing_unframed_run_printed_stays_an_error_when_its_test_failed(tmp_path, engine, runner):
+    run, _, _, _ = RUNNERS[runner]
+    log = run(tmp_path, broken=1, crash_fails=True)
     assert ("fatal-python-error", "error", crash_lines(log)[0]) in found(log, engine)
 
 

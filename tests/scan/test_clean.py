@@ -331,3 +331,18 @@ def test_a_line_pasted_as_markdown_emphasis_loses_its_markers_and_lookalikes_kee
     for raw in (b"_ TestX.test_y[p] _", b"____ test_y ____", b"*** Error in `python': double free ***",
                 b"*** Check failure stack trace: ***", b"_", b"**", b"** Error ** stop", b"**x **"):
         assert clean_line(raw) == (raw.decode(), None)
+
+
+def test_a_child_header_glued_after_a_pytest_v_s_node_id_is_matched_as_its_own_line():
+    # pytest -v -s writes the id, then the test runs and a child continues the line (pytest 9.2.0 here)
+    for glued, header in (
+        (b"tests/test_x.py::test_y Process SpawnProcess-1:", "Process SpawnProcess-1:"),
+        (b"test_m.py::TestC::test_y[cuda-2] Process ForkProcess-3:1:", "Process ForkProcess-3:1:"),
+        (b"test_x.py::test_c Exception in thread loader:", "Exception in thread loader:"),
+        (b"test_x.py::test_c Traceback (most recent call last):", "Traceback (most recent call last):"),
+    ):
+        assert clean_line(glued)[0] == header
+    # the id alone, its outcome, or words that only start like a header stay as they are
+    for kept in (b"tests/test_x.py::test_y PASSED", b"test_x.py::test_y Processing shard 3: done",
+                 b"FAILED test_x.py::test_y - Process SpawnProcess-1: died", b"test_x.py::test_y "):
+        assert clean_line(kept)[0] == kept.decode().rstrip()

@@ -62,10 +62,18 @@ def test_an_event_of_a_passing_run_with_warnings_is_a_notice(tmp_path, args):
     assert [(s[0], s[1]) for s in found] == [("fatal-python-error", "notice")], found
 
 
-def test_the_same_event_of_a_failing_run_stays_an_error(tmp_path):
-    # -q: the crash comes before the first letter and nothing shows the run had started
+def test_the_same_event_of_a_failing_run_is_its_first_tests_under_q(tmp_path):
+    # -q: the crash comes before the first letter, nothing of pytest's before it: the first test's output,
+    # and its letter says it passed (analyzer.scan.letters)
     log = _pytest(tmp_path, TESTS + BROKEN, "-s", "-q")
     assert "1 failed, 2 passed, 1 warning in " in log
+    found = summary(scan({"job.log": log}))
+    assert ("fatal-python-error", "notice") in [(s[0], s[1]) for s in found], found
+
+
+def test_the_same_event_of_a_failing_run_stays_an_error_when_its_test_failed(tmp_path):
+    log = _pytest(tmp_path, TESTS.replace("-11", "0") + BROKEN, "-s", "-q")
+    assert "2 failed, 1 passed, 1 warning in " in log
     found = summary(scan({"job.log": log}))
     assert ("fatal-python-error", "error") in [(s[0], s[1]) for s in found], found
 
