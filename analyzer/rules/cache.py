@@ -21,7 +21,6 @@ import hashlib
 import marshal
 import os
 import sys
-import tempfile
 from typing import Any, Callable, List, Optional
 
 import yaml
@@ -93,6 +92,8 @@ def _write(place: str, name: str, key: str, data: Any) -> bool:
     tmp = None
     try:
         os.makedirs(place, exist_ok=True)
+        import tempfile  # only on the run that writes the cache
+
         fd, tmp = tempfile.mkstemp(prefix=_PREFIX, suffix=".tmp", dir=place)
         with os.fdopen(fd, "wb") as handle:
             handle.write(payload)
