@@ -4,7 +4,7 @@ between two runs of one install.
 
 The data is cached as ``marshal`` bytes (the format of ``.pyc`` files; safe types only, as YAML's safe
 loader makes), in a file whose name is the SHA-256 of everything the data depends on: the catalogue's
-bytes, the YAML library's version and whether its C parser is in use, and Python's version. An edited
+bytes, the YAML library's files (its version, whether its C parser is built) and Python's version. An edited
 catalogue, another PyYAML or another Python reads a different name, so a stale file is never used; the
 cached data is also checked against its key inside the file. The file goes where ``.pyc`` files go,
 ``__pycache__`` beside the catalogue, and only there: whoever can write it can rewrite the package's
@@ -23,7 +23,6 @@ import os
 import sys
 from typing import Any, Callable, List, Optional
 
-import yaml
 
 CACHE_FORMAT = b"gpu-hang-guard catalogue cache 1"  # change when the cached data's meaning changes
 _PREFIX = "catalogue-"
@@ -31,13 +30,30 @@ _SUFFIX = ".marshal"
 _READ_ERRORS = (OSError, EOFError, ValueError, TypeError)
 
 
+def yaml_library() -> bytes:
+    """PyYAML as installed, read from its files without importing it (a cache hit then imports no
+    PyYAML, about 15 ms of start-up): its ``__init__.py``, which sets its version, and the names of
+    its package's files, its C extension's among them. Empty where it is not installed."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("yaml")
+    if spec is None or not spec.origin or not spec.submodule_search_locations:
+        return b""
+    try:
+        with open(spec.origin, "rb") as handle:
+            init = handle.read()
+        names = sorted(name for place in spec.submodule_search_locations for name in os.listdir(place)
+                       if name != "__pycache__")  # there or not, as the first import wrote it
+    except OSError:
+        return b""
+    return init + b"\0" + "\0".join(names).encode("utf-8", "surrogateescape")
+
+
 def cache_key(raw: bytes) -> str:
     """The name part of the cache file of a catalogue whose bytes are ``raw``."""
     digest = hashlib.sha256(CACHE_FORMAT)
-    for part in (yaml.__version__, str(getattr(yaml, "__with_libyaml__", False)), sys.version):
-        digest.update(b"\0" + part.encode("utf-8", "backslashreplace"))
-    digest.update(b"\0")
-    digest.update(raw)
+    for part in (yaml_library(), sys.version.encode("utf-8", "backslashreplace"), raw):
+        digest.update(b"\0" + part)
     return digest.hexdigest()
 
 
