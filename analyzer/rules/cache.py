@@ -17,11 +17,18 @@ the rules still runs on it, so a change to the package's code takes effect at on
 
 from __future__ import annotations
 
-import hashlib
 import marshal
 import os
 import sys
 from typing import Any, Callable, List, Optional
+
+try:  # CPython's own SHA-256, as random.py takes its sha512: hashlib loads OpenSSL first (about 3 ms)
+    from _sha256 import sha256  # Python 3.11 and before
+except ImportError:
+    try:
+        from _sha2 import sha256  # Python 3.12 and after
+    except ImportError:
+        from hashlib import sha256
 
 
 CACHE_FORMAT = b"gpu-hang-guard catalogue cache 1"  # change when the cached data's meaning changes
@@ -51,7 +58,7 @@ def yaml_library() -> bytes:
 
 def cache_key(raw: bytes) -> str:
     """The name part of the cache file of a catalogue whose bytes are ``raw``."""
-    digest = hashlib.sha256(CACHE_FORMAT)
+    digest = sha256(CACHE_FORMAT)
     for part in (yaml_library(), sys.version.encode("utf-8", "backslashreplace"), raw):
         digest.update(b"\0" + part)
     return digest.hexdigest()
