@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -14,6 +15,7 @@ from analyzer.rules import cache
 from analyzer.rules.config import parse_yaml_bytes
 from analyzer.rules.loader import builtin_rules, builtin_rules_path, load_rules_file
 
+ROOT = Path(__file__).resolve().parents[2]
 CATALOGUE = b"rules:\n  - id: one\n    pattern: 'x'\n    flags: [1, 2.5, true, null]\n"
 
 
@@ -64,7 +66,8 @@ def test_a_cache_hit_imports_no_yaml_library():
         "print('yaml' in sys.modules)"
     for _ in range(2):  # the first run may be the one that writes the cache
         done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                              env={k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"})
+                              env={k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"},
+                              cwd=ROOT)  # this checkout's analyzer, not an installed one
     assert done.stdout.strip() == "False"
 
 
