@@ -154,16 +154,34 @@ def _run_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _renderers(report: Optional[Report] = None) -> Dict[str, Callable[[Report], str]]:
-    from .report import github, json_report, markdown, multi_markdown, text
+# format -> (module of analyzer.report, its renderer of one job's report, of a report of many jobs)
+_RENDERERS = {
+    "text": ("text", "render_text", ("multi_markdown", "render_many_text")),
+    "json": ("json_report", "render_json", None),
+    "markdown": ("markdown", "render_markdown", ("multi_markdown", "render_many_markdown")),
+    "github": ("github", "render_annotations", None),
+}
 
-    many = report is not None and report.jobs is not None  # gh and merge: a report of many jobs
-    return {
-        "text": multi_markdown.render_many_text if many else text.render_text,
-        "json": json_report.render_json,
-        "markdown": multi_markdown.render_many_markdown if many else markdown.render_markdown,
-        "github": github.render_annotations,
-    }
+
+def _renderer(fmt: str, report: Optional[Report] = None) -> Callable[..., str]:
+    """The renderer of ``fmt``, importing only its own module: a scan asked for JSON imports no other."""
+    import importlib
+
+    module, name, many = _RENDERERS[fmt]
+    if many is not None and report is not None and report.jobs is not None:  # gh and merge
+        module, name = many
+    return getattr(importlib.import_module(f".report.{module}", __package__), name)
+
+
+def _import_renderers() -> None:
+    """Import every renderer's module (and the stop-commands fence) now."""
+    import importlib
+
+    for module, _name, many in _RENDERERS.values():
+        for part in (module, many[0] if many else None):
+            if part:
+                importlib.import_module(f".report.{part}", __package__)
+    importlib.import_module(".supervise.workflow", __package__)
 
 
 def _optional_duration(text: Optional[str], option: str) -> Optional[float]:
@@ -250,20 +268,20 @@ def _write_report_files(
     ``starts``: each option's path as ``_check_writable`` found it before the work (default: as now).
     The Markdown appended to ``--summary`` is capped at what the file has left of GitHub's limit.
     """
-    from .report import github, json_report
-
     starts = starts or {}
     warnings: List[str] = []
     if args.json:
-        text = json_report.render_json(report)
+        text = _renderer("json")(report)
         warnings += _write_file(args.json, text, "--json", start=starts.get("--json"))
     if args.summary:
-        summary = _renderers(report)["markdown"](
+        summary = _renderer("markdown", report)(
             report, report_path=args.json, budget_bytes=_summary_budget(args.summary)
         )
         warnings += _write_file(args.summary, summary, "--summary", True, start=starts.get("--summary"))
     if args.github_output:
         report_path = os.path.abspath(args.json) if args.json else ""
+        from .report import github
+
         outputs = github.render_outputs(report, report_path)
         # The real bytes of a path that is not UTF-8, so a later step finds the file.
         warnings += _write_file(args.github_output, outputs, "--github-output", True, "surrogateescape",
@@ -278,13 +296,13 @@ def _console_report(report: Report, args: argparse.Namespace) -> str:
     construction) is put inside a fresh stop-commands fence: excerpts are the command's text, and the
     runner would act on a ``::add-mask::`` among them.
     """
-    from .report import github
-    from .supervise.workflow import stop_token
-
     if args.format == "github":
-        return github.render_annotations(report, slots=args.annotation_slots)
-    out = _renderers(report)[args.format](report)
+        return _renderer("github")(report, slots=args.annotation_slots)
+    out = _renderer(args.format, report)(report)
     if args.format != "json" and os.environ.get("GITHUB_ACTIONS") == "true":
+        from .report import github
+        from .supervise.workflow import stop_token
+
         out = github.fence_commands(out, stop_token(), markdown=args.format == "markdown")
     return out
 
@@ -320,12 +338,12 @@ def _hold_off_runner_signals(on_signal: Optional[Callable[[], None]] = None) -> 
 
 def _check_report_paths(args: argparse.Namespace) -> Dict[str, "ReportPath"]:
     """``_check_writable`` for each report path given; what each path was, for ``_write_file``."""
-    from .file_commands import ReportPath
-
     starts = {}
     for option, path in (("--json", args.json), ("--summary", args.summary),
                          ("--github-output", args.github_output)):
         if path:
+            from .file_commands import ReportPath
+
             _check_writable(path, option)
             starts[option] = ReportPath.at_start(path)
     return starts
@@ -442,7 +460,7 @@ def _main_run(argv: Sequence[str]) -> int:
         allow_workflow_commands=args.allow_workflow_commands,
     )
     job = facts_from_env(os.environ, args.job_name)
-    _renderers()  # imported now: after the command ran, nothing is imported from where it could write
+    _import_renderers()  # imported now: after the command ran, nothing is imported from where it could write
     run = GuardedRun(
         options,
         catalogue,

@@ -4,7 +4,7 @@ between two runs of one install.
 
 The data is cached as ``marshal`` bytes (the format of ``.pyc`` files; safe types only, as YAML's safe
 loader makes), in a file whose name is the SHA-256 of everything the data depends on: the catalogue's
-bytes, the YAML library's version and whether its C parser is in use, and Python's version. An edited
+bytes, the YAML library's files (its version, whether its C parser is built) and Python's version. An edited
 catalogue, another PyYAML or another Python reads a different name, so a stale file is never used; the
 cached data is also checked against its key inside the file. The file goes where ``.pyc`` files go,
 ``__pycache__`` beside the catalogue, and only there: whoever can write it can rewrite the package's
@@ -17,14 +17,19 @@ the rules still runs on it, so a change to the package's code takes effect at on
 
 from __future__ import annotations
 
-import hashlib
 import marshal
 import os
 import sys
-import tempfile
 from typing import Any, Callable, List, Optional
 
-import yaml
+try:  # CPython's own SHA-256, as random.py takes its sha512: hashlib loads OpenSSL first (about 3 ms)
+    from _sha256 import sha256  # Python 3.11 and before
+except ImportError:
+    try:
+        from _sha2 import sha256  # Python 3.12 and after
+    except ImportError:
+        from hashlib import sha256
+
 
 CACHE_FORMAT = b"gpu-hang-guard catalogue cache 1"  # change when the cached data's meaning changes
 _PREFIX = "catalogue-"
@@ -32,13 +37,30 @@ _SUFFIX = ".marshal"
 _READ_ERRORS = (OSError, EOFError, ValueError, TypeError)
 
 
+def yaml_library() -> bytes:
+    """PyYAML as installed, read from its files without importing it (a cache hit then imports no
+    PyYAML, about 15 ms of start-up): its ``__init__.py``, which sets its version, and the names of
+    its package's files, its C extension's among them. Empty where it is not installed."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("yaml")
+    if spec is None or not spec.origin or not spec.submodule_search_locations:
+        return b""
+    try:
+        with open(spec.origin, "rb") as handle:
+            init = handle.read()
+        names = sorted(name for place in spec.submodule_search_locations for name in os.listdir(place)
+                       if name != "__pycache__")  # there or not, as the first import wrote it
+    except OSError:
+        return b""
+    return init + b"\0" + "\0".join(names).encode("utf-8", "surrogateescape")
+
+
 def cache_key(raw: bytes) -> str:
     """The name part of the cache file of a catalogue whose bytes are ``raw``."""
-    digest = hashlib.sha256(CACHE_FORMAT)
-    for part in (yaml.__version__, str(getattr(yaml, "__with_libyaml__", False)), sys.version):
-        digest.update(b"\0" + part.encode("utf-8", "backslashreplace"))
-    digest.update(b"\0")
-    digest.update(raw)
+    digest = sha256(CACHE_FORMAT)
+    for part in (yaml_library(), sys.version.encode("utf-8", "backslashreplace"), raw):
+        digest.update(b"\0" + part)
     return digest.hexdigest()
 
 
@@ -93,6 +115,8 @@ def _write(place: str, name: str, key: str, data: Any) -> bool:
     tmp = None
     try:
         os.makedirs(place, exist_ok=True)
+        import tempfile  # only on the run that writes the cache
+
         fd, tmp = tempfile.mkstemp(prefix=_PREFIX, suffix=".tmp", dir=place)
         with os.fdopen(fd, "wb") as handle:
             handle.write(payload)

@@ -16,7 +16,6 @@ itself, no pattern; see ``analyzer.rules.model``).
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import os
 import string
 import time
@@ -525,6 +524,8 @@ def _check_fold_groups(names: Sequence[str], groups: Set[str], source: str, key:
 def _check_rule_id(rule_id: str, known: Sequence[str], source: str, key: str) -> None:
     if rule_id in known:
         return
+    import difflib  # only for a config's unknown rule id
+
     close = difflib.get_close_matches(rule_id[: 4 * schema.SHOW_CHARS], known, n=1)
     hint = f"; did you mean {close[0]}?" if close else ""
     raise ConfigError(source, key, f"unknown rule id{hint}")

@@ -638,6 +638,22 @@ def _match_ends(database: Any, local: threading.local, window: bytes) -> List[Tu
     return ends
 
 
+def hyperscan_markers(markers: Sequence[bytes]) -> Callable[[bytes], FrozenSet[bytes]]:
+    """Which of ``markers`` (literals, none empty) occur in a window, in one Hyperscan pass that reports
+    each at most once. Raises what Hyperscan raises when it cannot run here."""
+    import hyperscan
+
+    db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+    db.compile(expressions=list(markers), ids=list(range(len(markers))),
+               flags=[hyperscan.HS_FLAG_SINGLEMATCH] * len(markers), literal=True)
+    local = threading.local()
+
+    def found(window: bytes) -> FrozenSet[bytes]:
+        return frozenset(markers[index] for _end, index in _match_ends(db, local, window))
+
+    return found
+
+
 def _literal_database(literals: Sequence[Literal], ids: Optional[Sequence[int]] = None) -> Finder:
     """A finder for ``literals`` (reported as ``ids``, default their positions) in one Hyperscan pass."""
     import hyperscan

@@ -36,10 +36,14 @@ from ._engine_approx import LoosePatterns
 from ._engine_indent import dedented
 from ._engine_literals import Plan, build_plan
 from .attribution import TestLine, TestTracker
-from ._engine_prefilter import Candidates, Finder, hyperscan_available, hyperscan_finder, python_finder
+from ._engine_prefilter import (
+    Candidates, Finder, hyperscan_available, hyperscan_finder, hyperscan_markers, python_finder,
+)
 from ._engine_wrap import Piece, WrapReader, attribution_view, logical_lines
 from .clean import (
     CTEST_VERBOSE,
+    RARE_MARKERS,
+    MarkersIn,
     clean_speaking,
     last_content_line,
     split_segments,
@@ -115,6 +119,7 @@ class Prepared:
     long_lines: Optional[MatchBudget] = None  # mutable: the built-in patterns' time on long lines
     first: Sequence[RuleLookup] = ()  # rule_lookups(rules)
     hyperscan: bool = False  # whether the engine is Hyperscan: the progress letters' hints then use it too
+    markers_in: Optional[MarkersIn] = None  # clean.strip_controls' rare markers in one pass
 
 
 def prepare(catalogue: Catalogue, engine: str = "auto") -> Prepared:
@@ -129,7 +134,18 @@ def prepare(catalogue: Catalogue, engine: str = "auto") -> Prepared:
     return Prepared(
         rules, plan, make_finder(plan, engine, loose), catalogue.match_timeout_s, budget, incomplete, loose,
         MatchBudget(LONG_SEARCH_S, LONG_BUDGET_S), rule_lookups(rules), resolve_engine(engine) == "hyperscan",
+        _markers_in(engine),
     )
+
+
+def _markers_in(engine: str) -> Optional[MarkersIn]:
+    """One Hyperscan pass for ``strip_controls``' rare markers where the engine is Hyperscan, else None."""
+    if resolve_engine(engine) != "hyperscan":
+        return None
+    try:
+        return hyperscan_markers(RARE_MARKERS)
+    except Exception:  # hyperscan.error on a CPU it does not support: each is looked for on its own
+        return None
 
 
 def source_scanner(source: Source, prepared: Prepared, seq: int = 0) -> "_SourceScan":
@@ -138,7 +154,7 @@ def source_scanner(source: Source, prepared: Prepared, seq: int = 0) -> "_Source
     return _SourceScan(
         source.display_path, prepared.rules, prepared.plan, prepared.finder, prepared.timeout_s, seq,
         prepared.budget, prepared.incomplete, prepared.loose, prepared.long_lines, prepared.first or None,
-        prepared.hyperscan,
+        prepared.hyperscan, prepared.markers_in,
     )
 
 
@@ -337,10 +353,12 @@ class _SourceScan:
         budget: Optional[MatchBudget] = None, incomplete: Optional[Rule] = None,
         loose: Optional[LoosePatterns] = None, long_lines: Optional[MatchBudget] = None,
         first: Optional[Sequence[RuleLookup]] = None, hyperscan: bool = False,
+        markers_in: Optional[MarkersIn] = None,
     ) -> None:
         """``first``: ``rule_lookups(rules)``, made once per catalogue (an archive has hundreds of logs);
         ``hyperscan``: whether the engine is Hyperscan (``TestTracker``'s progress letters use it then)."""
         self.path = path
+        self.markers_in = markers_in
         self.rules = rules
         self.finder = finder
         self.timeout_s = timeout_s
@@ -439,10 +457,10 @@ class _SourceScan:
         self.next_line = first_line
         for window in windows:
             if type(window) is _Early:
-                self._early(strip_controls(bytes(window)), self.next_line)
+                self._early(strip_controls(bytes(window), self.markers_in), self.next_line)
                 yield b""
             else:
-                yield strip_controls(window)
+                yield strip_controls(window, self.markers_in)
 
     def _early(self, buf: bytes, line: int) -> None:
         """Match ``\\r``-ended states of line ``line`` before its end came (``_windows``): each rule they

@@ -5,6 +5,9 @@ read or written only costs the parse."""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -12,6 +15,7 @@ from analyzer.rules import cache
 from analyzer.rules.config import parse_yaml_bytes
 from analyzer.rules.loader import builtin_rules, builtin_rules_path, load_rules_file
 
+ROOT = Path(__file__).resolve().parents[2]
 CATALOGUE = b"rules:\n  - id: one\n    pattern: 'x'\n    flags: [1, 2.5, true, null]\n"
 
 
@@ -45,9 +49,26 @@ def test_an_edited_catalogue_is_parsed_again_and_its_old_cache_removed(tmp_path)
 
 
 def test_the_key_names_the_yaml_library_and_python(monkeypatch):
+    import yaml
+
+    library = cache.yaml_library()
+    assert f"__version__ = '{yaml.__version__}'".encode() in library
+    assert (b"\0_yaml." in library) == yaml.__with_libyaml__  # its C extension, where built
     key = cache.cache_key(CATALOGUE)
-    monkeypatch.setattr(cache.yaml, "__version__", "0.0-other")
+    monkeypatch.setattr(cache, "yaml_library", lambda: library.replace(yaml.__version__.encode(), b"0.0"))
     assert cache.cache_key(CATALOGUE) != key
+    monkeypatch.setattr(cache.sys, "version", "3.0.0 (another Python)")
+    assert cache.cache_key(CATALOGUE) != key
+
+
+def test_a_cache_hit_imports_no_yaml_library():
+    code = "import sys; from analyzer.rules.loader import load_catalogue; load_catalogue(None); " \
+        "print('yaml' in sys.modules)"
+    for _ in range(2):  # the first run may be the one that writes the cache
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                              env={k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"},
+                              cwd=ROOT)  # this checkout's analyzer, not an installed one
+    assert done.stdout.strip() == "False"
 
 
 @pytest.mark.parametrize("garbage", [b"", b"\x00not marshal", None])
