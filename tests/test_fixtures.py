@@ -64,12 +64,12 @@ MAX_FIXTURE_BYTES = 256 * 1024  # a healthy suite kept whole (negative/*-suite.l
 # 111 kB for pytest-instafail's and pytest-xdist's own suites (inner quiet runs stopped at collection)
 # and a twin (healthy11)
 # recall18: two quoted windows of the newest families (flight-recorder signal, Inductor config)
-# healthy13: accelerate 1.16.0's own launcher suite, -v and -q, and its broken twin
+# healthy13: accelerate 1.16.0's launcher suite (-v, -q) and loky 3.7.0's worker-death suite, broken twins
 MAX_CORPUS_BYTES = (7 * 512 * 1024 + 100_000 + 16 * 1024 + 283_000 + 93_000 + 6_000 + 3_000 + 11_000 + 11_000
                     + 4_000 + 7_000 + 3_000 + 2_000 + 2_000 + 1_000 + 14_000 + 50_000 + 6_000 + 6_000
                     + 37_000 + 14_000 + 6_000 + 59_000 + 4_000 + 17_000 + 3_000 + 17_000
                     + 115_000 + 30_000 + 25_000 + 5_000 + 90_000 + 8_000 + 26_000 + 111_000
-                    + 3_000 + 50_000)
+                    + 3_000 + 85_000)
 
 
 def _engines() -> List[str]:
