@@ -63,7 +63,7 @@ MAX_FIXTURE_BYTES = 256 * 1024  # a healthy suite kept whole (negative/*-suite.l
 # 26 kB for pytest -q -s and -s runs and unittest runs read by their progress letters, and twins (attrib10)
 # 111 kB for pytest-instafail's and pytest-xdist's own suites (inner quiet runs stopped at collection)
 # and a twin (healthy11)
-# recall18: two quoted windows of the newest families (flight-recorder signal, Inductor config)
+# recall18: 3 kB for two quoted windows of the newest families (flight-recorder signal, Inductor config)
 # dedup11: 15 kB for torchrun runs with a rank prefix on every line (a caught traceback, two aborts)
 # healthy12: 72 kB for --reruns 2 -s, DataLoader faults, pebble's pool suite, healthy and twins
 # recall19: 14 kB for PBS/LSF/SLURM limit kills, evicted pods, Azure/Jenkins failed steps, healthy windows
