@@ -129,6 +129,8 @@ def _breaks_inside(row: bytes, after: bytes) -> bool:
         return after[1:2] not in (b"", b" ", b"\t")
     if row[-1] == 96 and row.count(b"`") % 2:
         return True  # a backtick that opens a span: "Assertion `" / "x < n` failed."
+    if row.endswith(b"::") and after[0] in _WORD:
+        return True  # a scope's separator, never a line's end: "test_x.py::" / "TestCase", "c10d::" / "Store"
     return row[-1] in _WORD and after[0] in _WORD or row[-1] in _OPEN or after[0] in _CLOSE
 
 
