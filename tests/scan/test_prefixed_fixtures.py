@@ -62,6 +62,9 @@ def _sample():
     return kept[::SAMPLE_EVERY]
 
 
+_RANK_SAID = re.compile(rb"\[rank\d+\]:")
+
+
 def _stored_as_is(data: bytes) -> bool:
     """A Markdown paste (a code fence, an issue's block quote: the prefix would sit inside or before the
     mark) or a container's records."""
@@ -86,6 +89,8 @@ def _lost(name, edit, catalogue, tmp_path):
             continue  # ctest -V numbers its tests' lines as srun does its tasks': such a log keeps both
         if name.startswith("indented") and sum(1 for line in body if line.strip()) < MIN_LINES:
             continue  # too few lines to tell an indented paste from a line's own indent
+        if name == "rank" and any(_RANK_SAID.search(line) for line in body):
+            continue  # its ranks already speak for themselves: "[rank0]: " on every line makes all rank 0's
         plain, edited = tmp_path / "plain.log", tmp_path / "edited.log"
         plain.write_bytes(b"\n".join(body))
         edited.write_bytes(b"\n".join(edit(line) if line else line for line in body))
