@@ -168,9 +168,9 @@ class ProgressLetters:
         ``verdict_line`` exactly; None when they do not, when the first letter after it (past the R of
         the reruns of its test) is a failure, or when no letter follows it in its run. (Rows after the
         run's separator are its reports' lines: pytest's ``E   assert``, unittest's ``FAIL: test_x``.)
-        ``next_event``: the line of the log's next
-        event after ``line`` (0: none); ``who``: the launcher's prefix on its line (``speaker``): the letters
-        are those behind the same prefix, or where none are, those behind none (a test's child's prefix)."""
+        ``next_event``: the line of the log's next event after ``line`` (0: none); ``who``: the launcher's
+        prefix on its line (``speaker``): the letters are those behind the same prefix, or where none are,
+        those behind none (a test's child's prefix)."""
         if self.rows > MAX_ROWS:
             return None
         if not any(r.who == who for r in self.regions):
