@@ -28,8 +28,7 @@ def _errors(path: Path) -> list:
         ("mpich-bad-termination-exit-9-jukebox", "terminated badly: killed by signal 9 (SIGKILL)"),
         ("mpich-bad-termination-exit-134-jetson", "killed by signal 6 (SIGABRT), core dumped"),
         ("mpich-bad-termination", "terminated badly: killed by signal 9 (SIGKILL)"),
-        ("mpich-killed-by-signal-11-rank0-montepython",
-         "MPICH: rank 0 terminated badly: killed by signal 11 (SIGSEGV)"),
+        ("mpich-killed-by-signal-11-rank0-montepython", "terminated badly: killed by signal 11 (SIGSEGV)"),
     ],
 )
 def test_mpich_frame_names_the_signal_that_ended_the_rank(fixture, told):
