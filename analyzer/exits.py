@@ -86,6 +86,17 @@ def shell_status(returncode: int) -> int:
     return SIGNAL_EXIT_BASE - returncode if returncode < 0 else returncode
 
 
+def describe_wait_status(status: int) -> str:
+    """A raw wait(2) status of a process a signal ended, as MPICH's hydra prints it ("EXIT CODE: 134"
+    for SIGABRT with a core): ``9 -> "signal 9 (SIGKILL)"``, ``134 -> "signal 6 (SIGABRT), core
+    dumped"``; a status that names no signal reads ``"status N"``."""
+    signum = status & 0x7F
+    name = signal_name(signum) if signum else None
+    if name is None:
+        return f"status {status}"
+    return f"signal {signum} ({name})" + (", core dumped" if status & 0x80 else "")
+
+
 def describe_exit(status: Optional[int]) -> str:
     """A status as people read it: ``"exit 143 (SIGTERM)"``, ``"exit -9 (SIGKILL)"``, ``"exit 1"``."""
     if status is None:

@@ -6,7 +6,7 @@ import pytest
 
 from analyzer.durations import format_duration, parse_duration
 from analyzer.errors import UsageError
-from analyzer.exits import describe_exit, shell_status, signal_of_status
+from analyzer.exits import describe_exit, describe_wait_status, shell_status, signal_of_status
 from analyzer.markup import backtick_fence
 from analyzer.model import CommandResult, Finding, Kind, Severity, Verdict
 from analyzer.verdict import decide
@@ -27,6 +27,22 @@ from analyzer.verdict import decide
 )
 def test_describe_exit_reads_the_same_for_python_and_shell_statuses(status, text):
     assert describe_exit(status) == text
+
+
+@pytest.mark.parametrize(
+    "status, text",
+    [
+        (9, "signal 9 (SIGKILL)"),
+        (15, "signal 15 (SIGTERM)"),
+        (134, "signal 6 (SIGABRT), core dumped"),
+        (139, "signal 11 (SIGSEGV), core dumped"),
+        (0, "status 0"),
+        (256, "status 256"),
+    ],
+)
+def test_describe_wait_status_reads_the_signal_of_a_raw_wait_status(status, text):
+    """MPICH's hydra prints a killed rank's raw wait(2) status as its "EXIT CODE" (134: SIGABRT, core)."""
+    assert describe_wait_status(status) == text
 
 
 def test_signal_of_status_and_shell_status_agree():

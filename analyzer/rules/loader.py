@@ -43,6 +43,9 @@ SEVERITIES = tuple(s.value for s in Severity)
 # A message may also name ``{<group>_exit}``: the group's number described as an exit, e.g.
 # "exit 143 (SIGTERM)" (see analyzer.exits.describe_exit), so every rule words exits the same way.
 EXIT_FIELD_SUFFIX = "_exit"
+# ``{name_wstatus}``: group ``name`` read as a raw wait(2) status of a process a signal ended
+# (analyzer.exits.describe_wait_status): MPICH's hydra prints one as its "EXIT CODE".
+WAIT_STATUS_FIELD_SUFFIX = "_wstatus"
 # A field may carry a template, ``{reason:: {}}``: the template with the value at ``{}`` where the group
 # matched, nothing where it did not (analyzer.scan.rank.format_message), for a wording's optional part;
 # or the text after a ``|`` where it did not: ``{test:test {}|a test}``.
@@ -471,6 +474,14 @@ def check_examples(
             raise ConfigError(source, key, f"rule {rule.id}: {problem}: {show(text)}")
 
 
+def _described_group(field: str) -> Optional[str]:
+    """The group a ``{name_exit}`` or ``{name_wstatus}`` field describes; ``None`` for another field."""
+    for suffix in (EXIT_FIELD_SUFFIX, WAIT_STATUS_FIELD_SUFFIX):
+        if field.endswith(suffix):
+            return field[: -len(suffix)]
+    return None
+
+
 def message_fields(message: str) -> Tuple[str, ...]:
     """The ``{field}`` names in ``message``; raises ``ValueError`` for a malformed format string."""
     return tuple(field for _, field, _, _ in string.Formatter().parse(message) if field is not None)
@@ -487,7 +498,7 @@ def _check_message(message: str, groups: Set[str], source: str, key: str) -> Non
         if not field.isidentifier() or conversion or not _plain_template(spec):
             shapes = "a plain {name} field nor a {name:text {} text|otherwise} template"
             raise ConfigError(source, key, f"{{{field}}} is not {shapes}")
-        base = field[: -len(EXIT_FIELD_SUFFIX)] if field.endswith(EXIT_FIELD_SUFFIX) else None
+        base = _described_group(field)
         if field not in groups and base not in groups:
             names = ", ".join(sorted(groups)) or "none"
             raise ConfigError(

@@ -51,7 +51,7 @@ import string
 import sys
 from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
-from ..exits import describe_exit
+from ..exits import describe_exit, describe_wait_status
 from ..model import (
     GUARD_COMMAND_FAILED_RULE,
     GUARD_OOM_KILL_RULE,
@@ -63,7 +63,7 @@ from ..model import (
     Kind,
     Severity,
 )
-from ..rules.loader import EXIT_FIELD_SUFFIX, fill_template
+from ..rules.loader import EXIT_FIELD_SUFFIX, WAIT_STATUS_FIELD_SUFFIX, fill_template
 from ..rules.model import CUT_SHORT_GROUP, Catalogue, Rule
 from .match import Match
 from .same_event import (
@@ -386,13 +386,18 @@ def format_message(message: str, groups: Mapping[str, Optional[str]]) -> str:
     return _one_line("".join(out))
 
 
+_DESCRIBED_FIELDS = ((EXIT_FIELD_SUFFIX, describe_exit), (WAIT_STATUS_FIELD_SUFFIX, describe_wait_status))
+
+
 def _field(name: str, groups: Mapping[str, Optional[str]]) -> Optional[str]:
     value = groups.get(name)
-    if value is None and name.endswith(EXIT_FIELD_SUFFIX):
-        number = groups.get(name[: -len(EXIT_FIELD_SUFFIX)])
+    for suffix, describe in _DESCRIBED_FIELDS:
+        if value is not None or not name.endswith(suffix):
+            continue
+        number = groups.get(name[: -len(suffix)])
         if number is not None:
             try:
-                return describe_exit(int(number.strip()))
+                return describe(int(number.strip()))
             except ValueError:
                 value = number
     if value is None or value == "":
