@@ -23,6 +23,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterator, List, Match, Optional, Tuple
 
+from ._hyperscan import database, match_ends
 from .clean import strip_controls
 
 _ANSI = rb"(?:\x1b\[[0-9;]*m)*"
@@ -228,9 +229,7 @@ def _rows(buf: bytes, hyperscan: bool) -> Iterator[Tuple[int, Match[bytes]]]:
     starts = {0, buf.rfind(b"\n", 0, len(buf) - 1) + 1}
     hints = _hint_database() if hyperscan else None
     if hints is not None:
-        from ._engine_prefilter import _match_ends  # here: the engine's modules import this one
-
-        for end, _ in _match_ends(hints, _SCRATCH, buf):
+        for end, _ in match_ends(hints, _SCRATCH, buf):
             starts.add(buf.rfind(b"\n", 0, end - 1) + 1)
     else:
         for hint in _ROW_HINTS:
@@ -266,9 +265,7 @@ def _hint_database() -> Any:
     try:
         import hyperscan
 
-        db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
-        db.compile(expressions=list(_HYPERSCAN_HINTS), ids=list(range(len(_HYPERSCAN_HINTS))),
-                   flags=[hyperscan.HS_FLAG_MULTILINE] * len(_HYPERSCAN_HINTS))
+        return database("hints", _HYPERSCAN_HINTS, range(len(_HYPERSCAN_HINTS)),
+                        [hyperscan.HS_FLAG_MULTILINE] * len(_HYPERSCAN_HINTS))
     except Exception:  # ImportError, or hyperscan.error on a CPU it does not support
         return None
-    return db
