@@ -648,7 +648,7 @@ def _literal_database(literals: Sequence[Literal], ids: Optional[Sequence[int]] 
     if not literals:
         return lambda window: {}
     db = _literals_compiled(
-        "literals" if ids is None else "literals-kept",
+        "literals" if ids is None else "kept-literals",
         [lit.needle for lit in literals],
         ids if ids is not None else range(len(literals)),
         [hyperscan.HS_FLAG_CASELESS if lit.caseless else 0 for lit in literals],
