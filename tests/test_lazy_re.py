@@ -30,6 +30,14 @@ def test_a_lazy_pattern_acts_as_the_compiled_one():
         compiled.groupindex, compiled.groups, compiled.flags, compiled.pattern)
 
 
+def test_the_first_use_puts_the_compiled_pattern_in_the_using_modules_globals():
+    namespace = {"PATTERN": lazy(rb"rank(\d+)"), "OTHER": lazy(rb"x")}
+    exec("def first(text):\n    return PATTERN.search(text).group(1)", namespace)
+    assert namespace["first"](b"[rank3]: boom") == b"3"
+    assert isinstance(namespace["PATTERN"], re.Pattern)  # later calls skip the stand-in
+    assert not isinstance(namespace["OTHER"], re.Pattern)  # never used: never compiled
+
+
 def test_a_lazy_regex_pattern_uses_the_regex_module_and_its_timeout():
     import regex
 
