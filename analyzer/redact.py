@@ -5,14 +5,16 @@ A test command line often carries a secret (``--token=...``, ``HF_TOKEN=... torc
 ``processes.txt``, ``stacks.txt``, ``report.json`` and the job summary, all of which outlive the job.
 ``redact`` replaces the secret part with ``[REDACTED]`` and keeps the name that says what it was.
 
-It is a leaf: it imports nothing of the package, so the supervisor and every renderer can use it.
+It is a leaf: it imports nothing of the package but the leaf ``lazy_re``, so the supervisor and every
+renderer can use it.
 ``stdout.log`` and ``stderr.log`` are never redacted: they stay byte-exact (the README says so).
 """
 
 from __future__ import annotations
 
-import re
 from typing import Sequence, Tuple
+
+from .lazy_re import LazyRe, lazy
 
 REDACTED = "[REDACTED]"
 
@@ -29,44 +31,44 @@ _SECRET_NAME = (
 
 # Each rule: the lower-case words one of which the text must hold for the rule to apply (a cheap
 # test that spares the regex on the vast majority of log text), the pattern, the replacement.
-_Rule = Tuple[Tuple[str, ...], "re.Pattern[str]", str]
+_Rule = Tuple[Tuple[str, ...], LazyRe, str]  # each compiled the first time its words are present
 _NAME_WORDS = ("token", "key", "secret", "pass", "credential")
 _RULES: Tuple[_Rule, ...] = (
     # HTTP authorization headers: "Authorization: Bearer X", "Authorization: token X", "Basic X".
     (
         ("authorization",),
-        re.compile(r"(?i)(\bauthorization\s*[:=]\s*(?:bearer|token|basic|digest)?\s*)([^\s'\"]+)"),
+        lazy(r"(?i)(\bauthorization\s*[:=]\s*(?:bearer|token|basic|digest)?\s*)([^\s'\"]+)"),
         r"\1" + REDACTED,
     ),
-    (("bearer",), re.compile(r"(?i)(\bbearer\s+)([A-Za-z0-9._~+/=-]{8,})"), r"\1" + REDACTED),
+    (("bearer",), lazy(r"(?i)(\bbearer\s+)([A-Za-z0-9._~+/=-]{8,})"), r"\1" + REDACTED),
     # Command-line options: --token=X, --token X, --hf-token X, -password=X.
     (
         _NAME_WORDS,
-        re.compile(r"(?i)(?<![\w-])(--?(?:[a-z0-9][\w-]*?)?" + _SECRET_NAME + r")(=|\s+)" + _VALUE),
+        lazy(r"(?i)(?<![\w-])(--?(?:[a-z0-9][\w-]*?)?" + _SECRET_NAME + r")(=|\s+)" + _VALUE),
         r"\1\2" + REDACTED,
     ),
     # Environment-like assignments and config lines: HF_TOKEN=X, aws_secret_access_key = X. The
     # lookahead first makes sure an "=" follows the word, so other words cost one scan each.
     (
         _NAME_WORDS,
-        re.compile(
+        lazy(
             r"(?i)(?<![\w-])(?=[a-z0-9_]+\s*=)([a-z0-9_]*" + _SECRET_NAME + r")(\s*=\s*)" + _VALUE
         ),
         r"\1\2" + REDACTED,
     ),
     # Credentials in a URL: https://user:PASSWORD@host/.
-    (("://",), re.compile(r"(?i)(\b[a-z][a-z0-9+.-]*://[^\s/:@]+:)([^\s/@]+)(@)"), r"\1" + REDACTED + r"\3"),
+    (("://",), lazy(r"(?i)(\b[a-z][a-z0-9+.-]*://[^\s/:@]+:)([^\s/@]+)(@)"), r"\1" + REDACTED + r"\3"),
     # Well-known token shapes, wherever they stand.
-    (("gh",), re.compile(r"\bgh[pousr]_[A-Za-z0-9]{30,}\b"), REDACTED),
-    (("github_pat_",), re.compile(r"\bgithub_pat_[A-Za-z0-9_]{30,}\b"), REDACTED),  # fine-grained
-    (("hf_",), re.compile(r"\bhf_[A-Za-z0-9]{30,}\b"), REDACTED),  # Hugging Face user access tokens
-    (("akia", "asia"), re.compile(r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b"), REDACTED),  # AWS access key ids
-    (("xox",), re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}\b"), REDACTED),  # Slack tokens
+    (("gh",), lazy(r"\bgh[pousr]_[A-Za-z0-9]{30,}\b"), REDACTED),
+    (("github_pat_",), lazy(r"\bgithub_pat_[A-Za-z0-9_]{30,}\b"), REDACTED),  # fine-grained
+    (("hf_",), lazy(r"\bhf_[A-Za-z0-9]{30,}\b"), REDACTED),  # Hugging Face user access tokens
+    (("akia", "asia"), lazy(r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b"), REDACTED),  # AWS access key ids
+    (("xox",), lazy(r"\bxox[abposr]-[A-Za-z0-9-]{10,}\b"), REDACTED),  # Slack tokens
 )
 
 
 # An argv element that is a secret-named option on its own: the next element is its value.
-_SECRET_OPTION = re.compile(r"(?i)--?(?:[a-z0-9][\w-]*?)?" + _SECRET_NAME)
+_SECRET_OPTION = lazy(r"(?i)--?(?:[a-z0-9][\w-]*?)?" + _SECRET_NAME)
 
 
 def redact_argv(argv: Sequence[str]) -> Tuple[str, ...]:

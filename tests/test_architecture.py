@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Iterator, Set, Tuple
 
 PACKAGE = Path(__file__).resolve().parents[1] / "analyzer"
-LEAVES = {"model", "errors", "exits", "durations", "markup", "redact"}
+LEAVES = {"model", "errors", "exits", "durations", "markup", "redact", "lazy_re"}
 ALLOWED = {
     "leaf": LEAVES,
     "rules": LEAVES | {"rules"},

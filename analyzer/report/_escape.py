@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-import html
 import re
 from typing import Any, List
 
@@ -109,6 +108,8 @@ def one_line(text: str) -> str:
 
 def html_text(text: str) -> str:
     """For HTML context (``<summary>``): cleaned, one line, ``& < > "`` escaped."""
+    import html  # here: a JSON report needs no HTML (html.entities is about 1 ms of start-up)
+
     return html.escape(one_line(text), quote=True)
 
 
@@ -118,6 +119,8 @@ def html_inline(text: str) -> str:
     HTML-escaped; a backtick span and any word holding ``@`` or ``#`` become ``<code>``, which
     GitHub's mention and issue-reference filters leave alone.
     """
+    import html
+
     out: List[str] = []
     for code, part in _spans(one_line(text)):
         if code:

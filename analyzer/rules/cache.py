@@ -13,6 +13,15 @@ a self-hosted runner, would let a test's output blind the next job's scan). Wher
 (a read-only install), or where Python is told not to write bytecode (``PYTHONDONTWRITEBYTECODE``), the
 catalogue is parsed every run, as without a cache. Only the data is cached: every check and compile of
 the rules still runs on it, so a change to the package's code takes effect at once.
+
+``cached_rules`` keeps the catalogue's checked rules themselves the same way (pickled: ``parse_rule``'s
+checks were about 9 ms of every run), keyed also by the source of the code that builds them (this
+package's modules and ``analyzer/model.py``), so an edit to that code takes effect at once as well.
+Pickled data runs code when it loads; in ``__pycache__`` beside the package's code it trusts nobody
+the ``.pyc`` files do not already trust. ``cached_value`` keeps other data the same way, under its own
+file name prefix and a key made of everything it is built from: the scanner's compiled Hyperscan
+databases (``analyzer.scan._hyperscan``), whose compile was most of what was left of a small log's
+start-up once the catalogue was cached.
 """
 
 from __future__ import annotations
@@ -20,7 +29,7 @@ from __future__ import annotations
 import marshal
 import os
 import sys
-from typing import Any, Callable, List, Optional
+from typing import Any, Callable, List, Optional, Sequence
 
 try:  # CPython's own SHA-256, as random.py takes its sha512: hashlib loads OpenSSL first (about 3 ms)
     from _sha256 import sha256  # Python 3.11 and before
@@ -33,6 +42,8 @@ except ImportError:
 
 CACHE_FORMAT = b"gpu-hang-guard catalogue cache 1"  # change when the cached data's meaning changes
 _PREFIX = "catalogue-"
+_RULES_FORMAT = b"gpu-hang-guard checked rules 1"  # change when the cached rules' meaning changes
+_RULES_PREFIX = "rules-"
 _SUFFIX = ".marshal"
 _READ_ERRORS = (OSError, EOFError, ValueError, TypeError)
 
@@ -77,18 +88,104 @@ def cached_yaml(
     when a run made it before, else parsed and cached for the next run. ``dirs``: where the cache may
     be (``cache_dirs(path)``); ``write``: whether a parse is cached (by default unless Python writes no
     bytecode). Raises only what ``parse`` raises; a cache that cannot be read or written is passed over."""
-    key = cache_key(raw)
-    name = _PREFIX + key + _SUFFIX
     places = cache_dirs(path) if dirs is None else dirs
-    for place in places:
+    return cached_value(_PREFIX, cache_key(raw), parse, places, write)
+
+
+def cached_rules(
+    path: str, raw: bytes, build: Callable[[], Any], options: bytes, dirs: Optional[List[str]] = None,
+    write: Optional[bool] = None,
+) -> Any:
+    """``build()`` (the checked rules of the catalogue at ``path``, whose bytes are ``raw``, built with
+    ``options``), read from the cache when a run made it before, else built and cached for the next
+    run; ``dirs`` and ``write`` as for ``cached_yaml``. Raises only what ``build`` raises."""
+    key = value_key(_RULES_FORMAT, (yaml_library(), code_digest(), options, raw))
+    built: List[Any] = []
+
+    def pickled() -> bytes:
+        import pickle  # only on the run that writes the cache
+
+        built.append(build())
+        return pickle.dumps(built[0], protocol=4)
+
+    places = cache_dirs(path) if dirs is None else dirs
+    data = cached_value(_RULES_PREFIX, key, pickled, places, write)
+    if built:
+        return built[0]
+    try:
+        return _unpickle(data)
+    except Exception:  # a damaged file under the right key: build and write it again
+        cached_value(_RULES_PREFIX, key, pickled, places, write, read=False)
+        return built[0]
+
+
+def code_digest() -> bytes:
+    """The SHA-256 of the source of the code that builds the rules: this package's modules and the
+    shared ``analyzer/model.py`` (empty for a module that cannot be read)."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    digest = sha256()
+    try:
+        names = sorted(name for name in os.listdir(here) if name.endswith(".py"))
+    except OSError:
+        names = []
+    for path in [os.path.join(here, name) for name in names] + [os.path.join(here, "..", "model.py")]:
+        try:
+            with open(path, "rb") as handle:
+                source = handle.read()
+        except OSError:
+            source = b""
+        digest.update(b"%d:%s" % (len(source), os.path.basename(path).encode("utf-8", "surrogateescape")))
+        digest.update(source)
+    return digest.digest()
+
+
+def _unpickle(data: Any) -> Any:
+    try:  # CPython's C unpickler without the pickle module's own import (about 1.5 ms)
+        from _pickle import loads
+    except ImportError:
+        from pickle import loads
+    if not isinstance(data, bytes):
+        raise TypeError(type(data).__name__)
+    return loads(data)
+
+
+def builtin_cache_dirs() -> List[str]:
+    """Where data built from the shipped package (its catalogue, the scanner's databases) is cached:
+    ``__pycache__`` beside the catalogue, as ``cache_dirs`` of the shipped catalogue."""
+    return [os.path.join(os.path.dirname(os.path.abspath(__file__)), "__pycache__")]
+
+
+def value_key(fmt: bytes, parts: Sequence[bytes]) -> str:
+    """The SHA-256 (hex) of ``fmt`` (the format of the cached data: change it when its meaning
+    changes), Python's version and ``parts``, each part delimited by its length."""
+    digest = sha256(fmt)
+    for part in (sys.version.encode("utf-8", "backslashreplace"), *parts):
+        digest.update(b"%d:" % len(part))
+        digest.update(part)
+    return digest.hexdigest()
+
+
+def cached_value(
+    prefix: str, key: str, build: Callable[[], Any], dirs: Optional[List[str]] = None,
+    write: Optional[bool] = None, read: bool = True,
+) -> Any:
+    """``build()``, read from the file ``{prefix}{key}.marshal`` in ``dirs`` (default
+    ``builtin_cache_dirs()``) when a run cached it before, else built and cached for the next run
+    (unless ``write`` is false; by default unless Python writes no bytecode), removing the older files
+    of ``prefix``. ``key`` names everything the data is built from (``value_key``); ``build()`` returns
+    what ``marshal`` can write; ``read=False`` builds and writes it anew. Raises only what ``build``
+    raises."""
+    name = prefix + key + _SUFFIX
+    places = builtin_cache_dirs() if dirs is None else dirs
+    for place in places if read else ():
         data = _read(os.path.join(place, name), key)
         if data is not None:
             return data[1]
-    data = parse()
+    data = build()
     if write is None:
         write = not sys.dont_write_bytecode
     for place in places if write else ():
-        if _write(place, name, key, data):
+        if _write(place, name, key, data, prefix):
             break
     return data
 
@@ -105,9 +202,9 @@ def _read(path: str, key: str) -> Optional[tuple]:
     return None
 
 
-def _write(place: str, name: str, key: str, data: Any) -> bool:
+def _write(place: str, name: str, key: str, data: Any, prefix: str) -> bool:
     """Write ``(key, data)`` to ``place/name`` whole or not at all, and remove the place's older
-    catalogue caches; whether it was written."""
+    files of ``prefix``; whether it was written."""
     try:
         payload = marshal.dumps((key, data))
     except ValueError:  # a type marshal cannot write (YAML's dates): nothing to cache
@@ -117,7 +214,7 @@ def _write(place: str, name: str, key: str, data: Any) -> bool:
         os.makedirs(place, exist_ok=True)
         import tempfile  # only on the run that writes the cache
 
-        fd, tmp = tempfile.mkstemp(prefix=_PREFIX, suffix=".tmp", dir=place)
+        fd, tmp = tempfile.mkstemp(prefix=prefix, suffix=".tmp", dir=place)
         with os.fdopen(fd, "wb") as handle:
             handle.write(payload)
             os.fchmod(handle.fileno(), 0o644)  # as a .pyc: other users of a shared install read it too
@@ -129,7 +226,7 @@ def _write(place: str, name: str, key: str, data: Any) -> bool:
         if tmp is not None:
             _unlink(tmp)
     try:
-        others = [other for other in os.listdir(place) if other.startswith(_PREFIX) and other != name]
+        others = [other for other in os.listdir(place) if other.startswith(prefix) and other != name]
     except OSError:
         others = []
     for other in others:

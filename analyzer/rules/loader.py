@@ -32,7 +32,7 @@ from ..model import (
     Severity,
 )
 from . import schema
-from .cache import cached_yaml
+from .cache import cached_rules, cached_yaml
 from .config import UserConfig, load_config, parse_yaml_bytes, read_config_bytes, read_yaml
 from .model import Catalogue, Rule
 from .schema import Key, Table, check_mapping, key_part, show
@@ -159,14 +159,17 @@ def load_rules_file(
 ) -> Tuple[Rule, ...]:
     """The rules of a catalogue file (a top-level ``rules:`` list) in order; raises ``ConfigError``.
 
-    ``trusted``: the file is the shipped catalogue; see ``parse_rule``. Its parsed YAML is cached between
-    runs (``analyzer.rules.cache``)."""
+    ``trusted``: the file is the shipped catalogue; see ``parse_rule``. Its parsed YAML and its checked
+    rules are cached between runs (``analyzer.rules.cache``)."""
     if trusted:
         raw = read_config_bytes(path)
-        data = cached_yaml(path, raw, lambda: parse_yaml_bytes(raw, path))
-    else:
-        data = read_yaml(path)
-    return parse_catalogue(data, path, user_defined, require_examples, trusted)
+
+        def build() -> Tuple[Rule, ...]:
+            data = cached_yaml(path, raw, lambda: parse_yaml_bytes(raw, path))
+            return parse_catalogue(data, path, user_defined, require_examples, trusted)
+
+        return cached_rules(path, raw, build, b"%d %d" % (user_defined, require_examples))
+    return parse_catalogue(read_yaml(path), path, user_defined, require_examples, trusted)
 
 
 def parse_catalogue(

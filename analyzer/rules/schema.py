@@ -23,11 +23,10 @@ import reprlib
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple, Union
 
-import regex
-
 from ..durations import parse_duration
 from ..exits import signal_name as _signal_name, signal_number
 from ..errors import ConfigError, UsageError
+from ..lazy_re import lazy_regex
 
 MAX_CONFIG_BYTES = 1 << 20
 MAX_YAML_SIZE = 1_000_000
@@ -38,8 +37,8 @@ SHOW_CHARS = 60
 # A checker turns a raw YAML value into the value used, or raises ConfigError(source, key, ...).
 Checker = Callable[[Any, str, str], Any]
 
-_KEBAB = regex.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*\Z")
-_COMPILE_ERRORS = (regex.error, ValueError, OverflowError, RecursionError, TypeError, MemoryError)
+_KEBAB = lazy_regex(r"[a-z0-9]+(?:-[a-z0-9]+)*\Z")
+_COMPILE_ERRORS = (ValueError, OverflowError, RecursionError, TypeError, MemoryError)  # and regex.error
 
 
 @dataclass(frozen=True)
@@ -244,6 +243,8 @@ class LazyPattern:
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__"):
             raise AttributeError(name)
+        import regex  # here: a run whose log has no candidate line imports no regex (about 6 ms)
+
         compiled = regex.compile(self.pattern, regex.IGNORECASE if self.ignore_case else 0)
         for attr in self._FORWARDED:
             self.__dict__[attr] = getattr(compiled, attr)
@@ -258,6 +259,8 @@ def compile_pattern(pattern: str, source: str, key: str, ignore_case: bool = Fal
 
     ``label`` prefixes the problem (``"rule mine: "``). Raises ``ConfigError`` naming ``source`` and ``key``.
     """
+    import regex
+
     size = expanded_pattern_size(pattern)
     if size > MAX_PATTERN_SIZE:
         raise ConfigError(
@@ -268,11 +271,11 @@ def compile_pattern(pattern: str, source: str, key: str, ignore_case: bool = Fal
         )
     try:
         return regex.compile(pattern, regex.IGNORECASE if ignore_case else 0)
-    except _COMPILE_ERRORS as err:
+    except (regex.error, *_COMPILE_ERRORS) as err:
         raise ConfigError(source, key, f"{label}invalid regex: {problem_text(err)}") from None
 
 
-_QUANTIFIER = regex.compile(r"\{\s*(\d*)\s*(?:,\s*(\d*)\s*)?\}")
+_QUANTIFIER = lazy_regex(r"\{\s*(\d*)\s*(?:,\s*(\d*)\s*)?\}")
 _BRACED_ESCAPES = "pPNxuUg"
 
 

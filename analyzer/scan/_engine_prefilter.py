@@ -16,6 +16,7 @@ from typing import (
 from ..rules.model import Rule
 from ._engine_approx import HYPERSCAN_LINE_END, LINE_END, LoosePatterns, rule_line_pattern, searched_folded
 from ._engine_literals import _C, Literal, Plan, _sre_parse
+from ._hyperscan import database, match_ends
 
 Candidates = Dict[int, Set[int]]  # line start offset -> literal indices found in that line
 Finder = Callable[[bytes], Candidates]
@@ -533,7 +534,7 @@ def _hyperscan_loose_matcher(
     local = threading.local()
 
     def line_hits(window: bytes) -> Iterator[Tuple[int, int]]:
-        for end, rule in _match_ends(database, local, window):
+        for end, rule in match_ends(database, local, window):
             yield window.rfind(b"\n", 0, end - 1) + 1, rule
 
     return line_hits, taken
@@ -619,39 +620,25 @@ def _compile_prefilter(expressions: List[bytes], ids: List[int]) -> Any:
     return db
 
 
-def _match_ends(database: Any, local: threading.local, window: bytes) -> List[Tuple[int, int]]:
-    """(end offset, id) of every match of ``database`` in ``window``. One scratch space per thread:
-    the guard scans stdout and stderr in two threads with one compiled database, and a scratch in use
-    by another scan fails with ScratchInUseError."""
-    import hyperscan
-
-    ends: List[Tuple[int, int]] = []
-    append = ends.append
-
-    def on_match(index: int, _start: int, end: int, _flags: int, _ctx: object) -> None:
-        append((end, index))
-
-    scratch = getattr(local, "scratch", None)
-    if scratch is None:
-        scratch = local.scratch = hyperscan.Scratch(database)
-    database.scan(window, match_event_handler=on_match, scratch=scratch)
-    return ends
-
-
 def hyperscan_markers(markers: Sequence[bytes]) -> Callable[[bytes], FrozenSet[bytes]]:
     """Which of ``markers`` (literals, none empty) occur in a window, in one Hyperscan pass that reports
     each at most once. Raises what Hyperscan raises when it cannot run here."""
     import hyperscan
 
-    db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
-    db.compile(expressions=list(markers), ids=list(range(len(markers))),
-               flags=[hyperscan.HS_FLAG_SINGLEMATCH] * len(markers), literal=True)
+    db = _literals_compiled("markers", list(markers), range(len(markers)),
+                            [hyperscan.HS_FLAG_SINGLEMATCH] * len(markers))
     local = threading.local()
 
     def found(window: bytes) -> FrozenSet[bytes]:
-        return frozenset(markers[index] for _end, index in _match_ends(db, local, window))
+        return frozenset(markers[index] for _end, index in match_ends(db, local, window))
 
     return found
+
+
+def _literals_compiled(name: str, needles: Sequence[bytes], ids: Iterable[int], flags: Sequence[int]) -> Any:
+    """The one Hyperscan database of literal ``needles`` (cached between runs as ``name``, see
+    ``_hyperscan``) behind both ``hyperscan_markers`` and ``_literal_database``."""
+    return database(name, needles, list(ids), flags, literal=True)
 
 
 def _literal_database(literals: Sequence[Literal], ids: Optional[Sequence[int]] = None) -> Finder:
@@ -660,18 +647,17 @@ def _literal_database(literals: Sequence[Literal], ids: Optional[Sequence[int]] 
 
     if not literals:
         return lambda window: {}
-    db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
-    db.compile(
-        expressions=[lit.needle for lit in literals],
-        ids=list(ids) if ids is not None else list(range(len(literals))),
-        flags=[hyperscan.HS_FLAG_CASELESS if lit.caseless else 0 for lit in literals],
-        literal=True,
+    db = _literals_compiled(
+        "literals" if ids is None else "kept-literals",
+        [lit.needle for lit in literals],
+        ids if ids is not None else range(len(literals)),
+        [hyperscan.HS_FLAG_CASELESS if lit.caseless else 0 for lit in literals],
     )
 
     local = threading.local()
 
     def find(window: bytes) -> Candidates:
-        ends = _match_ends(db, local, window)
+        ends = match_ends(db, local, window)
         out: Candidates = {}
         rfind = window.rfind
         last_line = -1

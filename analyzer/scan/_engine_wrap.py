@@ -23,9 +23,9 @@ need the join, and the rows keep their own line numbers.
 from __future__ import annotations
 
 import itertools
-import re
 from typing import Iterable, Iterator, List, Optional, Tuple
 
+from ..lazy_re import lazy
 from .clean import clean_speaking, starts_with_runner_stamp
 
 SAMPLE_BYTES = 64 * 1024
@@ -39,7 +39,7 @@ _WORD = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ01234567
 # a right-aligned progress count ("... PASSED     [ 45%]") was drawn to the terminal's width by the
 # program (pytest does): it is a whole line, not a cut one. Not a run of dots: CTest's dot leader
 # ("1/3 Test #1: name ........") runs on past the cut, and so does unittest's row of progress dots.
-_SEPARATOR = re.compile(rb"(?:([^\s.A-Za-z0-9])\1\1|\[ *\d+%\])$")
+_SEPARATOR = lazy(rb"(?:([^\s.A-Za-z0-9])\1\1|\[ *\d+%\])$")
 # The last bytes that neither alternative can end in: most rows end so, and the search walks the row.
 _ENDS_NO_SEPARATOR = frozenset(b" \t\n\r\f\v.abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
 
@@ -47,25 +47,25 @@ _OPEN = frozenset(b"([{,=-_/\\")  # a line seldom ends so: a cut does
 # A line seldom starts so: a cut does ("...: block" / ": [31,0,0], thread", "gloo/.../pair" / ".cc:563]").
 _CLOSE = frozenset(b")]},;:.=-_")
 # An elapsed-time stamp no cleaning strips: CPython regrtest's "0:00:01 load avg: 0.50 [1/2] test_x".
-_ELAPSED = re.compile(rb"\d+:\d\d:\d\d ")
+_ELAPSED = lazy(rb"\d+:\d\d:\d\d ")
 # A row ending inside a timestamp ("... AT 2020-07-11T", "2020-07-11T2", "17:09:") whose next row goes
 # on with digits: no program ends a line there.
-_INSIDE_A_STAMP = re.compile(rb"(?:\d\d-\d\dT\d{0,2}|\d:\d\d:|\d{4}-(?:\d\d-)?)$")
+_INSIDE_A_STAMP = lazy(rb"(?:\d\d-\d\dT\d{0,2}|\d:\d\d:|\d{4}-(?:\d\d-)?)$")
 # A row ending in ":", "," or ";" before a capitalised word: a sentence's punctuation, then its space,
 # which a copy trimmed from the row's end; the words are never glued so.
-_SPACE_WAS_HERE = re.compile(rb"[:,;]\n[A-Z][a-z]$")
+_SPACE_WAS_HERE = lazy(rb"[:,;]\n[A-Z][a-z]$")
 # A test runner's passing outcome alone on its row: unittest -v's "ok" (or "skipped 'why'") after the
 # output a test printed, pytest -s's "PASSED" after a test's own lines. The runner writes it at the
 # margin after a newline of its own: a line, not the rest of a cut ("... in 2000 ms" / "ok"). Read as a
 # cut's rest, it is lost and the passing test's events count as unfinished: errors. A failing outcome
 # ("FAIL", "FAILED", "ERROR") is left to the cut reading, where an event stays unfinished either way.
-_OUTCOME_ROW = re.compile(rb"(?:ok|PASSED|SKIPPED|XFAIL|expected failure|skipped '.*')(?: +\[ *\d+%\])?$")
+_OUTCOME_ROW = lazy(rb"(?:ok|PASSED|SKIPPED|XFAIL|expected failure|skipped '.*')(?: +\[ *\d+%\])?$")
 # A row that ends in a test's outcome on its progress line (unittest -v's "test_m (mod.C) ... ok", pytest -v
 # -s's "t.py::test_x PASSED", no percent column there) ends a line: the runner writes its newline right
 # after the outcome. unittest ids of one length make rows of one width, each ending in a letter before
 # the next id's "test_": read as cuts in a word, a short log became a terminal copy and its progress
 # lines were joined into one, so an event on the last of them went to the test three rows up.
-_OUTCOME_END = re.compile(
+_OUTCOME_END = lazy(
     rb"(?: \.\.\. (?:ok|FAIL|ERROR|expected failure|unexpected success|skipped '.*')"
     rb"|\.py::\S* (?:PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS|RERUN))$"
 )

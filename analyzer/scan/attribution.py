@@ -49,6 +49,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Set, Tuple
 
+from ..lazy_re import lazy
 from .clean import clean_stripped, strip_controls
 from .letters import ProgressLetters
 
@@ -75,34 +76,34 @@ _ID_GOES_ON = _PATH_BYTES | frozenset(b":[")
 
 # A node id; a parametrize id may hold spaces ("t.py::test_store[two words]"), so it runs to its "]".
 _NODE_ID = r"[\w./-]+\.py::[^\s\[]*(?:\[[^\]\n]*\])?\S*"
-_PYTEST_LINE = re.compile(r"(?P<test>" + _NODE_ID + r")(?P<rest>.*)")
+_PYTEST_LINE = lazy(r"(?P<test>" + _NODE_ID + r")(?P<rest>.*)")
 # The progress column is left out under ``-o console_output_style=classic`` (and by pytest before 3.3) and
 # is a count under ``count``: ``[gw2] PASSED t``, ``[gw2] [ 3/40] PASSED t``.
-_XDIST_LINE = re.compile(
+_XDIST_LINE = lazy(
     r"\[gw\d+\] (?:\[\s*\d+(?:%|/\d+)\] )?[A-Z]+ (?P<test>" + _NODE_ID + r"|\S+)"
 )
 # The elapsed time first, then the load average where the OS has one; "[3/11/1]": the third number
 # counts the failures so far. Sequential runs print nothing after the name, or " -- test_w failed"
 # about the file before it; parallel runs print the file's result ("passed", "failed (1 failure)").
-_REGRTEST_LINE = re.compile(
+_REGRTEST_LINE = lazy(
     r"^\d+:\d\d:\d\d (?:load avg: \d+\.\d+ )?\[ *\d+/\d+(?:/\d+)?\] (?P<test>test\w*(?:\.\w+)*)(?P<rest>.*)$"
 )
-_UNITTEST_LINE = re.compile(r"(?P<name>\w+) \((?P<cls>[\w.]+)\)(?: .*?)? \.\.\.(?: (?P<rest>.*))?$")
+_UNITTEST_LINE = lazy(r"(?P<name>\w+) \((?P<cls>[\w.]+)\)(?: .*?)? \.\.\.(?: (?P<rest>.*))?$")
 # After a space, or (pytest 8's --setup-show) right after "(fixtures used: tmp_path)".
-_PYTEST_OUTCOME = re.compile(r"[\s)](?:PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS)\b")
-_UNITTEST_OUTCOME = re.compile(r"^(?:ok|FAIL|ERROR|skipped\b|expected failure|unexpected success)")
+_PYTEST_OUTCOME = lazy(r"[\s)](?:PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS)\b")
+_UNITTEST_OUTCOME = lazy(r"^(?:ok|FAIL|ERROR|skipped\b|expected failure|unexpected success)")
 # The outcome word alone at the start of a line: pytest -s after a test's own output, or unittest
 # after a test that printed. The timestamp GitHub puts first may precede it. pytest-rerunfailures's
 # RERUN ends an attempt so: the test went on with its next attempt, whose own line follows.
-_BARE_OUTCOME = re.compile(
+_BARE_OUTCOME = lazy(
     rb"(?m)^(?:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+Z )?[ \t]*"
     rb"(?:PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS|RERUN|ok|FAIL|skipped|expected failure"
     rb"|unexpected success)\b"
 )
-_UNITTEST_ID = re.compile(r"^(?P<name>\w+) \((?P<cls>[\w.]+)\)")
-_UNITTEST_DOC_HEAD = re.compile(r"(?P<name>\w+) \((?P<cls>[\w.]+)\)$")
+_UNITTEST_ID = lazy(r"^(?P<name>\w+) \((?P<cls>[\w.]+)\)")
+_UNITTEST_DOC_HEAD = lazy(r"(?P<name>\w+) \((?P<cls>[\w.]+)\)$")
 # The docstring line: greedy, so the outcome is what follows its last " ...".
-_UNITTEST_DOC_LINE = re.compile(r"^.* \.\.\.(?: (?P<rest>.*))?$")
+_UNITTEST_DOC_LINE = lazy(r"^.* \.\.\.(?: (?P<rest>.*))?$")
 
 
 @dataclass(frozen=True)
@@ -524,23 +525,23 @@ class TestTracker:
 
 # pytest's progress row without -v ("..F.s [ 50%]", "tests/test_x.py ..  [ 12%]"), written when a row fills
 # or a file's tests end: the share of the run done so far. A run that dies leaves it below 100%.
-_PROGRESS_ROW = re.compile(r"(?:\S+\.py ?)?[.FEsxXR]+\s+\[\s*(\d+)%\]")
+_PROGRESS_ROW = lazy(r"(?:\S+\.py ?)?[.FEsxXR]+\s+\[\s*(\d+)%\]")
 # The same row before its percentage: the progress letters of the tests run so far.
-_CUT_ROW = re.compile(r"(?:\S+\.py ?)?[.FEsxXR]+")
+_CUT_ROW = lazy(r"(?:\S+\.py ?)?[.FEsxXR]+")
 _MAX_CUT_ROW_BYTES = 4096
 # A test's outcome alone on its line: pytest -s prints it after the test's own output, unittest after a
 # test that printed; those of a test that passed (an event inside it was handled).
 # Only the word (and pytest's percentage): "ERROR: ..." and "ok, retrying" are the test's own output.
-_OUTCOME_ALONE = re.compile(
+_OUTCOME_ALONE = lazy(
     r"\s*(?:PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS|ok|FAIL|skipped|expected failure|unexpected success)"
     r"(?:\s+\[\s*\d+%\])?\s*$"
 )
-_OUTCOME_WORDS = re.compile(
+_OUTCOME_WORDS = lazy(
     r"\b(PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS|ok|FAIL|skipped|expected failure|unexpected success)\b"
 )
 _PASSING = frozenset({"PASSED", "SKIPPED", "XFAIL", "ok", "skipped", "expected failure"})
 # Bytes without which a line is neither a progress line (NEEDLES) nor an outcome.
-_MAY_GO_ON = re.compile(
+_MAY_GO_ON = lazy(
     b"|".join(re.escape(needle) for needle in NEEDLES)
     + rb"|PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS|ok|FAIL|skipped|expected failure|unexpected success"
 )

@@ -76,35 +76,36 @@ bar is cut off such a segment, so the message is matched as the start of a line,
 from __future__ import annotations
 
 import json
-import re
 from typing import Callable, FrozenSet, List, Optional, Tuple
+
+from ..lazy_re import lazy
 
 # CSI (colours, cursor moves), the control strings terminated by BEL or ST (OSC's hyperlinks and titles;
 # APC, which Buildkite's agent writes before every line as its timestamp, "\x1b_bk;t=1704825683123\x07":
 # buildkite/agent core/job_controller.go; DCS, PM, SOS), and the short two-byte escapes. No branch can
 # consume b"\n", which keeps line numbering intact.
-_ANSI = re.compile(rb"\x1b(?:\[[0-?]*[ -/]*[@-~]|[\]_P^X][^\x07\x1b\n]*(?:\x07|\x1b\\)|[ -/]*[0-~])")
+_ANSI = lazy(rb"\x1b(?:\[[0-?]*[ -/]*[@-~]|[\]_P^X][^\x07\x1b\n]*(?:\x07|\x1b\\)|[ -/]*[0-~])")
 # The same CSI sequences as a paste shows them when ESC went through ``cat -v``, ``less`` or a terminal
 # copy in caret notation: ``^[[36m``. "^[[" is never text of its own, so no branch can eat a word.
-_CARET_CSI = re.compile(rb"\^\[\[[0-?]*[ -/]*[@-~]")
+_CARET_CSI = lazy(rb"\^\[\[[0-?]*[ -/]*[@-~]")
 # The same CSI sequences as rsyslog stores them: its EscapeControlCharactersOnReceive (on by default)
 # writes each control byte as "#" and three octal digits, so ESC is "#033" ("gitlab-runner[1701482]:
 # #033[0;33mWARNING: Job failed: exit code 137" in /var/log/syslog). "#033[" is never text of its own.
-_RSYSLOG_CSI = re.compile(rb"#033\[[0-?]*[ -/]*[@-~]")
+_RSYSLOG_CSI = lazy(rb"#033\[[0-?]*[ -/]*[@-~]")
 _BOM = b"\xef\xbb\xbf"
 _EMPHASIS = ("_", "*")
 # tqdm's bar as it redraws a line ("Epoch 1: 100%|####| 3/3 [00:00<00:00, 29.11it/s]", or "3it [00:00,
 # 29.11it/s]" without a total): the percentage or count, then the elapsed time in brackets.
-_PROGRESS_BAR = re.compile(
+_PROGRESS_BAR = lazy(
     r"(?:[^\r|]{0,80}: )?\s*(?:\d{1,3}%\|[^|\r]*\| *\S+/\S+|\d[\d.]*[kMGTP]?[A-Za-z]*) "
     r"\[(?:\d+:)?\d+:\d\d[^\]\r]*\]"
 )
 # The shell's xtrace (set -x): PS4's "+ ", once per level of nesting ("++ " in a command substitution),
 # before the command it is about to run. The command's words are not what it printed. A banner drawn
 # with "+" (pytest-timeout's "+++++ Timeout +++++") ends with its "+" and is no command.
-_XTRACE = re.compile(r"\+{1,8} (?=\S)")
+_XTRACE = lazy(r"\+{1,8} (?=\S)")
 # Markdown's quote marks, one level or several ("> > "); never ">>> " (a REPL prompt) or ">" alone.
-_QUOTE = re.compile(r"(?:> )+")
+_QUOTE = lazy(r"(?:> )+")
 # A Kubernetes container log file's stream and whether the line is whole or a part of a longer one,
 # after its stamp (the CRI format: "... stderr F ", containerd's stamp as GitHub's, CRI-O's +00:00).
 _CRI_STREAM = r"(?:std(?:out|err) [FP] )?"
@@ -122,16 +123,16 @@ _LOGGING_LEVEL = (
     r"(?![\w.-]+:\d+ -- ))?"
 )
 # GitHub's stamp.
-_TIMESTAMP = re.compile(
+_TIMESTAMP = lazy(
     rb"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d+Z " + (_CRI_STREAM + _GITLAB_STREAM).encode()
 )
 # torchrun's --tee/--log-line-prefix and recent torch print "[rank3]:" before every line of a rank.
-_RANK = re.compile(r"\[rank(\d+)\]: ?")
+_RANK = lazy(r"\[rank(\d+)\]: ?")
 # pdsh's "host: " before each line of a node: an IPv4 address, or a lower-case host name ending in a
 # digit ("worker-1", "gpu003"), which no exception's or logger's name is.
 _HOST = r"(?:\d{1,3}(?:\.\d{1,3}){3}|[a-z][a-z\d.-]*\d)"
 # Other loggers' line prefixes (see the module docstring); each alternative must consume some text.
-_LOGGER_PREFIX = re.compile(
+_LOGGER_PREFIX = lazy(
     # syslog, journald: the host, then the program with its pid ("python3[1234]: ") or the kernel's; the
     # stamp alone before a message ("Dec 05 01:50:10 CUDA error: ...", "... Worker-2 exitcode: -15", as
     # moreutils' ts prints) names no host and program
@@ -218,13 +219,13 @@ CTEST_VERBOSE = b": Test command: "
 # and a terminal's cut before ".cc:563] Read error" stays a cut. More progress then a blank or the end
 # (pytest -q's "..F.. [ 50%]") is still progress.
 _QUALIFIED_EXCEPTION = r"[A-Za-z_]\w*(?:\.\w+)*\.[A-Z]\w*(?::|$)"
-_PROGRESS_GLUED = re.compile(
+_PROGRESS_GLUED = lazy(
     r"(?:[.EFsxu]*(?:[EFsxu](?=[A-Z][a-z])|\.(?=[A-Z_\[]))"
     r"|[.EFsxu]*?[.EF](?=" + _QUALIFIED_EXCEPTION + r"))"
     r"(?![.EFsxu]*(?:\s|$))"
 )
 _PROGRESS_CHARS = ".EFsxu"
-_PROGRESS_RUN = re.compile(r"[.EFsxu]*")
+_PROGRESS_RUN = lazy(r"[.EFsxu]*")
 # A child's first word may begin with progress letters ("subprocess", "Exception"): the cut is looked
 # for this far back from the end of the run only, so a line of a million "E"s costs one pass, not the
 # square of its length.
@@ -232,7 +233,7 @@ _GLUED_BACKOFF = 16
 # pytest's failure report marks each line of the exception it shows with "E" and the indentation of the
 # failing source line ("E   subprocess.TimeoutExpired: ...", "E       RuntimeError: ..."; _pytest/_code/
 # code.py, FormattedExcinfo.get_exconly with markall): the line after it is what the exception printed.
-_PYTEST_FAIL_MARK = re.compile(r"E {3,}(?=\S)")
+_PYTEST_FAIL_MARK = lazy(r"E {3,}(?=\S)")
 # unittest -v's "test_m (mod.Class) ... " when what follows is a child's output, not the outcome. A test
 # with a docstring prints "test_m (mod.Class)" alone, then the docstring's first line and " ... ": any text,
 # so it is cut only before the header a dying child writes before its traceback (multiprocessing's "Process
@@ -240,26 +241,26 @@ _PYTEST_FAIL_MARK = re.compile(r"E {3,}(?=\S)")
 _CHILD_BLOCK_HEAD = (
     r"(?:Process|Exception in thread) [^:\s](?:[^:]*[^:\s])?(?::\d+)*:$|Traceback \(most recent call last\):$"
 )
-_UNITTEST_CONTINUED = re.compile(
+_UNITTEST_CONTINUED = lazy(
     r"\w+ \([\w.]+\) \.\.\. (?!(?:ok|FAIL|ERROR|skipped|expected failure|unexpected success)\b)(?=\S)"
     r"|\S.*? \.\.\. (?=" + _CHILD_BLOCK_HEAD + r")"
 )
 
 # pytest -v -s's node id ("tests/test_x.py::test_y[a-1] ", written before the test runs) when a child the
 # test started continues that line with its header (pytest writes the outcome when the test ends).
-_PYTEST_CONTINUED = re.compile(r"[^\s:]+\.py::\S.*? (?=" + _CHILD_BLOCK_HEAD + r")")
+_PYTEST_CONTINUED = lazy(r"[^\s:]+\.py::\S.*? (?=" + _CHILD_BLOCK_HEAD + r")")
 
 
 # Docker's json-file driver: every object starts so, the log's text first (jsonlogbytes.go, MarshalJSONBuf).
 _DOCKER_JSON = b'{"log":"'
 # The log's text as a JSON string; an object cut inside it (a copy that stopped mid-line) holds no text.
-_DOCKER_LOG = re.compile(rb'\{"log":("(?:[^"\\\n]|\\.)*")')
+_DOCKER_LOG = lazy(rb'\{"log":("(?:[^"\\\n]|\\.)*")')
 # The kubelet's CRI format: RFC 3339 stamp (containerd's RFC3339Nano drops trailing zeros, CRI-O writes a
 # local offset), the stream, then "P" (a piece) or "F" (a whole line or the last piece), and the text.
 # The stream every line of either file names: json-file's '"stream":"stderr",' (before "time"), CRI's
 # "stderr F " (before the text). One regex pass over a window costs about one bytes.find of a long needle.
-_CONTAINER_STREAM = re.compile(rb'std(?:out|err)(?:",| [FP] )')
-_CRI_LINE = re.compile(
+_CONTAINER_STREAM = lazy(rb'std(?:out|err)(?:",| [FP] )')
+_CRI_LINE = lazy(
     rb"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d) std(?:out|err) [FP] "
 )
 # Above this many coloured lines in a window, one substitution over all of it beats editing each.
@@ -494,11 +495,11 @@ def visible_excerpt(raw_stripped: bytes) -> str:
 # What may follow a log's last word and still leave it the end (``last_content_line``): a blank line, a
 # Markdown fence, a shell prompt (``(venv) user@host:~/dir$``, ``[user@host dir]$``, ``$``), and a
 # traceback's head, frames and source lines that never reached their exception (another rank cut off).
-_TRAILER = re.compile(
+_TRAILER = lazy(
     r"^\s*(?:(?:```|~~~)[\w+-]*|(?:\([\w.-]+\)\s*)?\[?[\w.-]+@[\w.-]+(?:[:\s][^\s$#%\]]*)?\]?\s?[$#%]|[$#%>])?\s*$"
 )
-_TRAILER_HEAD = re.compile(r"^Traceback \(most recent call last\):\s*$")
-_TRAILER_INDENTED = re.compile(r"^\s+\S")
+_TRAILER_HEAD = lazy(r"^Traceback \(most recent call last\):\s*$")
+_TRAILER_INDENTED = lazy(r"^\s+\S")
 _TRAILER_LOOK_BACK = 400  # lines: a longer run of indented lines is content, not a cut traceback
 
 

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import dataclasses
 import time
-import zipfile
 import zlib
 from dataclasses import dataclass
 from typing import IO, Any, Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tuple
@@ -53,7 +52,7 @@ from .clean import (
 from .match import Match
 from .state import TRACEBACK_MARKER
 from .went_on import RankWatch
-from .sources import Source, Unscannable
+from .sources import Source, Unscannable, zip_errors
 
 ENGINES = ("auto", "hyperscan", "python")
 READ_SIZE = 1 << 20
@@ -91,7 +90,12 @@ _UNKNOWN = object()  # the progress line of a line not yet looked up
 MEMO_LINE_BYTES = 2048
 MEMO_LINES = 512
 # What a corrupt .gz or zip member raises mid-stream (gzip.BadGzipFile is an OSError).
-_READ_ERRORS = (OSError, EOFError, ValueError, RuntimeError, zipfile.BadZipFile, zlib.error)
+_READ_ERRORS = (OSError, EOFError, ValueError, RuntimeError, zlib.error)
+
+
+def _read_errors() -> Tuple[type, ...]:
+    """What reading a source may raise (``zip_errors``: zipfile is imported for the first zip only)."""
+    return _READ_ERRORS + zip_errors()
 
 
 RuleLookup = Tuple[bool, Any, bool]  # (is_block, the pattern that finds it, user_defined)
@@ -261,7 +265,7 @@ def _giant_line(stream: IO[bytes], path: str, buf: bytes) -> Tuple[bytes, bytes]
 def _read(stream: IO[bytes], path: str) -> bytes:
     try:
         return stream.read(READ_SIZE)
-    except _READ_ERRORS as err:
+    except _read_errors() as err:
         raise InputError(f"{path}: cannot read: {_reason(err)}") from None
 
 
@@ -269,7 +273,7 @@ def _read_within(stream: IO[bytes], path: str, wait_s: float) -> Optional[bytes]
     """``stream.read_within``: what came within ``wait_s`` (None: nothing did; b"": the end)."""
     try:
         return stream.read_within(READ_SIZE, wait_s)  # type: ignore[attr-defined]
-    except _READ_ERRORS as err:
+    except _read_errors() as err:
         raise InputError(f"{path}: cannot read: {_reason(err)}") from None
 
 

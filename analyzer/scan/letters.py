@@ -23,6 +23,8 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterator, List, Match, Optional, Tuple
 
+from ..lazy_re import lazy
+from ._hyperscan import database, match_ends
 from .clean import strip_controls
 
 _ANSI = rb"(?:\x1b\[[0-9;]*m)*"
@@ -51,22 +53,22 @@ _ROW_TEXT = (
 # every line as "^" would be.
 _FIRST = rb"(?:[.=\-\x1b]|[FEsxXRu](?![a-rtvwyz]))"
 _ROW_HINTS = (
-    re.compile(rb"\n" + _FIRST), re.compile(rb"Z " + _FIRST), re.compile(rb"\.py (?:[.\x1b]|[FEsxXRu])"),
+    lazy(rb"\n" + _FIRST), lazy(rb"Z " + _FIRST), lazy(rb"\.py (?:[.\x1b]|[FEsxXRu])"),
     # (one each: in an alternation sre no longer skims for a literal, and costs ten times as much)
-    re.compile(rb"\| " + _FIRST), re.compile(rb"\]: ?" + _FIRST),
+    lazy(rb"\| " + _FIRST), lazy(rb"\]: ?" + _FIRST),
 )
-_ROW = re.compile(_ROW_TEXT)
+_ROW = lazy(_ROW_TEXT)
 # The start of a word glued after letters: its lower-case letters, and a capital before them. A letter that
 # was a test's ("....Fsleeping") may go with it: the counts then disagree, and nothing is believed.
-_WORD_START = re.compile(rb"[FEXR]?[sxu]*$")
+_WORD_START = lazy(rb"[FEXR]?[sxu]*$")
 # Letters kept per log: a run with more rows than this tells nothing (its events stay conservative).
 MAX_ROWS = 20000
 _PASSING = frozenset(".sxu")
-_PYTEST_COUNTS = re.compile(r"(\d+) (passed|failed|errors?|skipped|xfailed|xpassed|rerun|subtests?)\b")
+_PYTEST_COUNTS = lazy(r"(\d+) (passed|failed|errors?|skipped|xfailed|xpassed|rerun|subtests?)\b")
 _PYTEST_LETTER = {"passed": ".", "failed": "F", "error": "E", "errors": "E", "skipped": "s",
                   "xfailed": "x", "xpassed": "X", "rerun": "R"}
-_UNITTEST_RAN = re.compile(r"^Ran (\d+) tests?\b", re.M)
-_UNITTEST_COUNTS = re.compile(r"(failures|errors|skipped|expected failures|unexpected successes)=(\d+)")
+_UNITTEST_RAN = lazy(r"^Ran (\d+) tests?\b", re.M)
+_UNITTEST_COUNTS = lazy(r"(failures|errors|skipped|expected failures|unexpected successes)=(\d+)")
 _UNITTEST_LETTER = {"failures": "F", "errors": "E", "skipped": "s", "expected failures": "x",
                     "unexpected successes": "u"}
 
@@ -202,7 +204,7 @@ class ProgressLetters:
         return None
 
 
-_WHO_AT_START = re.compile(
+_WHO_AT_START = lazy(
     (rb"(?:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+Z )?" + _ANSI + rb"(" + _WHO + rb")").decode()
 )
 
@@ -228,9 +230,7 @@ def _rows(buf: bytes, hyperscan: bool) -> Iterator[Tuple[int, Match[bytes]]]:
     starts = {0, buf.rfind(b"\n", 0, len(buf) - 1) + 1}
     hints = _hint_database() if hyperscan else None
     if hints is not None:
-        from ._engine_prefilter import _match_ends  # here: the engine's modules import this one
-
-        for end, _ in _match_ends(hints, _SCRATCH, buf):
+        for end, _ in match_ends(hints, _SCRATCH, buf):
             starts.add(buf.rfind(b"\n", 0, end - 1) + 1)
     else:
         for hint in _ROW_HINTS:
@@ -266,9 +266,7 @@ def _hint_database() -> Any:
     try:
         import hyperscan
 
-        db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
-        db.compile(expressions=list(_HYPERSCAN_HINTS), ids=list(range(len(_HYPERSCAN_HINTS))),
-                   flags=[hyperscan.HS_FLAG_MULTILINE] * len(_HYPERSCAN_HINTS))
+        return database("hints", _HYPERSCAN_HINTS, range(len(_HYPERSCAN_HINTS)),
+                        [hyperscan.HS_FLAG_MULTILINE] * len(_HYPERSCAN_HINTS))
     except Exception:  # ImportError, or hyperscan.error on a CPU it does not support
         return None
-    return db

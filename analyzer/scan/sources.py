@@ -25,14 +25,15 @@ Older archives have no step files (``gh`` falls back to the job file for the sam
 
 from __future__ import annotations
 
-import gzip
 import os
 import re
 import stat
 import sys
-import zipfile
 from dataclasses import dataclass
-from typing import IO, Callable, Dict, Iterator, List, Optional, Sequence, Set, Tuple
+from typing import IO, TYPE_CHECKING, Callable, Dict, Iterator, List, Optional, Sequence, Set, Tuple
+
+if TYPE_CHECKING:
+    import zipfile
 
 from ..errors import InputError
 
@@ -71,7 +72,7 @@ class Source:
             raise Unscannable(self.skipped)
         try:
             return self.opener()
-        except (OSError, EOFError, zipfile.BadZipFile, RuntimeError) as err:
+        except _open_errors() as err:
             if self.in_directory and isinstance(err, OSError):
                 raise Unscannable(f"cannot read: {_reason(err)}") from None
             raise InputError(f"{self.display_path}: cannot read: {_reason(err)}") from None
@@ -125,9 +126,26 @@ def _file_sources(path: str, in_directory: bool = False) -> Iterator[Source]:
     if lower.endswith(".zip"):
         yield from _zip_sources(path, in_directory)
     elif lower.endswith(".gz"):
-        yield Source(path, lambda: gzip.open(path, "rb"), in_directory=in_directory)
+        yield Source(path, lambda: _gzip_open(path), in_directory=in_directory)
     else:
         yield Source(path, lambda: open(path, "rb"), in_directory=in_directory)
+
+
+def zip_errors() -> Tuple[type, ...]:
+    """``zipfile.BadZipFile`` once a zip was read, else nothing: ``zipfile`` and ``gzip`` are imported
+    for the first such file, not by every scan (about 3 ms of start-up), and only they raise it."""
+    zipfile = sys.modules.get("zipfile")
+    return (zipfile.BadZipFile,) if zipfile is not None else ()
+
+
+def _open_errors() -> Tuple[type, ...]:
+    return (OSError, EOFError, RuntimeError) + zip_errors()
+
+
+def _gzip_open(path: str) -> IO[bytes]:
+    import gzip
+
+    return gzip.open(path, "rb")
 
 
 def _skipped(path: str, mode: int) -> Source:
@@ -188,6 +206,8 @@ def _unreadable(path: str, err: OSError) -> Source:
 
 
 def _zip_sources(path: str, in_directory: bool = False) -> Iterator[Source]:
+    import zipfile
+
     try:
         with zipfile.ZipFile(path) as listing:
             infos = listing.infolist()
@@ -224,6 +244,8 @@ class _Archive:
 
         def opener() -> IO[bytes]:
             if self.zip is None:
+                import zipfile
+
                 self.zip = zipfile.ZipFile(self.path)
             return _ClosingMember(self, self.zip.open(self.zip.infolist()[index]))
 

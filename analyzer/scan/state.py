@@ -50,10 +50,11 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
-from typing import Callable, Dict, FrozenSet, Iterable, Iterator, List, NamedTuple, Optional, Set, Tuple
+from typing import (
+    TYPE_CHECKING, Callable, Dict, FrozenSet, Iterable, Iterator, List, NamedTuple, Optional, Set, Tuple,
+)
 
-import regex
-
+from ..lazy_re import lazy_regex
 from ..model import Finding, Kind
 from ..rules.model import Catalogue, LineIgnore, Rule
 from .attribution import TestLine, is_unittest_id, normal_test_id
@@ -61,6 +62,9 @@ from .clean import clean_line
 from .letters import ProgressLetters
 from .letters import speaker as letters_speaker
 from .match import Match
+
+if TYPE_CHECKING:
+    import regex
 
 TRACEBACK_MARKER = "traceback"
 CRASH_STACK_MARKER = "crash-stack"
@@ -92,7 +96,7 @@ ECHO_MARKER = "echo"
 # a test's inner run even when the outer run, under -q, printed neither its start nor the test's id.
 INNER_RUN_MARKER = "inner-run"
 # pytester's announced command line asks for a quiet run, which prints no session start.
-_QUIET_RUN = regex.compile(r" (?:-q+|--quiet)(?= |$)")
+_QUIET_RUN = lazy_regex(r" (?:-q+|--quiet)(?= |$)")
 # A session header's rootdir in pytester's sandbox (``LogState.run_sandboxed``).
 INNER_ROOT_MARKER = "inner-root"
 # pytest prints the rootdir this few lines after "test session starts" (platform, cachedir, plugins' headers).
@@ -100,7 +104,7 @@ INNER_ROOT_GAP = 12
 # Inner sessions nested deeper than this keep no rootdir (memory stays bounded).
 MAX_INNER_DEPTH = 16
 # A session header's rootdir, without what pytest prints after it (", configfile: tox.ini").
-_ROOTDIR = regex.compile(r"^rootdir: (?P<root>.+?)(?:, \w+: .*)?\s*$")
+_ROOTDIR = lazy_regex(r"^rootdir: (?P<root>.+?)(?:, \w+: .*)?\s*$")
 ATTEMPT_RESTARTED = "attempt-restarted"
 RUN_SUCCEEDED = "run-succeeded"
 MAX_TENTATIVE = 1000
@@ -118,14 +122,14 @@ MAX_IDENTITIES = 1024
 # A user line pattern that times out this often is skipped for the rest of the log.
 MAX_IGNORE_TIMEOUTS = 3
 
-_ADDRESS = regex.compile(r"0x[0-9a-fA-F]+")
+_ADDRESS = lazy_regex(r"0x[0-9a-fA-F]+")
 # torchrun's ChildFailedError report names the failed rank on a line of its own inside the block:
 # "  rank      : 1 (local_rank: 1)".
-REPORT_RANK = regex.compile(r"\brank\s*:\s*(\d+) \(local_rank:")
+REPORT_RANK = lazy_regex(r"\brank\s*:\s*(\d+) \(local_rank:")
 # A frame of a Python stack: faulthandler's '  File "/work/tests/test_x.py", line 7 in test_segv', a
 # traceback's '  File "/work/x.py", line 7, in main'.
-FRAME = regex.compile(r'^\s*File "(?P<path>[^"]+)", line (?P<line>\d+)(?:,? in (?P<function>\w+))?')
-_FAILING_VERDICT = regex.compile(r"\b(?:failed|errors?)\b")
+FRAME = lazy_regex(r'^\s*File "(?P<path>[^"]+)", line (?P<line>\d+)(?:,? in (?P<function>\w+))?')
+_FAILING_VERDICT = lazy_regex(r"\b(?:failed|errors?)\b")
 # unittest's verdict ("Ran N tests in Xs", then OK or FAILED): its run printed a "FAIL: test_m (mod.Class)"
 # or "ERROR: ..." report for every test that failed before it (unittest's TextTestResult.printErrors).
 UNITTEST_VERDICT_OUTCOMES = ("OK", "FAILED")
@@ -1210,7 +1214,12 @@ def _repeat_key(match: Match, test: Optional[str]) -> tuple:
 
 
 def _search(ignore: LineIgnore, text: str, timeout_s: float) -> bool:
-    compiled = ignore.pattern_re if ignore.pattern_re is not None else regex.compile(ignore.pattern)
+    if ignore.pattern_re is not None:
+        compiled = ignore.pattern_re
+    else:
+        import regex
+
+        compiled = regex.compile(ignore.pattern)
     return compiled.search(text, timeout=timeout_s) is not None
 
 

@@ -138,3 +138,43 @@ def test_no_bytecode_writing_means_no_cache_written_but_one_read(tmp_path, monke
     _load("c.yaml", CATALOGUE, dirs, [])  # a run that may write
     cache.cached_yaml("c.yaml", CATALOGUE, lambda: parses.append(1) or {"rules": []}, dirs)
     assert len(parses) == 2, "a cache another run wrote is still read"
+
+
+def _counted_parses(monkeypatch, tmp_path):
+    """Builds of the shipped rules from here on (each a list entry), their cache under ``tmp_path``."""
+    from analyzer.rules import loader
+
+    monkeypatch.setattr(cache, "cache_dirs", lambda path: [str(tmp_path / "cache")])
+    monkeypatch.setattr(cache.sys, "dont_write_bytecode", False)
+    builds = []
+    parse = loader.parse_catalogue
+    monkeypatch.setattr(loader, "parse_catalogue", lambda *a, **k: builds.append(1) or parse(*a, **k))
+    return builds
+
+
+def test_the_checked_rules_are_cached_and_match_as_the_parsed_ones(tmp_path, monkeypatch):
+    builds = _counted_parses(monkeypatch, tmp_path)
+    first = builtin_rules()
+    second = builtin_rules()
+    assert first == second and len(builds) == 1, "the second run must not check the rules again"
+    assert sorted(name.split("-")[0] for name in os.listdir(tmp_path / "cache")) == ["catalogue", "rules"]
+    for old, new in zip(first, second):  # their lazily compiled patterns still compile and match
+        if new.pattern_re is not None and new.examples_match:
+            assert bool(new.pattern_re.search(new.examples_match[0])) == bool(
+                old.pattern_re.search(new.examples_match[0]))
+
+
+def test_changed_rule_code_or_a_damaged_file_builds_the_rules_again(tmp_path, monkeypatch):
+    builds = _counted_parses(monkeypatch, tmp_path)
+    expected = builtin_rules()
+    digest = cache.code_digest()
+    assert len(digest) == 32 and digest == cache.code_digest()
+    monkeypatch.setattr(cache, "code_digest", lambda: digest[::-1])  # an edit to the loader's code
+    assert builtin_rules() == expected and len(builds) == 2
+    (rules_file,) = [name for name in os.listdir(tmp_path / "cache") if name.startswith("rules-")]
+    import marshal
+
+    key, _data = marshal.loads((tmp_path / "cache" / rules_file).read_bytes())
+    (tmp_path / "cache" / rules_file).write_bytes(marshal.dumps((key, b"\x80\x04not a pickle")))
+    assert builtin_rules() == expected and len(builds) == 3
+    assert builtin_rules() == expected and len(builds) == 3, "the damaged file was written again"
