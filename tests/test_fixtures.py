@@ -69,11 +69,12 @@ MAX_FIXTURE_BYTES = 256 * 1024  # a healthy suite kept whole (negative/*-suite.l
 # recall19: 14 kB for PBS/LSF/SLURM limit kills, evicted pods, Azure/Jenkins failed steps, healthy windows
 # attrib11: 19 kB for child headers glued to pytest -v -s ids, first tests' output, torchrun --tee letters
 # healthy13: 85 kB for accelerate 1.16.0's launcher suite (-v, -q), loky 3.7.0's worker deaths, twins
+# dedup12: 25 kB for torchrun's four ranks dying in one monitor interval (twice), pytest-forked deaths
 MAX_CORPUS_BYTES = (7 * 512 * 1024 + 100_000 + 16 * 1024 + 283_000 + 93_000 + 6_000 + 3_000 + 11_000 + 11_000
                     + 4_000 + 7_000 + 3_000 + 2_000 + 2_000 + 1_000 + 14_000 + 50_000 + 6_000 + 6_000
                     + 37_000 + 14_000 + 6_000 + 59_000 + 4_000 + 17_000 + 3_000 + 17_000
                     + 115_000 + 30_000 + 25_000 + 5_000 + 90_000 + 8_000 + 26_000 + 111_000
-                    + 3_000 + 15_000 + 72_000 + 14_000 + 19_000 + 85_000)
+                    + 3_000 + 15_000 + 72_000 + 14_000 + 19_000 + 85_000 + 25_000)
 
 
 def _engines() -> List[str]:

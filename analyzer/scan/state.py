@@ -95,6 +95,9 @@ INNER_RUN_MARKER = "inner-run"
 _QUIET_RUN = regex.compile(r" (?:-q+|--quiet)(?= |$)")
 # A session header's rootdir in pytester's sandbox (``LogState.run_sandboxed``).
 INNER_ROOT_MARKER = "inner-root"
+# torchrun's report row names its rank on the line before its exit code ("  rank      : 2 (local_rank: 2)",
+# then "  exitcode  : -9 (pid: 11103)"): a block that starts right after it is that rank's row.
+REPORT_RANK_MARKER = "report-rank"
 # pytest prints the rootdir this few lines after "test session starts" (platform, cachedir, plugins' headers).
 INNER_ROOT_GAP = 12
 # Inner sessions nested deeper than this keep no rootdir (memory stays bounded).
@@ -342,6 +345,7 @@ class LogState:
         # inner run's short summary): how its test ended is told by the log's verdict.
         self.ctx_unsure = False
         self.reason_header = -1  # the unittest report header whose traceback gave its test's reason
+        self.report_rank: Tuple[int, str] = (-1, "")  # (line, rank) of the last report row's rank line
         self.session_seen = False  # the log shows a test session start of its own
         self.section = ""
         self.verdict: Optional[Match] = None
@@ -477,7 +481,9 @@ class LogState:
             self._event(match)
 
     def _marker(self, match: Match, marker: str) -> None:
-        if marker == HEADER_MARKER:
+        if marker == REPORT_RANK_MARKER:
+            self.report_rank = (match.end_line, (match.groups.get("rank") or "").strip())
+        elif marker == HEADER_MARKER:
             if not self.depth:
                 self._tentative_was_inner()
                 self.tentative = None  # a report follows: that short summary was an inner run's
@@ -892,6 +898,9 @@ class LogState:
         self._add(key, match, LogEvent(match, test=test, reason=reason), None)
 
     def _event(self, match: Match) -> None:
+        line, rank = self.report_rank
+        if rank and match.rule.is_block and match.line == line + 1 and identity_of(match, False) is None:
+            match = dataclasses.replace(match, groups={**match.groups, "rank": rank})  # the row's own rank
         kind, test, progress = self._context(match)
         across = None
         arrived = None
