@@ -1055,6 +1055,7 @@ def _ranks_raised(
         site = raise_site(tb)
         message = format_message(rule.message, {
             "rank": who[1], "exception": _clip(exception, MAX_FIELD_CHARS), "site": site,
+            "pid": dict(log.rank_pids).get(who[1]),
         })
         finding = Finding(rule.kind, rule.id, _severity(rule), log.path, tb.end_line, _one_line(message),
                           excerpt=tb.excerpt, test=tb.test)

@@ -34,13 +34,15 @@ def _errors(findings):
 def test_a_root_cause_dead_of_a_lost_peer_is_collateral_of_the_ranks_that_died_of_their_own(engine):
     findings = scan_paths([str(ONE_INTERVAL)], BUILTIN, engine=engine)
     raised, killed = _errors(findings)
-    assert raised.rule == "rank-raised" and raised.message.startswith("rank 1 raised ValueError: rank 1:")
+    # its pid is only in its report row ("exitcode  : 1 (pid: 11102)", after "rank      : 1 (local_rank: 1)")
+    assert raised.rule == "rank-raised"
+    assert raised.message.startswith("rank 1 (pid 11102) raised ValueError: rank 1:")
     assert killed.rule == "torchrun-signal-exit"
     assert killed.message == "rank 2 (pid 11103) was killed by SIGKILL"
     (root,) = [f for f in findings if f.rule == "torchrun-root-cause"]
     assert root.severity is Severity.WARNING
     assert "collateral: rank 0 died of its broken connection to a peer that died" in root.message
-    assert f"a failure of its own at line {raised.line}: rank 1 raised ValueError" in root.message
+    assert f"a failure of its own at line {raised.line}: rank 1 (pid 11102) raised ValueError" in root.message
 
 
 @pytest.mark.parametrize("engine", ENGINES)

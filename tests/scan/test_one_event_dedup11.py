@@ -62,7 +62,7 @@ def test_going_on_is_read_across_windows_and_its_absence_keeps_the_failure(tmp_p
         assert not raised
     else:
         (one,) = raised
-        assert one.message.startswith("rank 0 raised KeyError: 'vocab_size'")
+        assert one.message.startswith("rank 0 (pid ") and " raised KeyError: 'vocab_size'" in one.message
     assert errors[0].rule == "torchrun-root-cause"
 
 
