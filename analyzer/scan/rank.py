@@ -97,6 +97,10 @@ HANG_AFTER_VERDICT = (
 RUNNING_TEST = "; while test {test} was running (started at {where}; it never reported an outcome)"
 COLLATERAL = "; collateral: it followed the shutdown at {where} ({quote}); root cause at {root_where}: {root}"
 COLLATERAL_NO_ROOT = "; it followed the shutdown at {where} ({quote}), but no other failure was found"
+PEER_VIEW_ROOT = (
+    "; collateral: {who} died of its broken connection to a peer that died, not of a cause of its own "
+    "(the launcher saw it first among deaths at once); a failure of its own at {root_where}: {root}"
+)
 REPEATED = " (seen {count} times)"
 DURING = " during {test}"
 HANDLED = " during {test}, which passed"
@@ -217,6 +221,9 @@ def rank(
     ranked: List[Tuple[tuple, Finding, Optional[Match]]] = []
     told_tracebacks: Set[Tuple[int, int]] = set()  # (log index, line) of tracebacks an error's failure tells
     roots: Dict[int, Set[Optional[Tuple[str, str]]]] = {}  # log index -> whom its root-cause errors name
+    # a launcher's root-cause row whose rank died of a peer's death; the deaths of their own, per log
+    peer_views: List[Tuple[int, int, Optional[Tuple[str, str]]]] = []
+    own_deaths: Dict[int, List[Tuple[Tuple[str, str], Finding]]] = {}
     for index, _log, event, handled, test in events:
         again = told_again.told.get(id(event), ())
         row_traceback = crashes.row_traceback.get(id(event))
@@ -251,6 +258,12 @@ def rank(
         )
         collateral = event.shutdown if has_root and not handled else None
         ranked.append((key, finding, collateral))
+        if finding.severity is Severity.ERROR and collateral is None:
+            who = identity_of(event.match, use_rank_prefix=True)
+            if rule.root_cause and _died_of_a_lost_peer(event, who, again):
+                peer_views.append((len(ranked) - 1, index, who))
+            elif finding.kind in MERGE_KINDS and not rule.peer_lost and who is not None:
+                own_deaths.setdefault(index, []).append((who, finding))
         if event.traceback is not None and finding.severity is Severity.ERROR and collateral is None:
             told_tracebacks.add((index, event.traceback[1].line))
         if rule.root_cause and finding.severity is Severity.ERROR:
@@ -268,6 +281,10 @@ def rank(
     for index, log in enumerate(kept):
         for finding, tb in _ranks_raised(log, catalogue, roots.get(index, set()), told_tracebacks, index):
             ranked.append(((finding.severity.rank, 1, 0, _when(tb, index, line_clocks)), finding, None))
+            who = identity_of(tb, use_rank_prefix=True)
+            if finding.severity is Severity.ERROR and who is not None:
+                own_deaths.setdefault(index, []).append((who, finding))
+    _demote_peer_views(ranked, peer_views, own_deaths)
     if line_clocks is None:  # a plain scan: no exit status says whether the command died
         for index, log in enumerate(kept):
             finding = _died_in_traceback(log, catalogue, [f for _, f, _ in ranked])
@@ -299,6 +316,40 @@ def rank(
             finding = dataclasses.replace(finding, message=finding.message + note)
         out.append(finding)
     return out
+
+
+def _died_of_a_lost_peer(event: LogEvent, who: Optional[Tuple[str, str]], again: Sequence[LogEvent]) -> bool:
+    """Whether a launcher's root-cause row (torchrun's "Root Cause") is of a rank whose own death the log
+    tells as its connection to a peer breaking (gloo's "Connection closed by peer", a ``peer_lost`` rule,
+    in that rank's traceback)."""
+    return who is not None and any(
+        told.match.rule.peer_lost and identity_of(told.match, use_rank_prefix=True) == who for told in again
+    )
+
+
+def _demote_peer_views(
+    ranked: List[Tuple[tuple, Finding, Optional[Match]]],
+    peer_views: Sequence[Tuple[int, int, Optional[Tuple[str, str]]]],
+    own_deaths: Mapping[int, Sequence[Tuple[Tuple[str, str], Finding]]],
+) -> None:
+    """A launcher that sees several ranks die in one monitor interval names one of them its root cause (torch
+    elastic's ``_get_first_failure`` takes the earliest error-file timestamp, else the lowest rank); when that
+    rank died of losing a peer while another rank of the same log died of a cause of its own (its exception,
+    a signal), the row is that death seen from outside: a warning that names the failure of its own."""
+    for at, index, who in peer_views:
+        own = [(whom, finding) for whom, finding in own_deaths.get(index, ()) if whom != who]
+        if not own:
+            continue
+        key, finding, shutdown = ranked[at]
+        cause = min((f for _, f in own), key=lambda f: f.line)
+        note = PEER_VIEW_ROOT.format(
+            who=f"{who[0]} {who[1]}" if who else "the worker",
+            root_where=_finding_where(cause, finding.path),
+            root=_clip(cause.message, MAX_QUOTE_CHARS),
+        )
+        message = _one_line(finding.message + note)
+        demoted = dataclasses.replace(finding, severity=Severity.WARNING, message=message)
+        ranked[at] = ((Severity.WARNING.rank, 1, *key[2:]), demoted, shutdown)
 
 
 def preliminary_finding(match: Match) -> Finding:
@@ -1009,6 +1060,7 @@ def _ranks_raised(
         site = raise_site(tb)
         message = format_message(rule.message, {
             "rank": who[1], "exception": _clip(exception, MAX_FIELD_CHARS), "site": site,
+            "pid": dict(log.rank_pids).get(who[1]),
         })
         finding = Finding(rule.kind, rule.id, _severity(rule), log.path, tb.end_line, _one_line(message),
                           excerpt=tb.excerpt, test=tb.test)
@@ -1064,10 +1116,12 @@ def _killed(event: LogEvent, crash: Tuple[str, LogEvent], excerpt: str) -> Tuple
 def _killed_by_signal(event: LogEvent) -> Optional[str]:
     """The one sentence for the root cause of a launcher's report (torchrun's "Root Cause") that says its
     worker died of a signal that no crash line of the log explains: the rank, the pid and the signal by
-    name. None for any other event."""
+    name. The same for another row of the report that names its rank and followed no shutdown (a rank that
+    died of its own signal in the same monitor interval as the root cause). None for any other event."""
     match = event.match
     pid = pid_of(match)
-    if pid is None or not match.rule.root_cause or match.rule.kind not in WORKER_KINDS:
+    row = event.shutdown is None and match.groups.get("rank") is not None
+    if pid is None or not (match.rule.root_cause or row) or match.rule.kind not in WORKER_KINDS:
         return None
     signame = exit_signal(match)
     if signame is None:

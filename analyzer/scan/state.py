@@ -99,6 +99,12 @@ INNER_RUN_MARKER = "inner-run"
 _QUIET_RUN = lazy_regex(r" (?:-q+|--quiet)(?= |$)")
 # A session header's rootdir in pytester's sandbox (``LogState.run_sandboxed``).
 INNER_ROOT_MARKER = "inner-root"
+# torchrun's report row names its rank on the line before its exit code ("  rank      : 2 (local_rank: 2)",
+# then "  exitcode  : -9 (pid: 11103)"): a block that starts right after it is that rank's row.
+REPORT_RANK_MARKER = "report-rank"
+# The row's "exitcode" line (any status) gives that rank's pid: the one place a rank that raised is
+# tied to its process (``LogFindings.rank_pids``).
+REPORT_EXIT_MARKER = "report-exit"
 # pytest prints the rootdir this few lines after "test session starts" (platform, cachedir, plugins' headers).
 INNER_ROOT_GAP = 12
 # Inner sessions nested deeper than this keep no rootdir (memory stays bounded).
@@ -218,6 +224,8 @@ class LogFindings:
     last_content: int = 0  # the log's last line that says something (clean.last_content_line)
     # (rank, a traceback's last line) of the ranks that printed on after it (went_on.RankWatch)
     ranks_gone_on: FrozenSet[Tuple[int, int]] = frozenset()
+    # (rank, pid) of each row of a launcher's report: torchrun's "rank : N" line, then "exitcode : S (pid: P)"
+    rank_pids: Tuple[Tuple[str, str], ...] = ()
     ignored: bool = False  # the whole log matched an ignore.paths glob
     # (report header's name, the node id the log spells it with elsewhere) of the headers events were under
     header_ids: Tuple[Tuple[str, str], ...] = ()
@@ -346,6 +354,8 @@ class LogState:
         # inner run's short summary): how its test ended is told by the log's verdict.
         self.ctx_unsure = False
         self.reason_header = -1  # the unittest report header whose traceback gave its test's reason
+        self.report_rank: Tuple[int, str] = (-1, "")  # (line, rank) of the last report row's rank line
+        self.rank_pids: Dict[str, str] = {}
         self.session_seen = False  # the log shows a test session start of its own
         self.section = ""
         self.verdict: Optional[Match] = None
@@ -481,7 +491,14 @@ class LogState:
             self._event(match)
 
     def _marker(self, match: Match, marker: str) -> None:
-        if marker == HEADER_MARKER:
+        if marker == REPORT_RANK_MARKER:
+            self.report_rank = (match.end_line, (match.groups.get("rank") or "").strip())
+        elif marker == REPORT_EXIT_MARKER:
+            line, rank = self.report_rank
+            pid = (match.groups.get("pid") or "").strip()
+            if rank and pid and match.line == line + 1 and len(self.rank_pids) < MAX_IDENTITIES:
+                self.rank_pids[rank] = pid
+        elif marker == HEADER_MARKER:
             if not self.depth:
                 self._tentative_was_inner()
                 self.tentative = None  # a report follows: that short summary was an inner run's
@@ -896,6 +913,9 @@ class LogState:
         self._add(key, match, LogEvent(match, test=test, reason=reason), None)
 
     def _event(self, match: Match) -> None:
+        line, rank = self.report_rank
+        if rank and match.rule.is_block and match.line == line + 1 and identity_of(match, False) is None:
+            match = dataclasses.replace(match, groups={**match.groups, "rank": rank})  # the row's own rank
         kind, test, progress = self._context(match)
         across = None
         arrived = None
@@ -1129,6 +1149,7 @@ class LogState:
                 (tb for who, tb in self.tracebacks.items() if who[0] == "rank"), key=lambda tb: tb.line
             )),
             header_ids=tuple((name, node_id) for name, node_id in (ids or {}).items() if node_id),
+            rank_pids=tuple(self.rank_pids.items()),
         )
 
     def _open_run(self, final_verdict: Optional[Match], row: Optional[Tuple[int, int]]) -> int:

@@ -36,8 +36,9 @@ def test_a_rank_that_raised_while_another_segfaulted_is_a_failure_of_its_own(eng
     assert raised.rule == "rank-raised"
     line = TWIN.read_text().split("\n")[raised.line - 1]
     assert line.endswith("[rank0]: ValueError: rank 0 got an empty batch from shard 0")
-    assert raised.message.startswith("rank 0 raised ValueError: rank 0 got an empty batch from shard 0"
-                                     " (at twin_raise_segv.py:12)")
+    # with its pid from its report row (dedup12): "rank : 0 (local_rank: 0)", "exitcode : -15 (pid: 1058)"
+    assert raised.message.startswith("rank 0 (pid 1058) raised ValueError: rank 0 got an empty batch from"
+                                     " shard 0 (at twin_raise_segv.py:12)")
 
 
 SHUTDOWN = ("W1206 00:27:11.035000 9641 torch/distributed/elastic/multiprocessing/api.py:1028]"
