@@ -1158,7 +1158,13 @@ def _link_in(dir_fd: int, name: str, view_fd: int) -> bool:
     except OSError:
         return False
     if _exchange(dir_fd, temp, name):
-        _unlink_stale(dir_fd, temp)  # now the command's file (or link) that was at ``name``
+        try:
+            _unlink_stale(dir_fd, temp)  # now the command's file (or link) that was at ``name``
+        except OSError:  # a directory it planted there meanwhile: kept aside, as _restore_log keeps one
+            try:
+                os.rename(temp, _aside_name(name), src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+            except OSError:
+                pass
         return True
     try:
         os.rename(temp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)

@@ -92,3 +92,23 @@ def test_a_big_log_past_the_compared_part_is_swapped_in_and_the_copy_is_the_log(
         os.close(view)
     assert (path / "stdout.log").read_bytes() == data
     assert [p.name for p in path.iterdir()] == ["stdout.log"]
+
+
+def test_a_directory_planted_at_the_last_moment_is_kept_aside_not_a_crash(log_dir, monkeypatch):
+    # _restore_log moves a directory at the log's name aside first; one planted after that (a leftover
+    # process of the command) is swapped out with the copy and must not make the guard raise.
+    path, fd = log_dir
+    (path / "stdout.log").mkdir()
+    (path / "stdout.log" / "inside").write_bytes(b"the command's\n")
+    view = _copy_with(fd, b"every byte\n")
+    try:
+        linked = guard._link_in(fd, "stdout.log", view)
+    finally:
+        os.close(view)
+    if not linked:  # no swap here, and a file cannot be renamed over a directory
+        assert (path / "stdout.log").is_dir()
+        return
+    assert (path / "stdout.log").read_bytes() == b"every byte\n"
+    aside = [p for p in path.iterdir() if p.name.startswith("stdout.log.put-there-by-the-command-")]
+    assert len(aside) == 1 and (aside[0] / "inside").read_bytes() == b"the command's\n"
+    assert sorted(p.name for p in path.iterdir()) == sorted(["stdout.log", aside[0].name])
