@@ -1138,6 +1138,23 @@ def _keep_only_fds(keep: Set[int]) -> None:
                 pass
 
 
+def _own_session() -> None:
+    """Put the scanner in a session of its own, so it has a CPU share of its own on a busy host.
+
+    With autogroup scheduling (``/proc/sys/kernel/sched_autogroup_enabled``, on in most distributions'
+    kernels; sched(7), "The autogroup feature") the CPU is shared fairly between sessions first, then
+    between the threads of a session. The command already runs in its own session; a scanner left in the
+    guard's shared the guard's one share with the pump. Measured on 2 CPUs shared with six other jobs (load
+    11-12), a guarded ``cat`` of 512 MiB of the test-heavy log took 13.0-14.2 s in the guard's session and
+    12.1-12.5 s in its own (the scan alone 10.7 s). The scanner reads no terminal and ignores the runner's
+    signals, so leaving the guard's session and process group changes nothing else.
+    """
+    try:
+        os.setsid()
+    except OSError:
+        pass  # a group leader already (not after the double fork): it keeps the guard's session
+
+
 def _child_main(
     shm: mmap.mmap,
     res: int,
@@ -1151,6 +1168,7 @@ def _child_main(
 ) -> None:
     for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(signum, signal.SIG_IGN)  # the guard decides when the scan ends
+    _own_session()
     _keep_only_fds({res, *fds.values()})
     _FIELD.pack_into(shm, _PID_AT, os.getpid())
     rules = tuple(catalogue.rules)

@@ -14,7 +14,9 @@
    (``logshapes.write_tests_repeated``; ``--total-shape`` picks another), and how long after the
    command's end the report was written; beside it, the same log scanned alone, in the same round: the
    live scan has one core beside the pump, so the guard cannot end before a scan of its log could.
-   Goal: within 1.2x of tee. ``--total-only`` runs just this.
+   Goal: within 1.2x of tee. ``--total-only`` runs just this. Each round also times the pump alone
+   (``supervise()`` on ``cat LOG`` in this process, no live scan) and prints the load average, as the
+   machine may be shared; ``--total-shape tests-repeated,gpu-job`` runs one shape after the other.
 5. ``--runner-cancel``: the CLI as the action runs it (``python -m analyzer run``), on a tree of
    ``--processes`` Python processes of every kind (``tests/bin/mixed_stuck_tree.py``: ignoring SIGTERM,
    in new sessions, double-forked orphans, default handlers), ended by ``--timeout`` and by GitHub's
@@ -46,9 +48,13 @@ import time
 from pathlib import Path
 from typing import Tuple
 
-from analyzer.supervise.guard import CANCEL_KILL_GRACE_S, GuardOptions, supervise
-
 ROOT = Path(__file__).resolve().parents[1]
+# The guard timed in this process is this checkout's, as is the CLI the subprocesses run (cwd=ROOT), not
+# whichever tree an editable install points at.
+sys.path.insert(0, str(ROOT))
+
+from analyzer.supervise.guard import CANCEL_KILL_GRACE_S, GuardOptions, supervise  # noqa: E402
+
 IGNORE_SIGTERM = ROOT / "tests" / "bin" / "ignore_sigterm.py"
 DRIVER = ROOT / "tests" / "supervise" / "guard_driver.py"
 MIXED_TREE = ROOT / "tests" / "bin" / "mixed_stuck_tree.py"
@@ -209,6 +215,18 @@ def time_tee_cat(log: str, workdir: str) -> float:
     return took
 
 
+def time_pump_cat(log: str, workdir: str) -> float:
+    """Wall s of ``supervise()`` on ``cat LOG`` in this process, no live scan: the pump, the private copy
+    and the end (the logs compared with the copy, the copy linked in), console to /dev/null."""
+    log_dir = os.path.join(workdir, "pump-total")
+    with _ConsoleToNull("null"):
+        start = time.monotonic()
+        result = supervise(GuardOptions(argv=("cat", log), log_dir=log_dir, echo=True))
+        took = time.monotonic() - start
+    assert os.path.getsize(result.stdout_path) == os.path.getsize(log) and result.command.exit_code == 0
+    return took
+
+
 class _CpuByRole:
     """CPU seconds (user + system) of a guarded run's processes, sampled from ``/proc`` every 20 ms: the
     guard, its live scanner (forked twice from the guard, so the same command line and no parent in the
@@ -344,13 +362,15 @@ def total_time(mib: int, rounds: int, workdir: str, engines, shape: str) -> None
     size_mb = os.path.getsize(log) / 1e6
     print(f"total time of a guarded run ({size_mb:.0f} MB {shape} log through `cat`, console to /dev/null,"
           f" {rounds} interleaved rounds; the machine is shared, so the median is the number)")
-    tee_times = []
+    tee_times, pump_times, loads = [], [], []
     by_engine = {engine: ([], [], []) for engine in engines}
     scan_times = {engine: [] for engine in engines}
     scan_cpu = {engine: [] for engine in engines}
     findings = {}
     for _ in range(rounds):
+        loads.append(os.getloadavg()[0])
         tee_times.append(time_tee_cat(log, workdir))
+        pump_times.append(time_pump_cat(log, workdir))
         for engine in engines:
             wall, cpu = scan_alone(log, engine)
             scan_times[engine].append(wall)
@@ -364,7 +384,11 @@ def total_time(mib: int, rounds: int, workdir: str, engines, shape: str) -> None
             incomplete = [f for f in report["findings"] if f["kind"] == "scan-incomplete"]
             assert not incomplete, incomplete
     tee = _median(tee_times)
+    print(f"  load average (1 min) at each round's start: {', '.join(f'{load:.2f}' for load in loads)}")
     print(f"  cat | tee      : min {min(tee_times):5.2f} s  median {tee:5.2f} s  {size_mb / tee:6.0f} MB/s")
+    pump = _median(pump_times)
+    print(f"  pump alone     : min {min(pump_times):5.2f} s  median {pump:5.2f} s  {size_mb / pump:6.0f} MB/s"
+          f"  {pump / tee:.2f}x tee (the guard without its live scan: the pump, the private copy, the end)")
     for engine, (times, after, cpus) in by_engine.items():
         ratio = _median(times) / tee
         print(f"  guard ({engine:<9}): min {min(times):5.2f} s  median {_median(times):5.2f} s"
@@ -557,7 +581,8 @@ def main() -> int:
     parser.add_argument("--total-mib", type=int, default=512, help="MiB of log for the total-time run")
     parser.add_argument("--total-rounds", type=int, default=3)
     parser.add_argument("--total-engines", default="auto,python", help="engines for the total-time run")
-    parser.add_argument("--total-shape", default="tests-repeated", help="a bench/logshapes.py shape")
+    parser.add_argument("--total-shape", default="tests-repeated",
+                        help="bench/logshapes.py shapes, comma-separated (tests-repeated,gpu-job)")
     parser.add_argument("--total-only", action="store_true", help="run only the total-time comparison")
     parser.add_argument("--deadline-only", action="store_true", help="only the deadline and cancel timings")
     parser.add_argument("--throughput-only", action="store_true", help="only the guard-vs-tee throughput")
@@ -569,7 +594,8 @@ def main() -> int:
     try:
         if args.total_only:
             engines = args.total_engines.split(",")
-            total_time(args.total_mib, args.total_rounds, workdir, engines, args.total_shape)
+            for shape in args.total_shape.split(","):
+                total_time(args.total_mib, args.total_rounds, workdir, engines, shape)
             return 0
         if args.runner_cancel:
             runner_cancel(args, workdir)
@@ -586,7 +612,8 @@ def main() -> int:
               f"  (goal < 1%) {'OK' if cpu < 1 else 'MISSED'}")
         deadline_and_cancel(args, workdir)
         engines = args.total_engines.split(",")
-        total_time(args.total_mib, args.total_rounds, workdir, engines, args.total_shape)
+        for shape in args.total_shape.split(","):
+            total_time(args.total_mib, args.total_rounds, workdir, engines, shape)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     return 0

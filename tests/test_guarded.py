@@ -411,6 +411,22 @@ def test_both_scanners_find_the_same_events_and_leave_nothing_running(tmp_path: 
         _wait(lambda: _gone(pid))
 
 
+def test_the_scanner_has_a_session_of_its_own_so_a_cpu_share_of_its_own(tmp_path: Path):
+    # Autogroup scheduling shares the CPU between sessions first: a scanner in the guard's session halved
+    # the pump's share and its own on a busy host (guard13). It leaves the guard's process group too.
+    from analyzer import guarded
+
+    run = _guarded(tmp_path, [sys.executable, "-c", "import time; time.sleep(0.5)"])
+    try:
+        supervision = run.supervise()
+        pid = run._child._field(guarded._PID_AT)
+        sessions = (os.getsid(pid), os.getpgid(pid))
+        run.report(supervision)
+    finally:
+        run.close()
+    assert sessions == (pid, pid) and os.getsid(0) != pid
+
+
 def test_a_result_that_arrives_with_the_end_of_the_scanners_pipe_is_used(tmp_path: Path):
     # The scanner writes its result and exits, so the guard often reads the result and the pipe's end in
     # one poll; that result was dropped and the guard scanned both logs again (and, after a cancel,

@@ -17,6 +17,7 @@ unless the kernel refused SIGKILL or the signal itself (then it is reported, nev
 
 from __future__ import annotations
 
+import ctypes
 import fcntl
 import functools
 import os
@@ -72,6 +73,7 @@ CHUNK_COPY_BYTES = 1 << 20
 # How much of a log is compared with the guard's copy to say whether it was rewritten; past that, the
 # copy replaces the log unread (it is the truth either way) and only a changed size is reported.
 COMPARE_BYTES = 256 << 20
+_RENAME_EXCHANGE = 2  # linux/fs.h
 # Signals whose default action would kill the guard without a report and leave the tree running; the
 # command (same user) can send any of them to its parent (signal(7): "Term" or "Core", the real-time
 # signals included). Each ends the run as the runner's cancel does. SIGSEGV, SIGBUS, SIGFPE and SIGILL
@@ -1143,18 +1145,48 @@ def _same_bytes(dir_fd: int, name: str, view_fd: int, size: int, expected: int) 
 
 
 def _link_in(dir_fd: int, name: str, view_fd: int) -> bool:
-    """Give the unlinked copy behind ``view_fd`` the name ``name`` (atomically replacing a regular file)."""
+    """Give the unlinked copy behind ``view_fd`` the name ``name`` (atomically replacing a regular file).
+
+    The copy and the file at ``name`` swap names (``RENAME_EXCHANGE``), then the old one goes: on ext4
+    a rename over an existing file first allocates and starts writing the renamed file's delayed blocks
+    (``auto_da_alloc``, ext4(5)), which for a 512 MiB log held the guard 0.2-0.3 s after the command
+    ended; an exchange does not. Where the file system cannot exchange, a plain rename.
+    """
     temp = f".{name}.{secrets.token_hex(8)}"
     try:
         os.link(f"/proc/self/fd/{view_fd}", temp, dst_dir_fd=dir_fd, follow_symlinks=True)
     except OSError:
         return False
+    if _exchange(dir_fd, temp, name):
+        try:
+            _unlink_stale(dir_fd, temp)  # now the command's file (or link) that was at ``name``
+        except OSError:  # a directory it planted there meanwhile: kept aside, as _restore_log keeps one
+            try:
+                os.rename(temp, _aside_name(name), src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+            except OSError:
+                pass
+        return True
     try:
         os.rename(temp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
         return True
     except OSError:
         _unlink_stale(dir_fd, temp)
         return False
+
+
+def _exchange(dir_fd: int, one: str, other: str) -> bool:
+    """Swap the names ``one`` and ``other`` in ``dir_fd`` atomically (renameat2(2) ``RENAME_EXCHANGE``).
+
+    False, having changed nothing, when either is missing or the kernel, libc or file system cannot.
+    """
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        renameat2 = ctypes.CDLL(None, use_errno=True).renameat2  # glibc 2.28; libc is already loaded
+    except (OSError, AttributeError):
+        return False
+    renameat2.argtypes = (ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint)
+    return renameat2(dir_fd, os.fsencode(one), dir_fd, os.fsencode(other), _RENAME_EXCHANGE) == 0
 
 
 def _write_fully(fd: int, data: bytes) -> None:
