@@ -302,7 +302,10 @@ def strip_controls(raw: bytes, markers_in: Optional[MarkersIn] = None) -> bytes:
     pos = 0
     while at != -1:
         if len(parts) > 2 * _ESCAPES_PER_LINE_EDIT:
-            return _ANSI.sub(b"", raw)
+            # split and join rather than sub: the same bytes (the pattern has no group), about 20% less
+            # time on densely coloured text (pytest -v's PASSED on 40% of the lines: 1.1 against 1.4 ms a
+            # MiB), where sre's cost per escape is the scan's largest
+            return b"".join(_ANSI.split(raw))
         start = raw.rfind(b"\n", pos, at) + 1 or pos
         end = raw.find(b"\n", at)
         if end == -1:

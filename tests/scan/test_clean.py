@@ -277,6 +277,18 @@ def test_line_by_line_stripping_equals_one_substitution(raw):
     assert strip_controls(raw) == whole
 
 
+@settings(max_examples=100, deadline=None)
+@given(ESCAPY)
+def test_a_densely_coloured_window_is_stripped_as_one_substitution_strips_it(raw):
+    # Past 128 coloured lines strip_controls splits the whole window at the escapes and joins the rest:
+    # the same bytes as a substitution only while the pattern captures no group.
+    from analyzer.scan import clean
+
+    window = b"".join(b"\x1b[32mPASSED\x1b[0m %d\n" % i for i in range(130)) + raw
+    assert clean._ANSI.groups == 0
+    assert strip_controls(window) == clean._ANSI.sub(b"", window.replace(b"\x00", b""))
+
+
 def test_many_coloured_lines_are_stripped_in_one_go_with_the_same_result():
     from analyzer.scan import clean
 
