@@ -226,6 +226,12 @@ def _windows(stream: IO[bytes], path: str, early: bool = False) -> Iterator[byte
             data = _read(stream, path)
         if not data:
             break
+        cut = data.rfind(b"\n")
+        if cut != -1:  # the window is the carried line's start and the read up to its last "\n": one copy
+            yield b"".join((carry, memoryview(data)[:cut + 1])) if carry else data[:cut + 1]
+            carry = data[cut + 1:]
+            done, since = 0, None
+            continue
         buf = carry + data if carry else data
         cut = buf.rfind(b"\n")
         if cut != -1:
