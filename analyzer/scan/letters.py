@@ -255,9 +255,16 @@ def _rows(
 # The same hints in one Hyperscan pass where it is installed: four passes of ``re`` and ``bytes.find`` cost
 # about 2 ms per MB of log, as much as the rest of the scan of an NCCL-heavy job. It finds the start of
 # every line that may be a row (a superset of them), each confirmed by ``_ROW`` as the hints' are.
+# A row's start is looked for after a "\n" and after the end of GitHub's timestamp ("...7Z "), not at "^":
+# tried at every line's start, the hints cost Hyperscan about 1.05 ms a MiB of a test-heavy log, led by
+# bytes it finds as literals about 0.45 (``bench/logshapes.py``, CPU time, 2026-12-06). They match on every
+# line where "^" did (the timestamp ends in a digit and "Z ", and ``_rows`` always tries the window's first
+# line), and a few more that ``_ROW`` rejects. (The prefix's pattern below, led the same way, cost more.)
+_ROW_START = rb"(?:\x1b\[[0-9;]*m)*(?:[.=\-]|[FEsxXRu](?:[^a-rtvwyz]|$))"
 HYPERSCAN_HINTS = (
-    rb"^(?:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+Z )?(?:\x1b\[[0-9;]*m)*(?:[.=\-]|[FEsxXRu](?:[^a-rtvwyz]|$))",
-    # (a prefix's own pattern: inside the one above, it costs that pattern twice as much)
+    rb"\n" + _ROW_START,
+    rb"\dZ " + _ROW_START,
+    # (a prefix's own pattern: inside the ones above, it costs them twice as much)
     rb"^(?:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+Z )?" + _ANSI + _WHO + _ANSI + rb"[.=\-FEsxXRu]",
     rb"\.py (?:\x1b\[[0-9;]*m)*[.FEsxXRu]",
     rb"worker",
