@@ -470,8 +470,9 @@ class _LooseSwitch:
     def __call__(self, window: bytes) -> Candidates:
         return self.with_hints(window)[0]
 
-    def with_hints(self, window: bytes) -> Tuple[Candidates, HintEnds]:
-        """The candidates of ``window``, and the ends of the hints' matches where the pass found them."""
+    def with_hints(self, window: bytes, ascii: Optional[bool] = None) -> Tuple[Candidates, HintEnds]:
+        """The candidates of ``window``, and the ends of the hints' matches where the pass found them;
+        ``ascii``: whether the window is ASCII, where the caller knows (a pass over it saved)."""
         if self.loose.noisy != self.loosened and self.rebuilds < _MAX_REBUILDS:
             with self.lock:
                 noisy = self.loose.noisy
@@ -488,9 +489,9 @@ class _LooseSwitch:
         line_hits, rest, gone, needles = state
         if isinstance(rest, _LiteralPass) and rest.loose:
             out, hint_ends, hits = rest.scan(window)
-            return self._loosely(window, out, hits, gone, needles), hint_ends
+            return self._loosely(window, out, hits, gone, needles, ascii), hint_ends
         out, hint_ends = rest.with_hints(window) if isinstance(rest, _LiteralPass) else (rest(window), None)
-        return self._loosely(window, out, line_hits(window), gone, needles), hint_ends
+        return self._loosely(window, out, line_hits(window), gone, needles, ascii), hint_ends
 
     def _build(self, noisy: FrozenSet[int]):
         needles: Dict[int, List[Tuple[int, bytes, bool]]] = {rule: [] for rule in noisy}
@@ -521,10 +522,11 @@ class _LooseSwitch:
     @staticmethod
     def _loosely(
         window: bytes, out: Candidates, line_hits: Iterable[Tuple[int, int]], gone: Finder, needles,
+        ascii: Optional[bool] = None,
     ) -> Candidates:
         """``out``, the other literals' candidates, with each line a noisy rule's loosened pattern
         matched (``line_hits``: (line start, rule index)) where its literal is too."""
-        if not window.isascii():
+        if not (window.isascii() if ascii is None else ascii):
             for start, lits in gone(window).items():
                 end = window.find(b"\n", start)
                 if not window[start:end if end != -1 else len(window)].isascii():
@@ -744,7 +746,7 @@ class _LiteralPass:
     def __call__(self, window: bytes) -> Candidates:
         return self.scan(window)[0]
 
-    def with_hints(self, window: bytes) -> Tuple[Candidates, HintEnds]:
+    def with_hints(self, window: bytes, ascii: Optional[bool] = None) -> Tuple[Candidates, HintEnds]:
         out, hint_ends, _ = self.scan(window)
         return out, hint_ends
 

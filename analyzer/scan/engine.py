@@ -436,7 +436,7 @@ class _SourceScan:
                     if lines:
                         self.view = (*attribution_view(buf, lines), first_line)
                 if self.with_hints is not None:
-                    cands, hint_ends = self.with_hints(buf)
+                    cands, hint_ends = self.with_hints(buf, self.window_ascii)
                 else:
                     cands, hint_ends = self.finder(buf), None
                 next_line = self._window(buf, first_line, cands, joined)
