@@ -20,6 +20,9 @@ from ._hyperscan import database, match_ends
 
 Candidates = Dict[int, Set[int]]  # line start offset -> literal indices found in that line
 Finder = Callable[[bytes], Candidates]
+# Where a window's other patterns matched (``hyperscan_finder``'s ``hints``): the end offset of each match,
+# or None where the finder did not look for them (the caller then looks itself).
+HintEnds = Optional[List[int]]
 
 
 def hyperscan_available() -> bool:
@@ -404,15 +407,20 @@ def _share_passes(
     return shared, remaining
 
 
-def hyperscan_finder(plan: Plan, loose: Optional[LoosePatterns] = None) -> Finder:
+def hyperscan_finder(
+    plan: Plan, loose: Optional[LoosePatterns] = None, hints: Sequence[bytes] = (),
+) -> Finder:
     """A finder that matches every literal of the plan in one Hyperscan pass over the window; given
-    the engine's ``loose`` patterns, it takes over their noisy rules (``_LooseSwitch``)."""
+    the engine's ``loose`` patterns, it takes over their noisy rules (``_LooseSwitch``) in the same pass.
+    ``hints``: multi-line patterns the same pass also looks for (the progress letters' rows); the finder's
+    ``with_hints(window)`` then returns the candidates and the end offset of each hint's match."""
     if not plan.literals:
         return lambda window: {}
-    literal = _literal_database(plan.literals)
+    literal = _LiteralPass(plan.literals, None, {}, hints)
     if loose is None:
         return literal
-    return _LooseSwitch(plan, literal, loose, _literal_database, _hyperscan_loose_matcher)
+    return _LooseSwitch(plan, literal, loose, _literal_database, _hyperscan_loose_matcher,
+                        lambda lits, ids, patterns: _LiteralPass(lits, ids, patterns, hints))
 
 
 _MAX_REBUILDS = 8  # each new noisy rule recompiles; a log cannot make that happen without end
@@ -421,6 +429,8 @@ _MAX_REBUILDS = 8  # each new noisy rule recompiles; a log cannot make that happ
 LineHits = Callable[[bytes], Iterable[Tuple[int, int]]]  # window -> (line start, rule index) of matches
 LiteralsFinder = Callable[[Sequence[Literal], Optional[Sequence[int]]], Finder]
 LooseMatcher = Callable[[Dict[int, Rule], LoosePatterns], Optional[Tuple[LineHits, List[int]]]]
+# The other literals and the noisy rules' loosened patterns (rule index -> pattern) in one pass.
+Merged = Callable[[Sequence[Literal], List[int], Dict[int, bytes]], "_LiteralPass"]
 
 
 class _LooseSwitch:
@@ -441,13 +451,16 @@ class _LooseSwitch:
 
     def __init__(
         self, plan: Plan, literal: Finder, loose: LoosePatterns, literals: LiteralsFinder,
-        matcher: LooseMatcher,
+        matcher: LooseMatcher, merged: Optional[Merged] = None,
     ) -> None:
+        """``merged``: Hyperscan's one pass of the other literals and the loosened patterns (None: the
+        ``matcher``'s line hits are a pass of their own)."""
         self.plan = plan
         self.literal = literal
         self.loose = loose
         self.literals = literals
         self.matcher = matcher
+        self.merged = merged
         self.loosened: FrozenSet[int] = frozenset()
         self.rebuilds = 0
         # (the noisy rules' line hits, the finder of the other literals, of the noisy rules' own
@@ -456,6 +469,11 @@ class _LooseSwitch:
         self.lock = threading.Lock()
 
     def __call__(self, window: bytes) -> Candidates:
+        return self.with_hints(window)[0]
+
+    def with_hints(self, window: bytes, ascii: Optional[bool] = None) -> Tuple[Candidates, HintEnds]:
+        """The candidates of ``window``, and the ends of the hints' matches where the pass found them;
+        ``ascii``: whether the window is ASCII, where the caller knows (a pass over it saved)."""
         if self.loose.noisy != self.loosened and self.rebuilds < _MAX_REBUILDS:
             with self.lock:
                 noisy = self.loose.noisy
@@ -465,8 +483,16 @@ class _LooseSwitch:
                     self.rebuilds += 1
         state = self.state
         if state is None:
-            return self.literal(window)
-        return self._loosely(window, *state)
+            literal = self.literal
+            if isinstance(literal, _LiteralPass):
+                return literal.with_hints(window)
+            return literal(window), None
+        line_hits, rest, gone, needles = state
+        if isinstance(rest, _LiteralPass) and rest.loose:
+            out, hint_ends, hits = rest.scan(window)
+            return self._loosely(window, out, hits, gone, needles, ascii), hint_ends
+        out, hint_ends = rest.with_hints(window) if isinstance(rest, _LiteralPass) else (rest(window), None)
+        return self._loosely(window, out, line_hits(window), gone, needles, ascii), hint_ends
 
     def _build(self, noisy: FrozenSet[int]):
         needles: Dict[int, List[Tuple[int, bytes, bool]]] = {rule: [] for rule in noisy}
@@ -482,20 +508,32 @@ class _LooseSwitch:
         literals = self.plan.literals
         gone = [i for i, lit in enumerate(literals) if lit.rules and set(lit.rules) <= set(taken)]
         rest = [i for i, lit in enumerate(literals) if not (lit.rules and set(lit.rules) <= set(taken))]
-        rest_finder = self.literals([literals[i] for i in rest], rest)
+        rest_finder: Optional[Finder] = None
+        if self.merged is not None:
+            try:
+                rest_finder = self.merged([literals[i] for i in rest], rest, _hyperscan_loose_patterns(
+                    {rule: self.loose.rules[rule] for rule in taken}))
+            except Exception:  # hyperscan.error: the loosened patterns keep a pass of their own
+                rest_finder = None
+        if rest_finder is None:
+            rest_finder = self.literals([literals[i] for i in rest], rest)
         gone_finder = self.literals([literals[i] for i in gone], gone)
         return line_hits, rest_finder, gone_finder, {rule: tuple(needles[rule]) for rule in taken}
 
     @staticmethod
-    def _loosely(window: bytes, line_hits: LineHits, rest: Finder, gone: Finder, needles) -> Candidates:
-        out = rest(window)
-        if not window.isascii():
+    def _loosely(
+        window: bytes, out: Candidates, line_hits: Iterable[Tuple[int, int]], gone: Finder, needles,
+        ascii: Optional[bool] = None,
+    ) -> Candidates:
+        """``out``, the other literals' candidates, with each line a noisy rule's loosened pattern
+        matched (``line_hits``: (line start, rule index)) where its literal is too."""
+        if not (window.isascii() if ascii is None else ascii):
             for start, lits in gone(window).items():
                 end = window.find(b"\n", start)
                 if not window[start:end if end != -1 else len(window)].isascii():
                     out.setdefault(start, set()).update(lits)
         done: Set[Tuple[int, int]] = set()
-        for start, rule in line_hits(window):
+        for start, rule in line_hits:
             if (start, rule) in done:
                 continue
             done.add((start, rule))
@@ -519,15 +557,7 @@ def _hyperscan_loose_matcher(
 ) -> Optional[Tuple[LineHits, List[int]]]:
     """The noisy rules' loosened patterns in one Hyperscan database; the line of each match's last byte
     (a loosened class may take a "\n")."""
-    patterns = {}
-    for index, rule in rules.items():
-        # The line's end as Hyperscan can say it (no lookahead; ``$`` before each "\n" in multi-line
-        # mode): a match may take the "\r" a segment ends at, never the "\n", so its line is still its own.
-        pattern = rule_line_pattern(rule)
-        if pattern is not None:
-            pattern = pattern.replace(LINE_END, HYPERSCAN_LINE_END)
-            patterns[index] = pattern
-    found = _loose_database(patterns)
+    found = _loose_database(_hyperscan_loose_patterns(rules))
     if found is None:
         return None
     database, taken = found
@@ -570,6 +600,18 @@ def _python_loose_matcher(
 def _starts_with_literal(pattern: bytes) -> bool:
     data = _sre_parse.parse(pattern).data
     return bool(data) and data[0][0] is _C.LITERAL
+
+
+def _hyperscan_loose_patterns(rules: Dict[int, Rule]) -> Dict[int, bytes]:
+    """Each rule's loosened pattern as Hyperscan takes it (rule index -> pattern), where it has one."""
+    patterns = {}
+    for index, rule in rules.items():
+        # The line's end as Hyperscan can say it (no lookahead; ``$`` before each "\n" in multi-line
+        # mode): a match may take the "\r" a segment ends at, never the "\n", so its line is still its own.
+        pattern = rule_line_pattern(rule)
+        if pattern is not None:
+            patterns[index] = pattern.replace(LINE_END, HYPERSCAN_LINE_END)
+    return patterns
 
 
 def _lines_matching(pattern: Any, text: bytes) -> Iterator[int]:
@@ -637,32 +679,83 @@ def hyperscan_markers(markers: Sequence[bytes]) -> Callable[[bytes], FrozenSet[b
 
 def _literals_compiled(name: str, needles: Sequence[bytes], ids: Iterable[int], flags: Sequence[int]) -> Any:
     """The one Hyperscan database of literal ``needles`` (cached between runs as ``name``, see
-    ``_hyperscan``) behind both ``hyperscan_markers`` and ``_literal_database``."""
+    ``_hyperscan``) behind both ``hyperscan_markers`` and ``_LiteralPass``."""
     return database(name, needles, list(ids), flags, literal=True)
 
 
 def _literal_database(literals: Sequence[Literal], ids: Optional[Sequence[int]] = None) -> Finder:
     """A finder for ``literals`` (reported as ``ids``, default their positions) in one Hyperscan pass."""
-    import hyperscan
-
     if not literals:
         return lambda window: {}
-    db = _literals_compiled(
-        "literals" if ids is None else "kept-literals",
-        [lit.needle for lit in literals],
-        ids if ids is not None else range(len(literals)),
-        [hyperscan.HS_FLAG_CASELESS if lit.caseless else 0 for lit in literals],
-    )
+    return _LiteralPass(literals, ids, {}, ())
 
-    local = threading.local()
 
-    def find(window: bytes) -> Candidates:
-        ends = match_ends(db, local, window)
+# Ids of the patterns a literal pass holds beside the literals: a loosened pattern's is its rule's index
+# plus _LOOSE_ID, a hint's its position plus _HINT_ID (a plan has far fewer literals).
+_LOOSE_ID = 1 << 24
+_HINT_ID = 1 << 25
+
+
+class _LiteralPass:
+    """One Hyperscan pass over a window for ``literals`` (reported as ``ids``, default their positions)
+    and, in the same database, the noisy rules' loosened patterns (``loose``: rule index -> pattern,
+    ``_LooseSwitch``) and the progress letters' ``hints``: each pass reads the whole window, and a test-heavy
+    log's window costs about 0.6 ms a MiB for the literals, 0.3 for the loosened patterns and 0.65 for the
+    hints in passes of their own, about 1.05 in one. With anything beside the literals the database is
+    compiled in pattern mode, each literal's bytes escaped (the same matches, caseless ones too)."""
+
+    def __init__(
+        self, literals: Sequence[Literal], ids: Optional[Sequence[int]], loose: Dict[int, bytes],
+        hints: Sequence[bytes],
+    ) -> None:
+        import hyperscan
+
+        self.loose = bool(loose)
+        self.hints = bool(hints)
+        caseless = [hyperscan.HS_FLAG_CASELESS if lit.caseless else 0 for lit in literals]
+        all_ids = list(ids) if ids is not None else list(range(len(literals)))
+        name = "literals" if ids is None else "kept-literals"
+        if not loose and not hints:
+            self.db = _literals_compiled(name, [lit.needle for lit in literals], all_ids, caseless)
+        else:
+            rules = sorted(loose)
+            line_flags = hyperscan.HS_FLAG_MULTILINE  # "^" and "$" at each line's ends
+            expressions = [_escaped(lit.needle) for lit in literals] + [loose[r] for r in rules] + list(hints)
+            all_ids += [_LOOSE_ID + r for r in rules] + [_HINT_ID + k for k in range(len(hints))]
+            flags = caseless + [hyperscan.HS_FLAG_PREFILTER | line_flags] * len(rules)
+            flags += [line_flags] * len(hints)
+            if loose:  # the rules a scan took over vary from log to log: not worth a file in the cache
+                self.db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+                self.db.compile(expressions=expressions, ids=all_ids, flags=flags)
+            else:
+                self.db = database(name + "-hints", expressions, all_ids, flags)
+        self.local = threading.local()
+
+    def __call__(self, window: bytes) -> Candidates:
+        return self.scan(window)[0]
+
+    def with_hints(self, window: bytes, ascii: Optional[bool] = None) -> Tuple[Candidates, HintEnds]:
+        out, hint_ends, _ = self.scan(window)
+        return out, hint_ends
+
+    def scan(self, window: bytes) -> Tuple[Candidates, HintEnds, List[Tuple[int, int]]]:
+        """The literals' candidates, the hints' match ends (None without hints), and (line start, rule
+        index) of each loosened pattern's match (the line of its last byte: a loosened class may take
+        a "\n")."""
+        ends = match_ends(self.db, self.local, window)
         out: Candidates = {}
+        hint_ends: HintEnds = [] if self.hints else None
+        hits: List[Tuple[int, int]] = []
         rfind = window.rfind
         last_line = -1
         last_end = -1
         for end, index in ends:
+            if index >= _LOOSE_ID:
+                if index >= _HINT_ID:
+                    hint_ends.append(end)  # type: ignore[union-attr]
+                else:
+                    hits.append((rfind(b"\n", 0, end - 1) + 1, index - _LOOSE_ID))
+                continue
             # A literal never holds b"\n", so the line starts after the last one before its end.
             if last_line < end <= last_end:
                 start = last_line
@@ -675,6 +768,9 @@ def _literal_database(literals: Sequence[Literal], ids: Optional[Sequence[int]] 
                 out[start] = {index}
             else:
                 hit.add(index)
-        return out
+        return out, hint_ends, hits
 
-    return find
+
+def _escaped(needle: bytes) -> bytes:
+    """``needle`` as a pattern that matches its bytes alone (letters and digits as they are, for caseless)."""
+    return b"".join(bytes([c]) if chr(c).isalnum() and c < 0x80 else b"\\x%02x" % c for c in needle)

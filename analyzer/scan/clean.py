@@ -265,6 +265,7 @@ _CRI_LINE = lazy(
 )
 # Above this many coloured lines in a window, one substitution over all of it beats editing each.
 _ESCAPES_PER_LINE_EDIT = 64
+_DENSE_PROBE = 32 * 1024  # bytes after a window's first escape in which more than twice that many is dense
 # What ``strip_controls`` looks for before the ANSI escapes, as literals (NUL aside: memchr finds it):
 # a caller with a multi-literal matcher (Hyperscan) says in one pass which occur in a window, where re's
 # searches cost about 0.3-0.5 ms a MiB each.
@@ -297,13 +298,21 @@ def strip_controls(raw: bytes, markers_in: Optional[MarkersIn] = None) -> bytes:
     at = raw.find(b"\x1b")
     if at == -1:
         return raw
+    # Densely coloured text (pytest -v's PASSED on 40% of the lines, 9,000 escapes a MiB) goes to the one
+    # substitution at once: editing its first coloured lines one by one before giving up cost about 0.15 ms
+    # a MiB, an eighth of the substitution's own time.
+    if raw.count(b"\x1b", at, at + _DENSE_PROBE) > 2 * _ESCAPES_PER_LINE_EDIT:
+        return b"".join(_ANSI.split(raw))
     # A few coloured lines in a big window (pytest's PASSED among NCCL chatter): edit just those
     # lines, found with memchr; the regex engine would walk every byte of the window looking for ESC.
     parts = []
     pos = 0
     while at != -1:
         if len(parts) > 2 * _ESCAPES_PER_LINE_EDIT:
-            return _ANSI.sub(b"", raw)
+            # split and join rather than sub: the same bytes (the pattern has no group), about 20% less
+            # time on densely coloured text (pytest -v's PASSED on 40% of the lines: 1.1 against 1.4 ms a
+            # MiB), where sre's cost per escape is the scan's largest
+            return b"".join(_ANSI.split(raw))
         start = raw.rfind(b"\n", pos, at) + 1 or pos
         end = raw.find(b"\n", at)
         if end == -1:

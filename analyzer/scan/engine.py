@@ -39,6 +39,7 @@ from ._engine_prefilter import (
     Candidates, Finder, hyperscan_available, hyperscan_finder, hyperscan_markers, python_finder,
 )
 from ._engine_wrap import Piece, WrapReader, attribution_view, logical_lines
+from .letters import HYPERSCAN_HINTS
 from .clean import (
     CTEST_VERBOSE,
     RARE_MARKERS,
@@ -194,7 +195,8 @@ def make_finder(plan: Plan, engine: str, loose: Optional[LoosePatterns] = None) 
     resolved = resolve_engine(engine)
     if resolved == "hyperscan":
         try:
-            return hyperscan_finder(plan, loose)
+            # the progress letters' hints ride in the same pass (``_SourceScan.run`` hands them over)
+            return hyperscan_finder(plan, loose, HYPERSCAN_HINTS)
         except Exception:  # hyperscan.error on a CPU it does not support: fall back when allowed
             if engine == "hyperscan":
                 raise UsageError("--engine hyperscan: Hyperscan cannot run on this machine") from None
@@ -228,6 +230,12 @@ def _windows(stream: IO[bytes], path: str, early: bool = False) -> Iterator[byte
             data = _read(stream, path)
         if not data:
             break
+        cut = data.rfind(b"\n")
+        if cut != -1:  # the window is the carried line's start and the read up to its last "\n": one copy
+            yield b"".join((carry, memoryview(data)[:cut + 1])) if carry else data[:cut + 1]
+            carry = data[cut + 1:]
+            done, since = 0, None
+            continue
         buf = carry + data if carry else data
         cut = buf.rfind(b"\n")
         if cut != -1:
@@ -365,6 +373,8 @@ class _SourceScan:
         self.markers_in = markers_in
         self.rules = rules
         self.finder = finder
+        # Hyperscan's finder also says where the progress letters' hints matched, in the same pass.
+        self.with_hints = getattr(finder, "with_hints", None)
         self.timeout_s = timeout_s
         self.seq = seq
         # The riders (``_engine_literals.Plan``) join a line's candidates only once another rule's
@@ -429,7 +439,11 @@ class _SourceScan:
                     self.continued_rows = {start for _pos, rows, _text in lines for start, _ in rows[1:]}
                     if lines:
                         self.view = (*attribution_view(buf, lines), first_line)
-                next_line = self._window(buf, first_line, self.finder(buf), joined)
+                if self.with_hints is not None:
+                    cands, hint_ends = self.with_hints(buf, self.window_ascii)
+                else:
+                    cands, hint_ends = self.finder(buf), None
+                next_line = self._window(buf, first_line, cands, joined)
                 if self.ranks.open:
                     self.ranks.window(buf, first_line)
                 # A window that ends its last line has ``next_line - 1`` lines: no need to count them again.
@@ -438,9 +452,10 @@ class _SourceScan:
                     last = _first_row(buf, first_line, next_line, last, self.continued_rows)
                 self.last_content = last or self.last_content
                 if self.view is not None:
-                    self.tracker.end_window(self.view[0], first_line, next_line, self.view[1], raw=buf)
+                    self.tracker.end_window(self.view[0], first_line, next_line, self.view[1], raw=buf,
+                                            hint_ends=hint_ends)
                 else:
-                    self.tracker.end_window(buf, first_line, next_line)
+                    self.tracker.end_window(buf, first_line, next_line, hint_ends=hint_ends)
                 first_line = self.next_line = next_line
                 if self.pending:
                     yield from self._flush()

@@ -129,12 +129,13 @@ class ProgressLetters:
         # an event the log does not say.
         self.xdist = 0
 
-    def feed(self, buf: bytes, first_line: int) -> None:
-        """Read a window of the log as it is (its first line is ``first_line``)."""
+    def feed(self, buf: bytes, first_line: int, hint_ends: Optional[List[int]] = None) -> None:
+        """Read a window of the log as it is (its first line is ``first_line``); ``hint_ends``: the end of
+        each match of ``HYPERSCAN_HINTS`` in it, where the engine's own pass found them (None: look here)."""
         if self.rows > MAX_ROWS:
             return
         at, line = 0, first_line
-        for start, m in _rows(buf, self.hyperscan):
+        for start, m in _rows(buf, self.hyperscan, hint_ends):
             line += buf.count(b"\n", at, start)
             at = start
             who = _speaker_key(m.group("who"))
@@ -221,16 +222,21 @@ def _speaker_key(who: Optional[bytes]) -> str:
     return "" if who is None else who.replace(b" ", b"").decode("ascii", "replace")
 
 
-def _rows(buf: bytes, hyperscan: bool) -> Iterator[Tuple[int, Match[bytes]]]:
+def _rows(
+    buf: bytes, hyperscan: bool, hint_ends: Optional[List[int]] = None,
+) -> Iterator[Tuple[int, Match[bytes]]]:
     """The letter rows and separators of ``buf`` in line order: where each one's line starts, its match
-    (``hyperscan``: found with Hyperscan's pass where it is installed)."""
+    (``hyperscan``: found with Hyperscan's pass where it is installed; ``hint_ends``: that pass's match
+    ends, made by the engine's literal pass)."""
     # The window's last line is always tried: the Hyperscan here (python-hyperscan 0.9.1, an AVX-512 EPYC)
     # now and then drops a match that ends at the very end of the data (a hypothesis run found them, every
     # one there and none inside, against the same patterns in ``re``).
     starts = {0, buf.rfind(b"\n", 0, len(buf) - 1) + 1}
-    hints = _hint_database() if hyperscan else None
+    hints = _hint_database() if hyperscan and hint_ends is None else None
     if hints is not None:
-        for end, _ in match_ends(hints, _SCRATCH, buf):
+        hint_ends = [end for end, _ in match_ends(hints, _SCRATCH, buf)]
+    if hint_ends is not None:
+        for end in hint_ends:
             starts.add(buf.rfind(b"\n", 0, end - 1) + 1)
     else:
         for hint in _ROW_HINTS:
@@ -249,9 +255,16 @@ def _rows(buf: bytes, hyperscan: bool) -> Iterator[Tuple[int, Match[bytes]]]:
 # The same hints in one Hyperscan pass where it is installed: four passes of ``re`` and ``bytes.find`` cost
 # about 2 ms per MB of log, as much as the rest of the scan of an NCCL-heavy job. It finds the start of
 # every line that may be a row (a superset of them), each confirmed by ``_ROW`` as the hints' are.
-_HYPERSCAN_HINTS = (
-    rb"^(?:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+Z )?(?:\x1b\[[0-9;]*m)*(?:[.=\-]|[FEsxXRu](?:[^a-rtvwyz]|$))",
-    # (a prefix's own pattern: inside the one above, it costs that pattern twice as much)
+# A row's start is looked for after a "\n" and after the end of GitHub's timestamp ("...7Z "), not at "^":
+# tried at every line's start, the hints cost Hyperscan about 1.05 ms a MiB of a test-heavy log, led by
+# bytes it finds as literals about 0.45 (``bench/logshapes.py``, CPU time, 2026-12-06). They match on every
+# line where "^" did (the timestamp ends in a digit and "Z ", and ``_rows`` always tries the window's first
+# line), and a few more that ``_ROW`` rejects. (The prefix's pattern below, led the same way, cost more.)
+_ROW_START = rb"(?:\x1b\[[0-9;]*m)*(?:[.=\-]|[FEsxXRu](?:[^a-rtvwyz]|$))"
+HYPERSCAN_HINTS = (
+    rb"\n" + _ROW_START,
+    rb"\dZ " + _ROW_START,
+    # (a prefix's own pattern: inside the ones above, it costs them twice as much)
     rb"^(?:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+Z )?" + _ANSI + _WHO + _ANSI + rb"[.=\-FEsxXRu]",
     rb"\.py (?:\x1b\[[0-9;]*m)*[.FEsxXRu]",
     rb"worker",
@@ -266,7 +279,7 @@ def _hint_database() -> Any:
     try:
         import hyperscan
 
-        return database("hints", _HYPERSCAN_HINTS, range(len(_HYPERSCAN_HINTS)),
-                        [hyperscan.HS_FLAG_MULTILINE] * len(_HYPERSCAN_HINTS))
+        return database("hints", HYPERSCAN_HINTS, range(len(HYPERSCAN_HINTS)),
+                        [hyperscan.HS_FLAG_MULTILINE] * len(HYPERSCAN_HINTS))
     except Exception:  # ImportError, or hyperscan.error on a CPU it does not support
         return None

@@ -233,3 +233,28 @@ def test_rows_are_found_wherever_a_line_starting_with_one_would_be(engine):
         assert [(start, m.group()) for start, m in found] == expected
 
     check()
+
+
+def test_the_hints_find_every_row_start_that_a_line_anchored_pattern_finds():
+    # HYPERSCAN_HINTS look for a row after "\n" or a timestamp's "Z " instead of at "^" (cheaper for
+    # Hyperscan): every line that "^" with an optional timestamp marks must still be tried.
+    import random
+    import re
+
+    from analyzer.scan import letters
+    from analyzer.scan._engine_prefilter import hyperscan_available
+    from analyzer.scan._hyperscan import match_ends
+
+    if not hyperscan_available() or letters._hint_database() is None:
+        pytest.skip("hyperscan is not installed here")
+    anchored = re.compile(rb"^(?:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+Z )?" + letters._ROW_START, re.M)
+    tokens = [b"\n", b"2024-01-09T10:00:01.0007919Z ", b"\x1b[32m", b"\x1b[0m", b".", b"F", b"Fa", b"E\n",
+              b"s", b"=", b"-", b"x ", b"u", b"R", b"Z ", b"7Z ", b"word", b" "]
+    rng = random.Random(3)
+    for _ in range(300):
+        buf = b"".join(rng.choice(tokens) for _ in range(rng.randrange(1, 60)))
+        tried = {0, buf.rfind(b"\n", 0, len(buf) - 1) + 1}
+        tried |= {buf.rfind(b"\n", 0, end - 1) + 1 for end, _ in
+                  match_ends(letters._hint_database(), letters._SCRATCH, buf)}
+        marked = {buf.rfind(b"\n", 0, m.start()) + 1 for m in anchored.finditer(buf)}
+        assert marked <= tried, buf

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -275,6 +276,30 @@ def test_line_by_line_stripping_equals_one_substitution(raw):
 
     whole = clean._ANSI.sub(b"", raw.replace(b"\x00", b""))
     assert strip_controls(raw) == whole
+
+
+@settings(max_examples=100, deadline=None)
+@given(ESCAPY)
+def test_a_densely_coloured_window_is_stripped_as_one_substitution_strips_it(raw):
+    # Past 128 coloured lines strip_controls splits the whole window at the escapes and joins the rest:
+    # the same bytes as a substitution only while the pattern captures no group.
+    from analyzer.scan import clean
+
+    window = b"".join(b"\x1b[32mPASSED\x1b[0m %d\n" % i for i in range(130)) + raw
+    assert clean._ANSI.groups == 0
+    assert strip_controls(window) == clean._ANSI.sub(b"", window.replace(b"\x00", b""))
+
+
+@pytest.mark.parametrize("line_bytes, lines", [(20, 200), (600, 200), (2000, 40)])
+def test_coloured_lines_dense_or_sparse_are_stripped_as_one_substitution_strips_them(line_bytes, lines):
+    # Dense at the first escape: one split of the window; sparse there but past 64 coloured lines: the
+    # edit of each line gives way to the split; fewer coloured lines: each is edited on its own.
+    from analyzer.scan import clean
+
+    raw = b"".join(b"%d \x1b[3%dmx\x1b]8;;u\x07\x00 " % (i, i % 8) + b"y" * line_bytes + b"\n"
+                   for i in range(lines))
+    assert strip_controls(raw) == clean._ANSI.sub(b"", raw.replace(b"\x00", b""))
+    assert strip_controls(raw).count(b"\x1b") == 0
 
 
 def test_many_coloured_lines_are_stripped_in_one_go_with_the_same_result():

@@ -288,3 +288,37 @@ def test_peak_memory_stays_bounded_on_a_huge_single_line(tmp_path):
         found, peak_mib = proc.stdout.decode().rsplit(" ", 1)
         assert found == "[('segv', 1)]"
         assert int(peak_mib) < 100
+
+
+class _Chunks:
+    """A stream whose reads return the given chunks, one a read, then b""."""
+
+    def __init__(self, chunks):
+        self.chunks = list(chunks)
+
+    def read(self, _size=-1):
+        return self.chunks.pop(0) if self.chunks else b""
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_each_window_is_what_was_read_up_to_its_last_newline(seed):
+    import random
+
+    rng = random.Random(seed)
+    data = bytes(rng.choice(b"ab\n\r") for _ in range(rng.randrange(0, 400)))
+    chunks, at = [], 0
+    while at < len(data):
+        size = rng.randrange(1, 40)
+        chunks.append(data[at:at + size])
+        at += size
+    expected, sent, read = [], 0, 0
+    for chunk in chunks:
+        read += len(chunk)
+        cut = data.rfind(b"\n", 0, read) + 1
+        if cut > sent:
+            expected.append(data[sent:cut])
+            sent = cut
+    if sent < len(data):
+        expected.append(data[sent:])
+    windows = list(engine_module._windows(_Chunks(chunks), "log"))
+    assert windows == expected and all(type(w) is bytes for w in windows)

@@ -14,6 +14,7 @@ import pytest
 from analyzer.rules.loader import load_catalogue
 from analyzer.scan import _engine_prefilter as prefilter
 from analyzer.scan._engine_literals import Literal, Plan, build_plan, pattern_requirement
+from analyzer.scan._hyperscan import match_ends
 from analyzer.scan.clean import strip_controls
 from tests.scan.test_engine_equivalence import synthetic_log
 from tests.scan.test_engine_helpers import ENGINES
@@ -198,3 +199,31 @@ def test_literal_extraction(pattern, ignore_case, expected):
     assert (req.alternatives if req else None) == expected
     if req is not None and ("(?i)" in pattern or ignore_case):
         assert req.caseless
+
+
+@pytest.mark.skipif("hyperscan" not in ENGINES, reason="hyperscan is not installed for this Python")
+def test_the_literal_pass_finds_the_progress_letters_hints_as_their_own_pass_does():
+    # Literals, loosened patterns and the letters' hints share one database (``_LiteralPass``): each
+    # must be found as in a pass of its own, the literals in pattern mode as in literal mode.
+    from analyzer.scan import letters
+    from analyzer.scan._engine_approx import LoosePatterns
+
+    window = big_window() + b"....F\n=====\n\x1b[32m.s\x1b[0m\n[default0]:..\ntests/t.py .F"
+    hints = letters.HYPERSCAN_HINTS
+    own = sorted(end for end, _ in match_ends(letters._hint_database(), letters._SCRATCH, window))
+    one = prefilter.hyperscan_finder(PLAN, None, hints)
+    cands, ends = one.with_hints(window)
+    assert cands == reference(PLAN, window) and sorted(ends) == own and len(own) > 4
+    rules = tuple(rule for rule in load_catalogue().rules if not rule.guard)  # as ``engine.prepare``
+    loose = LoosePatterns(rules)
+    noisy = [i for i, rule in enumerate(rules)
+             if rule.id in ("process-exitcode-signal", "torchrun-signal-exit")]
+    assert len(noisy) == 2
+    loose.noisy = frozenset(noisy)
+    plan = build_plan(rules)
+    merged = prefilter.hyperscan_finder(plan, loose, hints)
+    apart = prefilter._LooseSwitch(plan, prefilter._literal_database(plan.literals), loose,
+                                   prefilter._literal_database, prefilter._hyperscan_loose_matcher)
+    cands, ends = merged.with_hints(window)
+    assert isinstance(merged.state[1], prefilter._LiteralPass) and merged.state[1].loose
+    assert cands == apart(window) and sorted(ends) == own
