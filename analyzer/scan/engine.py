@@ -401,6 +401,7 @@ class _SourceScan:
         # A wrapped window as attribution reads it: (text, where each line starts, its first line number).
         self.view: Optional[Tuple[bytes, List[int], int]] = None
         self.continued_rows: Set[int] = set()  # rows of the window that continue a cut line
+        self.cut_lines: Dict[int, bytes] = {}  # first row -> the joined line, for each cut line of the window
         self.next_line = 1  # the number of the next window's first line
         self.last_content = 0  # the log's last line that says something (``last_content_line``)
         # The line whose ``\r``-ended states were matched before it ended, and the rules they matched.
@@ -432,11 +433,13 @@ class _SourceScan:
                 joined: Dict[int, tuple] = {}
                 self.view = None
                 self.continued_rows = set()
+                self.cut_lines = {}
                 if reader is not None and reader.width:
                     lines = logical_lines(buf, reader.width)
                     joined = self._joined_lines(lines)
                     # Rows that continue a line the terminal cut end no echo block: their text is that line's.
                     self.continued_rows = {start for _pos, rows, _text in lines for start, _ in rows[1:]}
+                    self.cut_lines = {pos: text for pos, _rows, text in lines}
                     if lines:
                         self.view = (*attribution_view(buf, lines), first_line)
                 if self.with_hints is not None:
@@ -523,6 +526,8 @@ class _SourceScan:
                 self._joined_line(buf, pos, line, *joined[pos])
             else:
                 self._line(buf, pos, stop, line, lits)
+            if self.open and pos in self.cut_lines:
+                self._whole_line_blocks(self.cut_lines[pos], line)
             pos = stop
             line += 1
         return line + count(b"\n", pos) if pos < n else line
@@ -679,6 +684,29 @@ class _SourceScan:
                 self._open(index, line, cleaned, rank, speaker, m, progress, excerpt, last_row)
             else:
                 self.pending.append((line, index, last_row, cleaned, excerpt, _groups(m), rank, progress))
+
+    def _whole_line_blocks(self, text: bytes, line: int) -> None:
+        """Give the open blocks read on whole lines (``_feed``) the line a terminal cut into rows, ``text``
+        joined again: its rows are fed one by one, a continued row only to the excerpt, and no row may
+        hold the capture's or the end's wording (an echo of a retried failure that never read the
+        failure, or never ended, would leave that failure an error)."""
+        whole = [b for b in self.open
+                 if line > b.last_row and self.rules[b.index].marker in _WHOLE_LINE_END_MARKERS]
+        if not whole:
+            return
+        cleaned, _rank, speaker = clean_speaking(text, task_labels=self.task_labels)
+        for block in whole:
+            if speaker is not None and block.speaker not in (None, speaker):
+                continue
+            rule = self.rules[block.index]
+            if rule.capture_re is not None and not rule.capture_re.groupindex.keys() <= block.groups.keys():
+                captured = self._search(block.index, rule.capture_re, [cleaned], rule.user_defined)
+                for name, value in _groups(captured[1]).items() if captured is not None else ():
+                    block.groups.setdefault(name, value)
+            found = self._search(block.index, rule.end_re, [cleaned], rule.user_defined)
+            if found is not None:
+                block.groups.update(_groups(found[1]))
+                self._close(block, line)
 
     def _kept(self, indices: Sequence[int], buf: bytes, pos: int, stop: int,
               riders_too: bool = False) -> Sequence[int]:
