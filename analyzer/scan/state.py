@@ -1120,14 +1120,20 @@ class LogState:
                 verdict = self.verdict
                 before = self.closed_runs[-1][2] if self.closed_runs else None
                 later = bisect.bisect_right(starts, event.match.line)
-                passed = letters.passed_after(
+                outcome = letters.outcome_after(
                     event.match.line, verdict.line, verdict.groups.get("summary") or verdict.excerpt,
                     since=before.line if before is not None else 0,
                     next_event=starts[later] if later < len(starts) else 0,
                     who=letters_speaker(event.match.excerpt),
                 )
-                if passed:
-                    event = dataclasses.replace(event, passed_letter=passed)
+                failed = tuple(self.failed)
+                if outcome is not None and outcome[1] in ".sxu":
+                    event = dataclasses.replace(event, passed_letter=outcome[0])
+                elif outcome is not None and outcome[1] == "F" and not outcome[3].get("E") \
+                        and outcome[3]["F"] == len(failed) and not self.failed_overflow:
+                    # The k-th F is the k-th failure reported: both runners report failures in the
+                    # order they ran (unittest reports its errors first: none here).
+                    event = dataclasses.replace(event, test=failed[outcome[2] - 1], test_finished=True)
             if off_by_one and event.match.line > last.line and event.match.rule.kind is not Kind.TEST_FAILURE:
                 event = dataclasses.replace(
                     event, test=None, exit_path=True, test_finished=None, verdict_before=last
