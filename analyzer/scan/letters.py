@@ -166,10 +166,20 @@ class ProgressLetters:
         self, line: int, verdict_line: int, verdict_text: str, since: int = 0, next_event: int = 0,
         who: str = "",
     ) -> Optional[int]:
-        """The line of the letter that says the test which printed ``line`` passed, when the letters of
-        its run (the first rows after line ``since``, the verdict before it) account for the verdict at
-        ``verdict_line`` exactly; None when they do not, when the first letter after it (past the R of
-        the reruns of its test) is a failure, or when no letter follows it in its run. (Rows after the
+        """The line of the letter that says the test which printed ``line`` passed (``outcome_after``),
+        None when there is none or it is not a passing one."""
+        outcome = self.outcome_after(line, verdict_line, verdict_text, since, next_event, who)
+        return outcome[0] if outcome is not None and outcome[1] in _PASSING else None
+
+    def outcome_after(
+        self, line: int, verdict_line: int, verdict_text: str, since: int = 0, next_event: int = 0,
+        who: str = "",
+    ) -> Optional[Tuple[int, str, int, Dict[str, int]]]:
+        """The letter that says how the test which printed ``line`` ended, when the letters of its run
+        (the first rows after line ``since``, the verdict before it) account for the verdict at
+        ``verdict_line`` exactly: (its line, the letter, how many of that letter its run wrote up to it,
+        the run's counts of each letter); None when they do not, or when no letter follows it in its run
+        (the first after the R of the reruns of its test). (Rows after the
         run's separator are its reports' lines: pytest's ``E   assert``, unittest's ``FAIL: test_x``.)
         ``next_event``: the line of the log's next event after ``line`` (0: none); ``who``: the launcher's
         prefix on its line (``speaker``): the letters are those behind the same prefix, or where none are,
@@ -198,10 +208,13 @@ class ProgressLetters:
             return None
         # pytest-rerunfailures runs a failed test again at once: its R letters come before that test's
         # own outcome, the first other letter after them.
+        seen: Dict[str, int] = {}
         for at, letters in region.rows:
             outcome = letters.lstrip("R") if at > line else ""
             if outcome:
-                return at if outcome[0] in _PASSING else None
+                return at, outcome[0], seen.get(outcome[0], 0) + 1, dict(region.counts)
+            for letter in letters:
+                seen[letter] = seen.get(letter, 0) + 1
         return None
 
 

@@ -111,6 +111,8 @@ TEST_FAILED = "{test} failed"
 TEST_RERUN_PASSED = "{test} failed, then passed when re-run"
 TEST_FAILED_AS_EXPECTED = "{test} failed, as its run expected ({verdict})"
 TEST_FAILED_REASON = "{test} failed: {reason}"
+SUBTESTS_COUNT = "{count} subtests failed"
+SUBTESTS_FAILED = SUBTESTS_COUNT + ", first: {reason}"
 CAPPED = "{count} more distinct findings of {rules} were not kept (at most {cap} per rule and log)"
 ATTACHED = "; {who} raised {exception}"
 KILLED = "{who} (pid {pid}) was killed by {signal}"
@@ -740,7 +742,12 @@ def _finding(
             severity = Severity.NOTICE
             message = TEST_RERUN_PASSED.format(test=name)
         elif event.reason:
-            message = TEST_FAILED_REASON.format(test=name, reason=_clip(event.reason, MAX_FIELD_CHARS))
+            reason = _clip(event.reason, MAX_FIELD_CHARS)
+            if event.subtests > 1:
+                reason = SUBTESTS_FAILED.format(count=event.subtests, reason=reason)
+            message = TEST_FAILED_REASON.format(test=name, reason=reason)
+        elif event.subtests > 1:
+            message = TEST_FAILED_REASON.format(test=name, reason=SUBTESTS_COUNT.format(count=event.subtests))
         else:
             message = TEST_FAILED.format(test=name)
         message = _one_line(message)

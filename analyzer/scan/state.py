@@ -75,6 +75,11 @@ CRASH_STACK_GAP = 3
 CURRENT_THREAD = "Current thread 0x"
 VERDICT_MARKER = "verdict-printed"
 HEADER_MARKER = "test-header"
+# An "E   " line of a pytest report that starts an exception's text: the full reason a summary line cut.
+REPORT_REASON_MARKER = "report-reason"
+MAX_REPORT_REASONS = 64  # such lines kept per report (each report's first ones)
+# pytest's short summary cuts a reason to the terminal's width with this (_pytest/terminal.py).
+CUT_REASON = "..."
 SECTION_MARKER = "test-section"
 SESSION_STARTS = "test session starts"
 # Sections whose test reports are of tests that did not fail: an event shown there was handled.
@@ -124,6 +129,8 @@ PROCESS_GROUPS = ("process", "name", "worker")  # "worker": pytest-xdist's gw2
 EXCEPTION_GROUPS = ("exception", "exc")
 MAX_PER_RULE = 100
 MAX_FAILED_TESTS = 10_000
+MAX_SUBTESTS = 10_000
+MAX_REASON_CHARS = 1000  # distinct failed subtests counted per test
 MAX_IDENTITIES = 1024
 # A user line pattern that times out this often is skipped for the rest of the log.
 MAX_IGNORE_TIMEOUTS = 3
@@ -199,6 +206,7 @@ class LogEvent:
     # On no test's lines of a run whose verdict failed: the line of the progress letter (pytest or unittest
     # without -v) that says the test which printed it passed (``analyzer.scan.letters``); 0: none does.
     passed_letter: int = 0
+    subtests: int = 0  # a test failure's failed subtests its reports named (unittest's subTest, pytest 9's)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -281,6 +289,27 @@ def _stack_test_function(stack: Match) -> Optional[str]:
     return next((name for name in functions if name.startswith("test")), None)
 
 
+# pytest 9's failed subtest: "SUBFAILED(i=1) x.py::t - reason" in its summary, "x.py::t SUBFAILED(i=1) [ 50%]"
+# under -v (pytest-subtests wrote SUBFAIL): what follows the word, less the test and the reason, is which.
+_PYTEST_SUBTEST = lazy_regex(r"\bSUBFAIL(?:ED)?(?P<which>.*?)(?: +[\w./-]+\.py::\S+.*| +\[ *\d+%\])?\s*$")
+
+
+def _subtest_of(match: Match) -> Optional[str]:
+    """Which subtest a test's failure line reports, None when it reports the whole test: unittest's header
+    names a subtest after its id ("FAIL: test_m (mod.C.test_m) (i=1)": ``_SubTest.__str__``, its message in
+    brackets before the parameters), pytest 9 after its SUBFAILED."""
+    if match.groups.get("header"):
+        test = match.groups.get("test") or ""
+        at = match.text.find(test) if test else -1
+        which = match.text[at + len(test):].strip() if at >= 0 else ""
+        return which or None
+    outcome = match.groups.get("outcome") or ""
+    if not outcome.startswith("SUBFAIL"):
+        return None
+    m = _PYTEST_SUBTEST.search(match.text)
+    return m.group("which").strip() or "?" if m is not None else None
+
+
 def _function_of(test: str) -> str:
     """A node id's function name: ``x.py::TestC::test_y[p]`` -> ``test_y``."""
     return test.rpartition("::")[2].partition("[")[0]
@@ -297,7 +326,7 @@ class _Open:
     """A folded event while its log is still being read (mutable, internal)."""
 
     __slots__ = ("event", "repeats", "identity", "reason", "verdict_after", "outcome_by_verdict", "attempt",
-                 "recovered", "run_passed", "inner", "arrived")
+                 "recovered", "run_passed", "inner", "arrived", "subtests")
 
     def __init__(self, event: LogEvent, identity: Optional[Identity]) -> None:
         self.event = event
@@ -311,6 +340,7 @@ class _Open:
         self.run_passed: Optional[Match] = None
         self.inner = False  # happened in an inner run: the outer run's verdict judges it
         self.arrived = event.arrived  # LogEvent.arrived, over every telling
+        self.subtests: Optional[set] = None  # a test failure's failed subtests, by their parameters
 
 
 class LogState:
@@ -354,6 +384,8 @@ class LogState:
         # inner run's short summary): how its test ended is told by the log's verdict.
         self.ctx_unsure = False
         self.reason_header = -1  # the unittest report header whose traceback gave its test's reason
+        # A failing test's pytest report (its header's name) -> its "E   " lines that start an exception.
+        self.report_reasons: Dict[str, List[str]] = {}
         self.report_rank: Tuple[int, str] = (-1, "")  # (line, rank) of the last report row's rank line
         self.rank_pids: Dict[str, str] = {}
         self.session_seen = False  # the log shows a test session start of its own
@@ -509,6 +541,8 @@ class LogState:
                 # under no section or another one (an inner run's summary) is in a section this log
                 # lost (it starts inside the run): the run's verdict says how the test ended.
                 self.ctx_unsure = not self.ctx_passed and self.section not in FAILING_SECTIONS
+        elif marker == REPORT_REASON_MARKER:
+            self._report_line(match)
         elif marker == SECTION_MARKER:
             section = (match.groups.get("section") or "").strip().lower()
             if section == SESSION_STARTS:
@@ -811,6 +845,32 @@ class LogState:
             found.reason = exception
             self.reason_header = self.ctx_line
 
+    def _report_line(self, match: Match) -> None:
+        """Keep an "E   " line of a failing test's pytest report that starts an exception's text."""
+        if self.depth or self.ctx_kind != "header" or not self.ctx_test \
+                or self.section not in FAILING_SECTIONS:
+            return
+        reasons = self.report_reasons.get(self.ctx_test)
+        if reasons is None and len(self.report_reasons) < MAX_FAILED_TESTS:
+            reasons = self.report_reasons[self.ctx_test] = []
+        if reasons is not None and len(reasons) < MAX_REPORT_REASONS:
+            reasons.append((match.groups.get("reason") or "").strip()[:MAX_REASON_CHARS])
+
+    def _full_reason(self, test: str, reason: str, subtest: Optional[str]) -> str:
+        """The reason a summary line cut to the terminal's width ("RuntimeError: worker ex..."), told in full
+        by the last line of the test's report that it starts (a subtest's report: "T.test_m [msg] (i=1)",
+        when the line names ``subtest``); as it is when none does."""
+        prefix = reason[:-len(CUT_REASON)]
+        names = _names_of(test)
+        for header, lines in self.report_reasons.items():
+            name, _, which = header.partition(" ")
+            if header in names or (name in names and (subtest is None or which == subtest)):
+                full = next((line for line in reversed(lines) if line.startswith(prefix)
+                             and len(line) > len(prefix)), None)
+                if full is not None:
+                    return full
+        return reason
+
     def _test_failure(self, match: Match) -> None:
         header = bool(match.groups.get("header"))
         test = normal_test_id(match.groups.get("test") or "")
@@ -900,17 +960,25 @@ class LogState:
             else:
                 self.failed_overflow = True
         reason = (match.groups.get("reason") or "").strip() or None
+        if reason is not None and reason.endswith(CUT_REASON) and self.report_reasons:
+            reason = self._full_reason(test, reason, _subtest_of(match))
         key = ("test-failure", test)
         found = self.events.get(key)
-        if found is not None:
+        if found is None:
+            found = self._add(key, match, LogEvent(match, test=test, reason=reason), None)
+        else:
             if found.reason is None and reason is not None:
                 found.reason = reason
             if match.groups.get("header") and not found.event.match.groups.get("header"):
                 # The test's report ("FAIL: test_m (mod.Class)", its traceback after it) is where the
                 # finding points, not the progress line that said FAIL first.
                 found.event = dataclasses.replace(found.event, match=match)
-            return
-        self._add(key, match, LogEvent(match, test=test, reason=reason), None)
+        subtest = _subtest_of(match)
+        if found is not None and subtest is not None:
+            if found.subtests is None:
+                found.subtests = set()
+            if len(found.subtests) < MAX_SUBTESTS:
+                found.subtests.add(subtest)
 
     def _event(self, match: Match) -> None:
         line, rank = self.report_rank
@@ -1107,6 +1175,8 @@ class LogState:
                 # The test had reported before this event and the run never printed a verdict after
                 # it: a crash in teardown or between tests took the run down.
                 event = dataclasses.replace(event, test_finished=False)
+            if opened.subtests is not None and len(opened.subtests) > 1:
+                event = dataclasses.replace(event, subtests=len(opened.subtests))
             if (opened.repeats != 1 or opened.reason != event.reason or opened.recovered is not None
                     or opened.run_passed is not None or opened.arrived != event.arrived or opened.inner):
                 event = dataclasses.replace(
@@ -1120,14 +1190,20 @@ class LogState:
                 verdict = self.verdict
                 before = self.closed_runs[-1][2] if self.closed_runs else None
                 later = bisect.bisect_right(starts, event.match.line)
-                passed = letters.passed_after(
+                outcome = letters.outcome_after(
                     event.match.line, verdict.line, verdict.groups.get("summary") or verdict.excerpt,
                     since=before.line if before is not None else 0,
                     next_event=starts[later] if later < len(starts) else 0,
                     who=letters_speaker(event.match.excerpt),
                 )
-                if passed:
-                    event = dataclasses.replace(event, passed_letter=passed)
+                failed = tuple(self.failed)
+                if outcome is not None and outcome[1] in ".sxu":
+                    event = dataclasses.replace(event, passed_letter=outcome[0])
+                elif outcome is not None and outcome[1] == "F" and not outcome[3].get("E") \
+                        and outcome[3]["F"] == len(failed) and not self.failed_overflow:
+                    # The k-th F is the k-th failure reported: both runners report failures in the
+                    # order they ran (unittest reports its errors first: none here).
+                    event = dataclasses.replace(event, test=failed[outcome[2] - 1], test_finished=True)
             if off_by_one and event.match.line > last.line and event.match.rule.kind is not Kind.TEST_FAILURE:
                 event = dataclasses.replace(
                     event, test=None, exit_path=True, test_finished=None, verdict_before=last

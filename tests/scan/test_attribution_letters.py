@@ -118,6 +118,21 @@ def test_an_event_of_the_test_that_failed_stays_an_error(tmp_path, engine):
 
 @pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("mode", [["-q", "-s"], ["-s"]])
+def test_an_event_before_the_kth_f_is_the_kth_failure_reports_test(tmp_path, engine, mode):
+    # Two tests fail (the crash's own, then test_config): the letter after the crash is the first F, and
+    # the first failure reported is its test's; with output that looks like letters, no test is named.
+    for dots, test in ((False, "test_events.py::test_child_crash_expected"), (True, None)):
+        log = run(tmp_path, ["-m", "pytest", "-p", "no:cacheprovider"] + mode + ["test_events.py"],
+                  broken=1, expected=0, dots=dots)
+        assert ("3 failed" if dots else "2 failed, 2 passed") in log
+        events = {line: (severity, name) for rule, severity, line, name
+                  in summary(scan({"job.log": log}, engine=engine)) if rule != "pytest-test-outcome"}
+        assert events[line_of(log, CRASH_LINE)] == ("error", test)
+        assert events[line_of(log, TIMEOUT_LINE)] == ("error" if dots else "notice", None)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("mode", [["-q", "-s"], ["-s"]])
 def test_output_that_looks_like_letters_leaves_every_event_an_error(tmp_path, engine, mode):
     log = run(tmp_path, ["-m", "pytest", "-p", "no:cacheprovider"] + mode + ["test_events.py"], dots=True)
     assert "2 failed, 3 passed" in log and "....F" in log
