@@ -193,8 +193,13 @@ def _renderer(fmt: str, report: Optional[Report] = None) -> Callable[..., str]:
     return getattr(importlib.import_module(f".report.{module}", __package__), name)
 
 
-def _import_renderers() -> None:
-    """Import every renderer's module (and the stop-commands fence) now."""
+# What a scan imports only when its log needs it (a candidate line, a zip or gzip source, an HTML summary).
+_IMPORTED_WHEN_NEEDED = ("regex", "zipfile", "gzip", "html", "html.entities", "shutil")
+
+
+def _import_everything() -> None:
+    """Import every renderer's module, the stop-commands fence and what a scan imports only when needed,
+    now: the live scanner is forked from this process, and the command may write where they come from."""
     import importlib
 
     for module, _name, many in _RENDERERS.values():
@@ -202,6 +207,12 @@ def _import_renderers() -> None:
             if part:
                 importlib.import_module(f".report.{part}", __package__)
     importlib.import_module(".supervise.workflow", __package__)
+    for name in _IMPORTED_WHEN_NEEDED:
+        importlib.import_module(name)
+    try:
+        importlib.import_module("hyperscan")
+    except ImportError:
+        pass  # optional: the pure-Python engine scans without it
 
 
 def _optional_duration(text: Optional[str], option: str) -> Optional[float]:
@@ -480,7 +491,7 @@ def _main_run(argv: Sequence[str]) -> int:
         allow_workflow_commands=args.allow_workflow_commands,
     )
     job = facts_from_env(os.environ, args.job_name)
-    _import_renderers()  # imported now: after the command ran, nothing is imported from where it could write
+    _import_everything()  # now: after the command started, nothing is imported from where it could write
     run = GuardedRun(
         options,
         catalogue,
