@@ -43,8 +43,8 @@ def test_a_broken_pool_with_no_crash_in_the_log_stays_its_own_error(tmp_path):
     # a worker SIGKILLed (the OOM killer) prints nothing: the pool's view is the only trace of it
     text = POOL_SEGV.read_text(encoding="utf-8").split("\n")
     kept = [line for line in text if not line.startswith("#!")]
-    first, last = kept.index("Fatal Python error: Segmentation fault"), kept.index("Extension modules: "
-                                                                                   "markupsafe._speedups (total: 1)")
+    first = kept.index("Fatal Python error: Segmentation fault")
+    last = next(i for i, line in enumerate(kept) if line.startswith("Extension modules: "))
     log = tmp_path / "killed.log"
     log.write_text("\n".join(kept[:first] + kept[last + 1:]), encoding="utf-8")
     findings = scan_paths([str(log)], BUILTIN)
