@@ -51,7 +51,7 @@ from .clean import (
     visible_excerpt,
 )
 from .match import Match
-from .state import TRACEBACK_MARKER
+from .state import ECHO_MARKER, TRACEBACK_MARKER
 from .went_on import RankWatch
 from .sources import Source, Unscannable, zip_errors
 
@@ -607,7 +607,7 @@ class _SourceScan:
         continued = pos in self.continued_rows
         for block in list(self.open):
             if line > block.last_row and (speaker is None or block.speaker in (None, speaker)):
-                self._feed(block, segments, excerpt_line, line, continued)
+                self._feed(block, segments, excerpt_line, line, continued, seen.rank)
 
     def _matched(self, buf: bytes, pos: int, line: int, seen: _Seen, early: bool) -> None:
         """Open the blocks and hold the matches of ``seen.hits`` at line ``line``."""
@@ -734,12 +734,15 @@ class _SourceScan:
         return sorted(chosen)
 
     def _feed(self, block: _Block, segments: List[str], excerpt_line: str, line: int,
-              continued: bool = False) -> None:
+              continued: bool = False, rank: Optional[int] = None) -> None:
         """Give ``block`` its next line; ``continued``: the row continues a line a terminal cut. An echo
         marker's block (which drops every match on its lines) only keeps such a row in its excerpt: its end is
         read on whole lines, so a cut traceback frame does not end it before the line it must cover. So
         does a Python traceback's: a cut frame's tail ("llel", "e") reads as a bare exception name, and
-        the traceback would end there instead of at its exception line."""
+        the traceback would end there instead of at its exception line. An echo's ``capture`` holds only
+        on a line of its start's ``[rankN]:`` prefix (``rank``: this line's): a program's WARNING record
+        and the traceback it logged are one write, prefixed alike; a "[rank0]: Traceback" under an
+        unprefixed record is the rank's own uncaught exception, printed by another writer."""
         rule = self.rules[block.index]
         block.add(excerpt_line)
         block.fed_to = line
@@ -747,7 +750,8 @@ class _SourceScan:
             if block.count >= rule.max_lines:
                 self._drop(block.index, block.speaker)
             return
-        if rule.capture_re is not None and not rule.capture_re.groupindex.keys() <= block.groups.keys():
+        if rule.capture_re is not None and not rule.capture_re.groupindex.keys() <= block.groups.keys() \
+                and (rule.marker != ECHO_MARKER or rank == block.rank):
             captured = self._search(block.index, rule.capture_re, segments, rule.user_defined)
             if captured is not None:
                 for name, value in _groups(captured[1]).items():
