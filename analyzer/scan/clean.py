@@ -118,9 +118,11 @@ _GITLAB_STREAM = r"(?:[0-9a-f]{2}[OE]\+? )?"
 # Ray's format goes on with "file.py:N -- " (its plain handler's "%(asctime)s\t%(levelname)s
 # %(filename)s:%(lineno)s -- %(message)s", a blank for the tab once pasted): the level stays with the rest
 # of that prefix, which Ray's rules read ("ERROR tune_controller.py:1331 -- Trial task failed ...").
+# Nor is pytest's short-summary "ERROR tests/t.py::test_x - ..." a level, behind a stamp another logger
+# put before GitHub's ("Dec 05 01:50:10 2024-01-09T18:41:23.1Z ERROR t.py::test_x - ...").
 _LOGGING_LEVEL = (
     r"(?:(?:(?:DEBUG|ERROR) {4}|INFO {5}|(?:DEBUG|INFO|ERROR|CRITICAL) |\[(?:DEBUG|INFO|ERROR|CRITICAL)\] )"
-    r"(?![\w.-]+:\d+ -- ))?"
+    r"(?![\w.-]+:\d+ -- |[\w./\\-]+\.py(?:::|\s|$)))?"
 )
 # GitHub's stamp.
 _TIMESTAMP = lazy(

@@ -123,6 +123,15 @@ def test_other_loggers_prefixes_are_stripped():
     assert clean_line(raw) == ("[Rank 0] Watchdog", 0)
 
 
+def test_pytest_error_summary_behind_two_stamps_keeps_its_error():
+    # A syslog stamp before GitHub's: the ISO stamp is then a bare date-time, whose logging level goes.
+    for line in (b"Dec 05 01:50:10 2024-01-09T18:41:23.2330560Z ERROR t.py::test_store - OSError: refused",
+                 b"Dec 05 01:50:10 2024-01-09T18:41:23.2330560Z ERROR tests/test_x.py - ImportError: no"):
+        assert clean_line(line)[0].startswith("ERROR t")
+    logged = b"2024-01-09 18:41:23,123 ERROR the store refused: OSError"
+    assert clean_line(logged)[0] == "the store refused: OSError"
+
+
 def test_the_prefix_that_names_a_process_is_returned_as_its_speaker():
     # vLLM v1's workers (vllm-project/vllm#14452), then its logger's own prefix
     raw = b"(VllmWorker rank=2 pid=825) ERROR 03-15 17:24:18 [multiproc_executor.py:375] ValueError: x"
