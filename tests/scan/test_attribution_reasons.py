@@ -18,44 +18,10 @@ import pytest
 
 from tests.scan.test_attribution import pytest_log, scan
 from tests.scan.test_engine_helpers import ENGINES
+from tests.test_fixtures import _regenerate_module
 
-SUITE = """
-    import unittest
-
-    import pytest
-
-
-    @pytest.fixture
-    def store():
-        raise ConnectionRefusedError("could not reach the rendezvous store at node-17:29500 after 3 attempts")
-
-
-    def test_uses_store(store):
-        pass
-
-
-    def test_worker_exit():
-        raise RuntimeError("worker process 4 exited unexpectedly while the parent waited for its result")
-
-
-    def test_child_fail():
-        pytest.fail("child /usr/bin/python -c 'import sys; sys.exit(3)' exited with 3 instead of 0")
-
-
-    def test_ok():
-        pass
-
-
-    class Ranks(unittest.TestCase):
-        def test_gather(self):
-            for rank in range(5):
-                with self.subTest(rank=rank):
-                    self.assertLess(rank, 2, f"rank {rank} gathered a tensor of the wrong shape from a peer")
-
-        def test_single(self):
-            with self.subTest(i=1):
-                self.assertEqual(1, 2)
-"""
+# The suite fixtures/pytest/attrib12-* were captured from (fixtures/regenerate.py).
+SUITE = _regenerate_module().ATTRIB12_SUITE
 FULL = {
     "test_uses_store": "ConnectionRefusedError: could not reach the rendezvous store at node-17:29500 "
                        "after 3 attempts",
