@@ -187,7 +187,9 @@ def pytest_log(where: Path, name: str, source: str, options: Sequence[str] = ("-
     stderr on one pipe, at the 80 columns a CI terminal has."""
     (where / name).write_text(textwrap.dedent(source))
     env = dict(os.environ, COLUMNS="80")
-    env.pop("PYTEST_ADDOPTS", None)
+    # pytest cuts a short-summary reason to the width only off CI (running_on_ci: CI or BUILD_NUMBER set)
+    for name_ in ("PYTEST_ADDOPTS", "CI", "BUILD_NUMBER"):
+        env.pop(name_, None)
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", *options, "-p", "no:cacheprovider", name],
         cwd=str(where), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=120, env=env,
