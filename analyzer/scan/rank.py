@@ -63,7 +63,7 @@ from ..model import (
     Kind,
     Severity,
 )
-from ..rules.loader import EXIT_FIELD_SUFFIX, WAIT_STATUS_FIELD_SUFFIX, fill_template
+from ..rules.loader import EXIT_FIELD_SUFFIX, WAIT_STATUS_FIELD_SUFFIX, fill_template, message_fields
 from ..rules.model import CUT_SHORT_GROUP, Catalogue, Rule
 from .match import Match
 from .same_event import (
@@ -873,13 +873,24 @@ def _told_again_by(
         # Of its own rule, or a shorter reading of the teller's own lines (a terminate's first line read
         # as "its what() is not in the log" when the what() follows): nothing the teller does not say.
         restates = other.match.rule is match.rule or within
-        adds_nothing = restates and all(v in own for v in values)
+        # Or a line of the same kind that names nothing the teller does not (an NCCL watchdog timeout
+        # and its "Timeout at NCCL work: 2" or blocking-wait line): the work listed once, not twice.
+        same_kind = other.match.rule.kind == match.rule.kind
+        shown = [other.match.groups.get(name) for name in message_fields(other.match.rule.message)]
+        adds_nothing = (restates and all(v in own for v in values)) or (
+            same_kind and all(_names_token(own, v.strip()) for v in shown if v and v.strip())
+        )
         if not adds_nothing:
             message += TOLD_AGAIN.format(message=told, where=_where(other.match, match.path))
         if other.match.line < match.line or other.match.end_line > match.end_line:
             header = TOLD_AGAIN_HEADER.format(where=_where(other.match, match.path))
             excerpt = f"{excerpt}\n{header}\n{other.match.excerpt}"
     return message, excerpt, repeats
+
+
+def _names_token(text: str, value: str) -> bool:
+    """Whether ``value`` stands in ``text`` as a whole token ("2" in "SeqNum=2,", not in "SeqNum=25")."""
+    return re.search(r"(?<![\w.])" + re.escape(value) + r"(?![\w.])", text) is not None
 
 
 def _whose_crash(match: Match, crash_lines: Sequence[LogEvent]) -> str:
