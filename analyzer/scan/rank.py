@@ -63,7 +63,7 @@ from ..model import (
     Kind,
     Severity,
 )
-from ..rules.loader import EXIT_FIELD_SUFFIX, WAIT_STATUS_FIELD_SUFFIX, fill_template
+from ..rules.loader import EXIT_FIELD_SUFFIX, WAIT_STATUS_FIELD_SUFFIX, fill_template, message_fields
 from ..rules.model import CUT_SHORT_GROUP, Catalogue, Rule
 from .match import Match
 from .same_event import (
@@ -101,6 +101,10 @@ PEER_VIEW_ROOT = (
     "; collateral: {who} died of its broken connection to a peer that died, not of a cause of its own "
     "(the launcher saw it first among deaths at once); a failure of its own at {root_where}: {root}"
 )
+PEER_VIEW = (
+    "; collateral: {who} lost its connection to a peer that died of its own failure at {root_where}: {root}"
+)
+BESIDE_THE_ROOT = "a failure of its own, beside the root cause its launcher reports"
 REPEATED = " (seen {count} times)"
 DURING = " during {test}"
 HANDLED = " during {test}, which passed"
@@ -223,8 +227,10 @@ def rank(
     ranked: List[Tuple[tuple, Finding, Optional[Match]]] = []
     told_tracebacks: Set[Tuple[int, int]] = set()  # (log index, line) of tracebacks an error's failure tells
     roots: Dict[int, Set[Optional[Tuple[str, str]]]] = {}  # log index -> whom its root-cause errors name
-    # a launcher's root-cause row whose rank died of a peer's death; the deaths of their own, per log
-    peer_views: List[Tuple[int, int, Optional[Tuple[str, str]]]] = []
+    # a launcher's root-cause row whose rank died of a peer's death, or a rank's own view of that death
+    # (gloo's "Connection closed by peer", no launcher's report); the deaths of their own, per log
+    peer_views: List[Tuple[int, int, Optional[Tuple[str, str]], str]] = []
+    lost_peer: Dict[int, Set[Optional[Tuple[str, str]]]] = {}  # log index -> ranks whose peer died
     own_deaths: Dict[int, List[Tuple[Tuple[str, str], Finding]]] = {}
     for index, _log, event, handled, test in events:
         again = told_again.told.get(id(event), ())
@@ -263,9 +269,13 @@ def rank(
         if finding.severity is Severity.ERROR and collateral is None:
             who = identity_of(event.match, use_rank_prefix=True)
             if rule.root_cause and _died_of_a_lost_peer(event, who, again):
-                peer_views.append((len(ranked) - 1, index, who))
-            elif finding.kind in MERGE_KINDS and not rule.peer_lost and who is not None:
-                own_deaths.setdefault(index, []).append((who, finding))
+                peer_views.append((len(ranked) - 1, index, who, PEER_VIEW_ROOT))
+            elif rule.peer_lost and who is not None and who[0] == "rank":
+                peer_views.append((len(ranked) - 1, index, who, PEER_VIEW))
+                lost_peer.setdefault(index, set()).add(who)
+            elif finding.kind in MERGE_KINDS and not rule.peer_lost:
+                # a crash no line names (faulthandler's stack): another process than a rank that lived on
+                own_deaths.setdefault(index, []).append((who or ("process", "unnamed"), finding))
         if event.traceback is not None and finding.severity is Severity.ERROR and collateral is None:
             told_tracebacks.add((index, event.traceback[1].line))
         if rule.root_cause and finding.severity is Severity.ERROR:
@@ -281,7 +291,9 @@ def rank(
             finding = _with_deaths_told(finding, oom_told[1], GUARD_OOM_TOLD, GUARD_OOM_HEADER)
         ranked.append(((finding.severity.rank, 1, 2, (float("inf"), len(kept), index)), finding, None))
     for index, log in enumerate(kept):
-        for finding, tb in _ranks_raised(log, catalogue, roots.get(index, set()), told_tracebacks, index):
+        raised = _ranks_raised(log, catalogue, roots.get(index, set()), lost_peer.get(index, set()),
+                               told_tracebacks, index)
+        for finding, tb in raised:
             ranked.append(((finding.severity.rank, 1, 0, _when(tb, index, line_clocks)), finding, None))
             who = identity_of(tb, use_rank_prefix=True)
             if finding.severity is Severity.ERROR and who is not None:
@@ -331,20 +343,21 @@ def _died_of_a_lost_peer(event: LogEvent, who: Optional[Tuple[str, str]], again:
 
 def _demote_peer_views(
     ranked: List[Tuple[tuple, Finding, Optional[Match]]],
-    peer_views: Sequence[Tuple[int, int, Optional[Tuple[str, str]]]],
+    peer_views: Sequence[Tuple[int, int, Optional[Tuple[str, str]], str]],
     own_deaths: Mapping[int, Sequence[Tuple[Tuple[str, str], Finding]]],
 ) -> None:
     """A launcher that sees several ranks die in one monitor interval names one of them its root cause (torch
     elastic's ``_get_first_failure`` takes the earliest error-file timestamp, else the lowest rank); when that
     rank died of losing a peer while another rank of the same log died of a cause of its own (its exception,
-    a signal), the row is that death seen from outside: a warning that names the failure of its own."""
-    for at, index, who in peer_views:
+    a signal), the row is that death seen from outside: a warning that names the failure of its own. So is
+    a rank's own error of a lost peer (gloo's "Connection closed by peer") beside another rank's failure."""
+    for at, index, who, template in peer_views:
         own = [(whom, finding) for whom, finding in own_deaths.get(index, ()) if whom != who]
         if not own:
             continue
         key, finding, shutdown = ranked[at]
         cause = min((f for _, f in own), key=lambda f: f.line)
-        note = PEER_VIEW_ROOT.format(
+        note = template.format(
             who=f"{who[0]} {who[1]}" if who else "the worker",
             root_where=_finding_where(cause, finding.path),
             root=_clip(cause.message, MAX_QUOTE_CHARS),
@@ -873,13 +886,24 @@ def _told_again_by(
         # Of its own rule, or a shorter reading of the teller's own lines (a terminate's first line read
         # as "its what() is not in the log" when the what() follows): nothing the teller does not say.
         restates = other.match.rule is match.rule or within
-        adds_nothing = restates and all(v in own for v in values)
+        # Or a line of the same kind that names nothing the teller does not (an NCCL watchdog timeout
+        # and its "Timeout at NCCL work: 2" or blocking-wait line): the work listed once, not twice.
+        same_kind = other.match.rule.kind == match.rule.kind
+        shown = [other.match.groups.get(name) for name in message_fields(other.match.rule.message)]
+        adds_nothing = (restates and all(v in own for v in values)) or (
+            same_kind and all(_names_token(own, v.strip()) for v in shown if v and v.strip())
+        )
         if not adds_nothing:
             message += TOLD_AGAIN.format(message=told, where=_where(other.match, match.path))
         if other.match.line < match.line or other.match.end_line > match.end_line:
             header = TOLD_AGAIN_HEADER.format(where=_where(other.match, match.path))
             excerpt = f"{excerpt}\n{header}\n{other.match.excerpt}"
     return message, excerpt, repeats
+
+
+def _names_token(text: str, value: str) -> bool:
+    """Whether ``value`` stands in ``text`` as a whole token ("2" in "SeqNum=2,", not in "SeqNum=25")."""
+    return re.search(r"(?<![\w.])" + re.escape(value) + r"(?![\w.])", text) is not None
 
 
 def _whose_crash(match: Match, crash_lines: Sequence[LogEvent]) -> str:
@@ -1029,6 +1053,7 @@ def _ranks_raised(
     log: LogFindings,
     catalogue: Catalogue,
     roots: Set[Optional[Tuple[str, str]]],
+    lost_peer: Set[Optional[Tuple[str, str]]],
     told: Set[Tuple[int, int]],
     index: int,
 ) -> List[Tuple[Finding, Match]]:
@@ -1040,8 +1065,10 @@ def _ranks_raised(
     it ends in: their grading stands) or the failure of an error attached it; one printed after a
     shutdown marker (the SignalException of the launcher's own SIGTERM) or in a test that did not fail
     is not the rank's own failure, nor one the rank printed on after (``LogFindings.ranks_gone_on``: it
-    caught the exception and logged it)."""
-    if not log.rank_tracebacks or not roots or RANK_RAISED_RULE in catalogue.ignore_rules:
+    caught the exception and logged it). With no launcher's report, a rank whose error is its lost peer
+    (``lost_peer``, gloo's "Connection closed by peer") says alike that another rank died: that rank's own
+    exception is the failure (Lightning's ddp launcher prints no report)."""
+    if not log.rank_tracebacks or not (roots or lost_peer) or RANK_RAISED_RULE in catalogue.ignore_rules:
         return []
     try:
         rule = catalogue.guard_rule(RANK_RAISED_RULE)
@@ -1049,11 +1076,17 @@ def _ranks_raised(
         return []
     shutdowns = [e.shutdown.line for e in log.events if e.shutdown is not None]
     first_shutdown = min(shutdowns) if shutdowns else None
+    # A lost peer's exception is that rank's view of another's death even where its line was folded into
+    # another rank's identical one ("Read error [127.0.0.1]:29099: Connection reset by peer" from two ranks).
+    peer_views = [r.pattern_re for r in catalogue.rules if r.peer_lost and r.pattern_re is not None]
     out: List[Tuple[Finding, Match]] = []
     for tb in log.rank_tracebacks:
         exception = _exception_name(tb)
+        if exception and any(view.search(exception) for view in peer_views):
+            continue
         who = identity_of(tb, use_rank_prefix=True)
-        if not exception or who is None or who[0] != "rank" or who in roots or (index, tb.line) in told:
+        if not exception or who is None or who[0] != "rank" or who in roots or who in lost_peer \
+                or (index, tb.line) in told:
             continue
         if first_shutdown is not None and tb.end_line >= first_shutdown:
             continue
@@ -1067,7 +1100,7 @@ def _ranks_raised(
         site = raise_site(tb)
         message = format_message(rule.message, {
             "rank": who[1], "exception": _clip(exception, MAX_FIELD_CHARS), "site": site,
-            "pid": dict(log.rank_pids).get(who[1]),
+            "pid": dict(log.rank_pids).get(who[1]), "beside": BESIDE_THE_ROOT if roots else None,
         })
         finding = Finding(rule.kind, rule.id, _severity(rule), log.path, tb.end_line, _one_line(message),
                           excerpt=tb.excerpt, test=tb.test)

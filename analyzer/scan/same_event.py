@@ -232,10 +232,11 @@ def events_told_again(items: Sequence[Item]) -> ToldAgain:
             named = [(other, lines) for name in rule.same_event_as for other in by_rule.get(name, ())]
             ended = ends.get(id(item[2]), [])
             named += ended
-            named += raised
             # A report this very line ends is its event whatever each names: the exception a thread died
             # of may name a rank ("NCCL communicator was aborted on rank 1") where the report names a thread.
-            for other, _ in [*ended, *_chained(item, named, absorbed)]:
+            # So is the exception the worker's own attached traceback ends in, whatever pid it names
+            # ("DataLoader worker (pid 2920) is killed by signal", raised in rank 0, pid 2855).
+            for other, _ in [*ended, *raised, *_chained(item, named, absorbed)]:
                 if id(other[2]) in absorbed:  # a report an earlier link ended, already told
                     continue
                 absorbed.add(id(other[2]))
