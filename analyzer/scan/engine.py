@@ -398,6 +398,8 @@ class _SourceScan:
         self.task_labels = True  # whether "N: " is srun's task label, until the log shows ctest -V's
         self.ctest_probe = plan.probe(CTEST_VERBOSE)  # the literal that finds ctest -V's header
         self.joined_to: Dict[int, int] = {}  # rule index -> last row a joined line matched it into
+        # rule index -> (first, last) continued rows whose own match a join that tells more replaced
+        self.told_by_join: Dict[int, Tuple[int, int]] = {}
         # A wrapped window as attribution reads it: (text, where each line starts, its first line number).
         self.view: Optional[Tuple[bytes, List[int], int]] = None
         self.continued_rows: Set[int] = set()  # rows of the window that continue a cut line
@@ -613,6 +615,9 @@ class _SourceScan:
         """Open the blocks and hold the matches of ``seen.hits`` at line ``line``."""
         progress: Any = self.tracker.carry if early else _UNKNOWN
         for index, is_block, seg, m, excerpt, groups in seen.hits:
+            rows = self.told_by_join.get(index)
+            if rows is not None and rows[0] <= line <= rows[1] and not is_block:
+                continue  # the join of the cut line holding this row told it, with more (``_joined_line``)
             if early:
                 self.early_rules.add(index)
             if progress is _UNKNOWN:
@@ -660,7 +665,10 @@ class _SourceScan:
                      lits: Optional[set]) -> None:
         """Match a joined line (``_engine_wrap``) with the rules that none of its rows matches alone:
         a join only adds what the terminal's cut hid. The match is at the first row; a block that
-        starts there is fed from the row after the last one."""
+        starts there is fed from the row after the last one. A rule that a continued row matches alone
+        but with fewer of its groups than the join (DeepSpeed's "exits with return code = -9" on the
+        last row, the rank's "--local_rank=7" on the first) is the join's too: its match replaces the
+        row's, at the line's first row."""
         kept = self._kept(self._candidate_rules(lits), text, 0, len(text))
         indices = [i for i in kept if not self.first[i][2]]
         if not indices:
@@ -674,8 +682,13 @@ class _SourceScan:
                 continue  # a join from a row above already matched this rule into this row
             is_block, compiled, _user = self.first[index]
             m = self._search_builtin(index, compiled, cleaned)
-            if m is None or any(self._search_builtin(index, compiled, piece) for piece in pieces):
+            if m is None:
                 continue
+            alone = [self._search_builtin(index, compiled, piece) for piece in pieces]
+            if any(alone):
+                if is_block or alone[0] or not all(_groups(m).keys() > _groups(a).keys() for a in alone if a):
+                    continue
+                self.told_by_join[index] = (line + 1, last_row)
             self.joined_to[index] = last_row
             if progress is _UNKNOWN:
                 progress = self._progress(buf, pos, line)

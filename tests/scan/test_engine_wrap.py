@@ -99,6 +99,21 @@ def test_a_join_is_what_finds_the_cut_message(engine):
     assert "nccl-watchdog-timeout" not in failing(data, engine, may_be_wrapped=False)
 
 
+@pytest.mark.parametrize("width", [80, 120, 200])
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_last_row_that_matches_alone_gives_way_to_the_join_that_tells_more(width, engine):
+    # DeepSpeed's sigkill_handler row (haotian-liu/LLaVA#1085) cut by a terminal: its last row holds
+    # "exits with return code = -9" alone, the first row the rank's "--local_rank=7". The finding is the
+    # join's, at the first row, naming the rank, and the last row's own match is not a second one.
+    path = os.path.join(ROOT, "fixtures", "quoted", "deepspeed-sigkill-handler-wrapped-row.log")
+    whole = b"".join(row for row in body(path).split(b"\n") if not row.startswith(b"```") and row)
+    data = b"```shell\n" + fold(whole, width) + b"\n```\n"
+    source = Source("log", lambda: io.BytesIO(data), may_be_wrapped=True)
+    found = [f for f in scan_sources([source], REAL, engine=engine) if f.rule == "deepspeed-launcher-exit"]
+    assert [(f.line, f.message) for f in found] == [
+        (2, "DeepSpeed launcher: local rank 7 exited with exit -9 (SIGKILL)")]
+
+
 @pytest.mark.parametrize("size", [7, 97, 4096])
 @pytest.mark.parametrize("engine", ENGINES)
 def test_any_window_size_joins_the_same_rows(size, engine, tmp_path, monkeypatch):
