@@ -26,6 +26,7 @@ import itertools
 from typing import Iterable, Iterator, List, Optional, Tuple
 
 from ..lazy_re import lazy
+from .attribution import PYTEST_NEEDLE, UNITTEST_NEEDLE, parse_progress
 from .clean import clean_speaking, starts_with_runner_stamp
 
 SAMPLE_BYTES = 64 * 1024
@@ -300,6 +301,16 @@ def _add_run(found: List[Tuple[int, List[Piece], bytes]], run: List[Piece], part
         found.append((run[first][0], run[first:], b"".join(parts[2 * first:])))
 
 
+def _progress_after(buf: bytes, row: Piece, joined: bytes) -> bool:
+    """Whether ``row``, the second of a cut line, is a test runner's progress line of its own that the join
+    would hide: the sample's one widest line may end a word just before unittest's next line
+    ("... timed out after 0.3 seconds" / "setUpClass (mod.C) ... ERROR"), which no cut explains as well."""
+    text = buf[row[0]:row[1]]
+    if not any(needle in text for needle in (PYTEST_NEEDLE, UNITTEST_NEEDLE)):
+        return False
+    return parse_progress(text) is not None and parse_progress(joined) is None
+
+
 def attribution_view(buf: bytes, lines: List[Tuple[int, List[Piece], bytes]]) -> Tuple[bytes, List[int]]:
     """``buf`` as test attribution reads it: each cut line (``logical_lines``) joined again on its first
     row, its other rows left empty, so a test runner's progress line the terminal cut is whole and the
@@ -309,6 +320,8 @@ def attribution_view(buf: bytes, lines: List[Tuple[int, List[Piece], bytes]]) ->
     for start, rows, text in lines:
         if start < pos:
             continue  # a shorter join inside a run already joined from its first row
+        if _progress_after(buf, rows[1], text):
+            continue
         out.append(buf[pos:start])
         out.append(text)
         out.append(b"\n" * (len(rows) - 1))

@@ -66,6 +66,12 @@ _NEEDLE_BYTES = {needle: needle[-1:] if needle.endswith(b":") else needle[:1] fo
 # summary) is searched this many candidates deep, then counts as showing no test.
 MAX_CANDIDATES = 64
 
+# unittest's class and module fixtures: when one fails, unittest reports it as a test of that name
+# ("setUpClass (mod.Class) ... ERROR", "ERROR: setUpModule (mod)") that "Ran N tests" does not count.
+UNITTEST_FIXTURES = frozenset({"setUpClass", "tearDownClass", "setUpModule", "tearDownModule"})
+# How far after an event between tests a fixture's line is looked for (its output comes before it).
+FIXTURE_AHEAD = 64 * 1024
+
 # Report headers whose node id is looked for; past this many, a header keeps its bare name.
 MAX_WANTED = 64
 # Bytes a node id's file part is made of ("tests/unit-x/test_a.py").
@@ -189,6 +195,30 @@ def _parse_at(buf: bytes, start: int, end: int) -> Optional[Parsed]:
     return unittest_id(head.group("name"), head.group("cls")), finished, False, False
 
 
+def is_unittest_fixture(test: str) -> bool:
+    """Whether ``test`` is a unittest class or module fixture reported as a test (``setUpClass (mod.C)``)."""
+    return is_unittest_id(test) and test.split(" ", 1)[0] in UNITTEST_FIXTURES
+
+
+def _fixture_after(buf: bytes, lo: int) -> Optional[Tuple[str, int]]:
+    """The class or module fixture whose unittest ``-v`` line is the first progress line after ``buf[lo]``
+    (within ``FIXTURE_AHEAD`` bytes), and where that line starts; None when another test's line (or none)
+    comes first. unittest writes a fixture's line (``setUpClass (mod.Class) ... ERROR``) only once the
+    fixture has failed or skipped, after everything it printed: what came before it since the last test
+    ended is that fixture's (CPython Lib/unittest/suite.py, ``_createClassOrModuleLevelException``)."""
+    hi = min(len(buf), lo + FIXTURE_AHEAD)
+    at = buf.find(UNITTEST_NEEDLE, lo, hi)
+    if at == -1:
+        return None
+    nxt = _next_progress(buf, lo, hi)
+    if nxt >= hi:
+        return None
+    parsed = _parse_at(buf, *_line_around(buf, nxt))
+    if parsed is None or not parsed[1] or not is_unittest_fixture(parsed[0]):
+        return None
+    return parsed[0], nxt
+
+
 def _line_around(buf: bytes, at: int) -> Tuple[int, int]:
     """Start and end (exclusive, without its ``\\n``) of the line of ``buf`` that holds offset ``at``."""
     end = buf.find(b"\n", at)
@@ -277,9 +307,10 @@ def _line_number(buf: bytes, start: int, first_line: int, next_line: int) -> int
     return first_line + buf.count(b"\n", 0, start)
 
 
-def _next_progress(buf: bytes, lo: int) -> int:
-    """Where the first progress line starting at or after ``lo`` starts (``len(buf)`` if none)."""
-    best = len(buf)
+def _next_progress(buf: bytes, lo: int, hi: Optional[int] = None) -> int:
+    """Where the first progress line starting at or after ``lo`` (and before ``hi``) starts (``len(buf)``,
+    or ``hi``, if none)."""
+    best = len(buf) if hi is None else hi
     for needle in NEEDLES:
         at = buf.find(needle, lo, best)
         tries = 0
@@ -417,6 +448,10 @@ class TestTracker:
                 result = self._here = dataclasses.replace(result, finished=True)
             self._bare_to = pos
         self._rewatch(buf, result, self._here_start, line_end)
+        if result is None or (result.finished and not result.xdist):
+            holder = _fixture_after(buf, line_end)
+            if holder is not None:
+                return TestLine(holder[0], line + buf.count(b"\n", pos, holder[1]), True)
         return result
 
     def _rewatch(self, buf: bytes, result: Optional[TestLine], start: int, pos: int) -> None:

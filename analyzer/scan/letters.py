@@ -93,14 +93,25 @@ class _Region:
         return counts
 
 
-def verdict_letters(verdict_text: str) -> Optional[Dict[str, int]]:
+def is_unittest_verdict(verdict_text: str) -> bool:
+    """Whether a verdict's text is unittest's ("Ran N tests", then OK or FAILED)."""
+    return _UNITTEST_RAN.search(verdict_text) is not None
+
+
+def verdict_letters(verdict_text: str, fixture_errors: int = 0) -> Optional[Dict[str, int]]:
     """How many of each letter a pytest or unittest verdict's counts say were written, or None when it
-    counts something letters do not show one for one (pytest 9's subtests) or is neither runner's."""
+    counts something letters do not show one for one (pytest 9's subtests) or is neither runner's.
+
+    ``fixture_errors``: how many of unittest's errors its report names a class or module fixture
+    (``ERROR: setUpClass (mod.Class)``): each wrote an ``E`` and counts in ``errors=``, but not in "Ran N
+    tests" (CPython Lib/unittest/suite.py adds it as an error of no test run)."""
     ran_line = _UNITTEST_RAN.search(verdict_text)
     if ran_line is not None:
         ran = int(ran_line.group(1))
         counts = {_UNITTEST_LETTER[k]: int(n) for k, n in _UNITTEST_COUNTS.findall(verdict_text)}
-        counts["."] = ran - sum(counts.values())
+        if not 0 <= fixture_errors <= counts.get("E", 0):
+            return None
+        counts["."] = ran - sum(counts.values()) + fixture_errors
         return counts if counts["."] >= 0 else None
     found = _PYTEST_COUNTS.findall(verdict_text)
     if not found or any(word.startswith("subtest") for _, word in found):
@@ -173,7 +184,7 @@ class ProgressLetters:
 
     def outcome_after(
         self, line: int, verdict_line: int, verdict_text: str, since: int = 0, next_event: int = 0,
-        who: str = "",
+        who: str = "", fixture_errors: int = 0,
     ) -> Optional[Tuple[int, str, int, Dict[str, int]]]:
         """The letter that says how the test which printed ``line`` ended, when the letters of its run
         (the first rows after line ``since``, the verdict before it) account for the verdict at
@@ -183,7 +194,7 @@ class ProgressLetters:
         run's separator are its reports' lines: pytest's ``E   assert``, unittest's ``FAIL: test_x``.)
         ``next_event``: the line of the log's next event after ``line`` (0: none); ``who``: the launcher's
         prefix on its line (``speaker``): the letters are those behind the same prefix, or where none are,
-        those behind none (a test's child's prefix)."""
+        those behind none (a test's child's prefix); ``fixture_errors``: as ``verdict_letters`` takes it."""
         if self.rows > MAX_ROWS:
             return None
         if not any(r.who == who for r in self.regions):
@@ -201,7 +212,7 @@ class ProgressLetters:
         low = region.after if region.after > since else since + 1
         if not low <= line < end or (low != region.after and line < next_event < region.start):
             return None
-        expected = verdict_letters(verdict_text)
+        expected = verdict_letters(verdict_text, fixture_errors)
         if expected is None:
             return None
         if {k: v for k, v in region.counts.items() if v} != {k: v for k, v in expected.items() if v}:

@@ -57,9 +57,9 @@ from typing import (
 from ..lazy_re import lazy_regex
 from ..model import Finding, Kind
 from ..rules.model import Catalogue, LineIgnore, Rule
-from .attribution import TestLine, is_unittest_id, normal_test_id
+from .attribution import TestLine, is_unittest_fixture, is_unittest_id, normal_test_id
 from .clean import clean_line
-from .letters import ProgressLetters
+from .letters import ProgressLetters, is_unittest_verdict
 from .letters import speaker as letters_speaker
 from .match import Match
 
@@ -1164,6 +1164,7 @@ class LogState:
         ) else None
         events = []
         starts = sorted(opened.event.match.line for opened in self.events.values())
+        verdict_text: Optional[str] = None  # the run's verdict as rules read it (``_cleaned``), once asked
         for opened in self.events.values():
             event = opened.event
             if opened.outcome_by_verdict:
@@ -1188,22 +1189,29 @@ class LogState:
                     and verdict_failed(self.verdict) and event.match.rule.kind is not Kind.TEST_FAILURE:
                 # Which test printed it the log does not say, but the letters may say that test passed.
                 verdict = self.verdict
+                if verdict_text is None:
+                    verdict_text = _cleaned(verdict.groups.get("summary") or verdict.excerpt)
                 before = self.closed_runs[-1][2] if self.closed_runs else None
                 later = bisect.bisect_right(starts, event.match.line)
+                failed = tuple(self.failed)
+                unittest_run = is_unittest_verdict(verdict_text)
                 outcome = letters.outcome_after(
-                    event.match.line, verdict.line, verdict.groups.get("summary") or verdict.excerpt,
+                    event.match.line, verdict.line, verdict_text,
                     since=before.line if before is not None else 0,
                     next_event=starts[later] if later < len(starts) else 0,
                     who=letters_speaker(event.match.excerpt),
+                    fixture_errors=sum(map(is_unittest_fixture, failed)) if unittest_run else 0,
                 )
-                failed = tuple(self.failed)
+                errors = outcome[3].get("E", 0) if outcome is not None else 0
                 if outcome is not None and outcome[1] in ".sxu":
                     event = dataclasses.replace(event, passed_letter=outcome[0])
-                elif outcome is not None and outcome[1] == "F" and not outcome[3].get("E") \
-                        and outcome[3]["F"] == len(failed) and not self.failed_overflow:
+                elif outcome is not None and outcome[1] in "FE" and (unittest_run or not errors) \
+                        and outcome[3].get("F", 0) + errors == len(failed) and not self.failed_overflow:
                     # The k-th F is the k-th failure reported: both runners report failures in the
-                    # order they ran (unittest reports its errors first: none here).
-                    event = dataclasses.replace(event, test=failed[outcome[2] - 1], test_finished=True)
+                    # order they ran; unittest reports its errors first, in the order they ran too
+                    # (CPython Lib/unittest/runner.py, printErrors).
+                    k = outcome[2] + (errors if outcome[1] == "F" else 0)
+                    event = dataclasses.replace(event, test=failed[k - 1], test_finished=True)
             if off_by_one and event.match.line > last.line and event.match.rule.kind is not Kind.TEST_FAILURE:
                 event = dataclasses.replace(
                     event, test=None, exit_path=True, test_finished=None, verdict_before=last
@@ -1235,6 +1243,12 @@ class LogState:
         if row is not None and row[1] < 100 and (final_verdict is None or final_verdict.line < row[0]):
             return row[0]
         return self.run_started if self.run_framed and final_verdict is None else 0
+
+
+def _cleaned(excerpt: str) -> str:
+    """An excerpt's lines as rules read them: GitHub's timestamps and other prefixes gone, so that a
+    verdict's "Ran 4 tests" starts its line."""
+    return "\n".join(clean_line(line.encode("utf-8", "surrogateescape"))[0] for line in excerpt.split("\n"))
 
 
 def _rootdir(text: str) -> Optional[str]:
