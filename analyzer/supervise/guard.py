@@ -37,6 +37,7 @@ from ..errors import UsageError
 from ..exits import REAL_TIME_SIGNALS, shell_status, signal_name, signal_number
 from ..model import CommandResult, Diagnostic, Finding, ProcessInfo, TimeoutReason
 from . import diagnosis, escalate, snapshot, spawn, tree, workflow
+from .keepalive import KeepAlive
 from .oom import OomWatch
 from .containment import CHOICES, Containment, open_containment
 from .deadline import Deadline
@@ -91,6 +92,12 @@ CANCEL_SIGNALS = tuple(
 # handler rather than ignored: execve resets a handler to the default, while SIG_IGN would be inherited
 # by the command, whose own Ctrl-Z handling a test may check.
 STOP_SIGNALS = (signal.SIGTSTP, signal.SIGTTIN, signal.SIGTTOU)
+RESUMED_TITLE = "The guard was stopped during the run and resumed by its watcher"
+RESUMED = (
+    "The guard got {signal} {count} time(s): something stopped it with SIGSTOP, which it cannot catch"
+    " (the command can: it runs as the guard's user, e.g. `kill -STOP $PPID`). Its watcher process"
+    " resumed it each time; the clocks ran on, so a timeout while it was stopped was applied late.\n"
+)
 # SGR 0, G0 back to ASCII, shift in (SI): a terminal's look after the command's echo, without moving
 # the cursor or leaving an alternate screen (the command's output stays where it is).
 SGR_RESET = b"\x1b[0m\x1b(B\x0f"
@@ -252,11 +259,14 @@ class _Run:
         self.log_dir_deleted = False
         self.log_dir_mended = False
         self.evidence: Dict[str, str] = {}  # evidence file name -> what the guard wrote there
+        self.keepalive = KeepAlive()
+        self.resumed = 0  # SIGCONTs the guard got: something stopped it (see keepalive)
 
     # -- start ----------------------------------------------------------------------------------
     def start(self, env: Dict[str, str]) -> None:
         """Start the command inside the strongest containment available (``UsageError`` if it can't)."""
         self.containment = open_containment(self.token, self.options.containment)
+        self.keepalive.start()  # a child before the command: one of the helpers below
         # The guard's children from before the command are never the command's, even one that started
         # in the command's clock tick (the tree walk's "started before it" cannot tell them apart): in
         # a process that runs the guard again, already a subreaper, the live scanner is one of them.
@@ -361,6 +371,7 @@ class _Run:
                     if left <= 0:
                         return TimeoutReason.IDLE
                     waits.append(left)
+                self.keepalive.resume()
                 fds = [wake_fd] + ([pidfd] if pidfd is not None else [])
                 ready, _, _ = select.select(fds, [], [], max(0.0, min(waits)))
                 if wake_fd in ready:
@@ -587,7 +598,12 @@ class _Run:
         if self.reaper is not None:
             self.reaper.stop()
             self.reaper.reap_now()
+        self.keepalive.close()
         self.containment.close()
+        if self.resumed:
+            self.diagnostics.append(Diagnostic(
+                RESUMED_TITLE, RESUMED.format(count=self.resumed, signal="SIGCONT")
+            ))
 
     def result(self, reason: Optional[TimeoutReason]) -> CommandResult:
         returncode = self.proc.poll()
@@ -670,7 +686,7 @@ def supervise(options: GuardOptions) -> Supervision:
     if any(fd < 0 for fd in copy_fds.values()):
         no_copy = NO_PRIVATE_COPY.format(log_dir=options.log_dir)
         run.diagnostics.append(Diagnostic(NO_PRIVATE_COPY_TITLE, no_copy))
-    restore = _install_handlers(cancel.handle)
+    restore = _install_handlers(cancel.handle, run)
     reason: Optional[TimeoutReason] = None
     fenced = False
     try:
@@ -715,6 +731,7 @@ def supervise(options: GuardOptions) -> Supervision:
             run.finish_containment()
             run.tools.close()
     finally:
+        run.keepalive.close()  # also when the command could not start
         for fd in [*log_fds.values(), *copy_fds.values()]:  # never handed to a pump: it could not start
             if fd >= 0:
                 os.close(fd)
@@ -791,7 +808,7 @@ def _undo_inherited_signal_state() -> None:
     signal.pthread_sigmask(signal.SIG_SETMASK, ())
 
 
-def _install_handlers(handler: Callable[[int, object], None]) -> Callable[[], None]:
+def _install_handlers(handler: Callable[[int, object], None], run: "_Run") -> Callable[[], None]:
     """Route SIGINT, SIGTERM, SIGHUP and the other ``CANCEL_SIGNALS`` to ``handler`` (main thread only).
 
     Returns the undo function. SIGHUP (the runner's terminal or an ssh session went away), or a
@@ -801,12 +818,18 @@ def _install_handlers(handler: Callable[[int, object], None]) -> Callable[[], No
         return lambda: None
     previous = {signum: signal.signal(signum, handler) for signum in CANCEL_SIGNALS}
     previous.update({signum: signal.signal(signum, _stay_running) for signum in STOP_SIGNALS})
+    previous[signal.SIGCONT] = signal.signal(signal.SIGCONT, functools.partial(_count_resume, run))
 
     def restore() -> None:
         for signum, old in previous.items():
             signal.signal(signum, old if old is not None else signal.SIG_DFL)
 
     return restore
+
+
+def _count_resume(run: "_Run", _signum: int, _frame: object) -> None:
+    """The SIGCONT handler: the guard was stopped (SIGSTOP, which it cannot catch) and resumed."""
+    run.resumed += 1
 
 
 def _stay_running(_signum: int, _frame: object) -> None:

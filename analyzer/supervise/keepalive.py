@@ -1,0 +1,94 @@
+"""Keep the guard running when the command stops it: a watcher that sends SIGCONT to a stopped guard.
+
+The command runs as the guard's user, so it may send the guard (its parent, ``kill -STOP $PPID``)
+SIGSTOP, which no process can catch, block or ignore (signal(7)). Stopped, the guard's clocks,
+pumps and teardown all stand still and the job hangs until the runner's own timeout, hours later,
+with no report. SIGCONT resumes a stopped process whatever sent the stop, and only another process
+can send it: the watcher, a small process the guard starts before the command (so it is one of the
+guard's helpers, never part of the command's tree), reads the guard's state every
+``WATCH_INTERVAL_S`` and sends SIGCONT when it is ``T`` (stopped; ``t``, stopped by a debugger, is
+left alone). The guard in turn resumes a stopped watcher on each wake-up. A command that stops both
+between two looks of either still wins; that needs a deliberate race, not a stray ``kill``.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from typing import Optional
+
+WATCH_INTERVAL_S = 0.1
+
+WATCHER_FILE = "analyzer/supervise/keepalive.py"  # run as a script: how diagnosis tells it apart
+
+
+def state_of(pid: int) -> str:
+    """The one-letter state of ``pid`` from ``/proc/PID/stat``; "" when it is gone or unreadable."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            return handle.read().rsplit(b")", 1)[1].split()[0].decode()
+    except (OSError, IndexError):
+        return ""
+
+
+class KeepAlive:
+    """The watcher process for this guard; ``start`` before the command, ``close`` after the run."""
+
+    def __init__(self) -> None:
+        self.proc: Optional[subprocess.Popen] = None
+
+    def start(self) -> Optional[int]:
+        """Start the watcher; returns its pid, or None where it could not start (the run goes on)."""
+        try:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-I", "-S", os.path.abspath(__file__), str(os.getpid()),
+                 str(WATCH_INTERVAL_S)],
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                close_fds=True, env={},  # dumpable after exec: the guard's environment stays the guard's
+            )
+        except OSError:
+            self.proc = None
+            return None
+        return self.proc.pid
+
+    def resume(self) -> None:
+        """SIGCONT the watcher if something stopped it (the guard runs, so it can)."""
+        if self.proc is not None and self.proc.returncode is None and state_of(self.proc.pid) == "T":
+            try:
+                os.kill(self.proc.pid, signal.SIGCONT)
+            except OSError:
+                pass
+
+    def close(self) -> None:
+        """End the watcher and reap it; silent when it is already gone."""
+        if self.proc is None:
+            return
+        try:
+            self.proc.kill()
+            self.proc.wait(1.0)
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+        self.proc = None
+
+
+def watch_the_guard(guard: int, interval_s: float) -> None:
+    """The watcher's loop (its process's main): SIGCONT ``guard`` when stopped, until it is gone."""
+    for signum in (signal.SIGINT, signal.SIGHUP, signal.SIGTSTP, signal.SIGTTIN, signal.SIGTTOU):
+        signal.signal(signum, signal.SIG_IGN)
+    while os.getppid() == guard:
+        state = state_of(guard)
+        if not state:
+            return
+        if state == "T":
+            try:
+                os.kill(guard, signal.SIGCONT)
+            except OSError:
+                return
+        time.sleep(interval_s)
+
+
+if __name__ == "__main__":
+    watch_the_guard(int(sys.argv[1]), float(sys.argv[2]))
