@@ -94,9 +94,9 @@ CANCEL_SIGNALS = tuple(
 STOP_SIGNALS = (signal.SIGTSTP, signal.SIGTTIN, signal.SIGTTOU)
 RESUMED_TITLE = "The guard was stopped during the run and resumed by its watcher"
 RESUMED = (
-    "The guard got {signal} {count} time(s): something stopped it with SIGSTOP, which it cannot catch"
-    " (the command can: it runs as the guard's user, e.g. `kill -STOP $PPID`). Its watcher process"
-    " resumed it each time; the clocks ran on, so a timeout while it was stopped was applied late.\n"
+    "Something stopped the guard with SIGSTOP, which it cannot catch (the command can: it runs as the"
+    " guard's user, e.g. `kill -STOP $PPID`), {count} time(s); its watcher process sent SIGCONT each"
+    " time. The clocks ran on, so a clock that ran out while it was stopped was acted on late.\n"
 )
 # SGR 0, G0 back to ASCII, shift in (SI): a terminal's look after the command's echo, without moving
 # the cursor or leaving an alternate screen (the command's output stays where it is).
@@ -260,7 +260,6 @@ class _Run:
         self.log_dir_mended = False
         self.evidence: Dict[str, str] = {}  # evidence file name -> what the guard wrote there
         self.keepalive = KeepAlive()
-        self.resumed = 0  # SIGCONTs the guard got: something stopped it (see keepalive)
 
     # -- start ----------------------------------------------------------------------------------
     def start(self, env: Dict[str, str]) -> None:
@@ -598,12 +597,10 @@ class _Run:
         if self.reaper is not None:
             self.reaper.stop()
             self.reaper.reap_now()
-        self.keepalive.close()
+        resumed = self.keepalive.close()
         self.containment.close()
-        if self.resumed:
-            self.diagnostics.append(Diagnostic(
-                RESUMED_TITLE, RESUMED.format(count=self.resumed, signal="SIGCONT")
-            ))
+        if resumed:
+            self.diagnostics.append(Diagnostic(RESUMED_TITLE, RESUMED.format(count=resumed)))
 
     def result(self, reason: Optional[TimeoutReason]) -> CommandResult:
         returncode = self.proc.poll()
@@ -686,7 +683,7 @@ def supervise(options: GuardOptions) -> Supervision:
     if any(fd < 0 for fd in copy_fds.values()):
         no_copy = NO_PRIVATE_COPY.format(log_dir=options.log_dir)
         run.diagnostics.append(Diagnostic(NO_PRIVATE_COPY_TITLE, no_copy))
-    restore = _install_handlers(cancel.handle, run)
+    restore = _install_handlers(cancel.handle)
     reason: Optional[TimeoutReason] = None
     fenced = False
     try:
@@ -808,7 +805,7 @@ def _undo_inherited_signal_state() -> None:
     signal.pthread_sigmask(signal.SIG_SETMASK, ())
 
 
-def _install_handlers(handler: Callable[[int, object], None], run: "_Run") -> Callable[[], None]:
+def _install_handlers(handler: Callable[[int, object], None]) -> Callable[[], None]:
     """Route SIGINT, SIGTERM, SIGHUP and the other ``CANCEL_SIGNALS`` to ``handler`` (main thread only).
 
     Returns the undo function. SIGHUP (the runner's terminal or an ssh session went away), or a
@@ -818,18 +815,12 @@ def _install_handlers(handler: Callable[[int, object], None], run: "_Run") -> Ca
         return lambda: None
     previous = {signum: signal.signal(signum, handler) for signum in CANCEL_SIGNALS}
     previous.update({signum: signal.signal(signum, _stay_running) for signum in STOP_SIGNALS})
-    previous[signal.SIGCONT] = signal.signal(signal.SIGCONT, functools.partial(_count_resume, run))
 
     def restore() -> None:
         for signum, old in previous.items():
             signal.signal(signum, old if old is not None else signal.SIG_DFL)
 
     return restore
-
-
-def _count_resume(run: "_Run", _signum: int, _frame: object) -> None:
-    """The SIGCONT handler: the guard was stopped (SIGSTOP, which it cannot catch) and resumed."""
-    run.resumed += 1
 
 
 def _stay_running(_signum: int, _frame: object) -> None:

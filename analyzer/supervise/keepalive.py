@@ -9,10 +9,15 @@ guard's helpers, never part of the command's tree), reads the guard's state ever
 ``WATCH_INTERVAL_S`` and sends SIGCONT when it is ``T`` (stopped; ``t``, stopped by a debugger, is
 left alone). The guard in turn resumes a stopped watcher on each wake-up. A command that stops both
 between two looks of either still wins; that needs a deliberate race, not a stray ``kill``.
+
+The watcher writes one byte on its stdout, a pipe to the guard, for each SIGCONT it sent, so the
+report counts real stops only (a SIGCONT anyone sends a running guard is none); it makes itself
+non-dumpable, so the same-user command can open neither that pipe nor its environment (empty anyway).
 """
 
 from __future__ import annotations
 
+import ctypes
 import os
 import signal
 import subprocess
@@ -23,6 +28,7 @@ from typing import Optional
 WATCH_INTERVAL_S = 0.1
 
 WATCHER_FILE = "analyzer/supervise/keepalive.py"  # run as a script: how diagnosis tells it apart
+_PR_SET_DUMPABLE = 4  # prctl(2), <linux/prctl.h>
 
 
 def state_of(pid: int) -> str:
@@ -46,7 +52,7 @@ class KeepAlive:
             self.proc = subprocess.Popen(
                 [sys.executable, "-I", "-S", os.path.abspath(__file__), str(os.getpid()),
                  str(WATCH_INTERVAL_S)],
-                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                 close_fds=True, env={},  # dumpable after exec: the guard's environment stays the guard's
             )
         except OSError:
@@ -62,22 +68,33 @@ class KeepAlive:
             except OSError:
                 pass
 
-    def close(self) -> None:
-        """End the watcher and reap it; silent when it is already gone."""
+    def close(self) -> int:
+        """End the watcher and reap it; returns how many times it resumed the guard (0 when none ran)."""
         if self.proc is None:
-            return
+            return 0
+        proc, self.proc = self.proc, None
         try:
-            self.proc.kill()
-            self.proc.wait(1.0)
+            proc.kill()
+            proc.wait(1.0)
         except (OSError, subprocess.TimeoutExpired):
             pass
-        self.proc = None
+        with proc.stdout:
+            os.set_blocking(proc.stdout.fileno(), False)
+            try:
+                return len(proc.stdout.read() or b"")
+            except OSError:
+                return 0
 
 
 def watch_the_guard(guard: int, interval_s: float) -> None:
     """The watcher's loop (its process's main): SIGCONT ``guard`` when stopped, until it is gone."""
     for signum in (signal.SIGINT, signal.SIGHUP, signal.SIGTSTP, signal.SIGTTIN, signal.SIGTTOU):
         signal.signal(signum, signal.SIG_IGN)
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass  # not Linux: no /proc to open either
+    os.set_blocking(1, False)  # a full pipe (a guard stopped for hours) must not stop the watching
     while os.getppid() == guard:
         state = state_of(guard)
         if not state:
@@ -87,6 +104,10 @@ def watch_the_guard(guard: int, interval_s: float) -> None:
                 os.kill(guard, signal.SIGCONT)
             except OSError:
                 return
+            try:
+                os.write(1, b"T")
+            except OSError:
+                pass
         time.sleep(interval_s)
 
 

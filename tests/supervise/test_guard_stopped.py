@@ -49,6 +49,18 @@ def test_a_command_that_sigstops_the_guard_is_still_timed_out_and_reported(tmp_p
     assert "stopping the guard\nthe guard is stopped\n" in logged, logged
 
 
+def test_a_sigcont_sent_to_a_running_guard_is_no_stop(tmp_path):
+    # Only the watcher's own resumes count: a SIGCONT to a guard that was never stopped (a shell's job
+    # control, a command's stray `kill -CONT $PPID`) said the guard had been stopped.
+    status = subprocess.run(
+        [sys.executable, "-m", "analyzer", "run", "--log-dir", str(tmp_path / "logs"), "--json",
+         str(tmp_path / "r.json"), "--", "sh", "-c", "kill -CONT $PPID; kill -CONT $PPID"],
+        cwd=str(tmp_path), capture_output=True, timeout=60, env={**os.environ, "PYTHONPATH": str(ROOT)},
+    ).returncode
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert status == 0 and report["diagnostics"] == [], report
+
+
 def test_the_watcher_resumes_its_stopped_parent_and_ends_with_it():
     # The watcher watches its parent; here that is a child of this test standing in for the guard,
     # which says on a pipe when a SIGCONT resumed it.
