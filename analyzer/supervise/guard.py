@@ -370,7 +370,10 @@ class _Run:
                     if left <= 0:
                         return TimeoutReason.IDLE
                     waits.append(left)
-                self.keepalive.resume()
+                with self.reaper.paused():  # a new watcher is a helper before anyone sees it
+                    watcher = self.keepalive.resume()
+                    if watcher is not None:
+                        self.helper_pids.append(watcher)
                 fds = [wake_fd] + ([pidfd] if pidfd is not None else [])
                 ready, _, _ = select.select(fds, [], [], max(0.0, min(waits)))
                 if wake_fd in ready:

@@ -7,8 +7,9 @@ with no report. SIGCONT resumes a stopped process whatever sent the stop, and on
 can send it: the watcher, a small process the guard starts before the command (so it is one of the
 guard's helpers, never part of the command's tree), reads the guard's state every
 ``WATCH_INTERVAL_S`` and sends SIGCONT when it is ``T`` (stopped; ``t``, stopped by a debugger, is
-left alone). The guard in turn resumes a stopped watcher on each wake-up. A command that stops both
-between two looks of either still wins; that needs a deliberate race, not a stray ``kill``.
+left alone). The guard in turn resumes a stopped watcher on each wake-up, and starts a new one (up to
+``MAX_RESTARTS``) when something ended it. A command that stops or kills the watcher and stops the
+guard before the guard's next look still wins; that needs a deliberate race, not a stray ``kill``.
 
 The watcher writes one byte on its stdout, a pipe to the guard, for each SIGCONT it sent, so the
 report counts real stops only (a SIGCONT anyone sends a running guard is none); it makes itself
@@ -26,6 +27,7 @@ import time
 from typing import Optional
 
 WATCH_INTERVAL_S = 0.1
+MAX_RESTARTS = 10  # a command that kills the watcher in a loop must not make the guard fork in one
 
 WATCHER_FILE = "analyzer/supervise/keepalive.py"  # run as a script: how diagnosis tells it apart
 _PR_SET_DUMPABLE = 4  # prctl(2), <linux/prctl.h>
@@ -45,6 +47,8 @@ class KeepAlive:
 
     def __init__(self) -> None:
         self.proc: Optional[subprocess.Popen] = None
+        self._restarts = 0
+        self._resumed = 0  # by watchers that ended before ``close``
 
     def start(self) -> Optional[int]:
         """Start the watcher; returns its pid, or None where it could not start (the run goes on)."""
@@ -60,19 +64,35 @@ class KeepAlive:
             return None
         return self.proc.pid
 
-    def resume(self) -> None:
-        """SIGCONT the watcher if something stopped it (the guard runs, so it can)."""
-        if self.proc is not None and self.proc.returncode is None and state_of(self.proc.pid) == "T":
+    def resume(self) -> Optional[int]:
+        """SIGCONT the watcher if something stopped it, or start a new one if something ended it.
+
+        Returns the new watcher's pid (one more of the guard's helpers), else None.
+        """
+        if self.proc is None:
+            return None
+        if self.proc.poll() is not None:
+            if self._restarts >= MAX_RESTARTS:
+                return None
+            self._restarts += 1
+            self._resumed += self._end(self.proc)
+            return self.start()
+        if state_of(self.proc.pid) == "T":
             try:
                 os.kill(self.proc.pid, signal.SIGCONT)
             except OSError:
                 pass
+        return None
 
     def close(self) -> int:
-        """End the watcher and reap it; returns how many times it resumed the guard (0 when none ran)."""
-        if self.proc is None:
-            return 0
+        """End the watcher and reap it; returns how many times watchers resumed the guard."""
         proc, self.proc = self.proc, None
+        resumed, self._resumed = self._resumed + (self._end(proc) if proc is not None else 0), 0
+        return resumed
+
+    @staticmethod
+    def _end(proc: subprocess.Popen) -> int:
+        """Kill and reap ``proc`` (silent when it is gone); the resumes it wrote on its pipe."""
         try:
             proc.kill()
             proc.wait(1.0)
