@@ -31,6 +31,7 @@ from ..model import (
 )
 from ..redact import redact
 from . import tree
+from .keepalive import WATCHER_FILE
 from .oom import HOST_SCOPE, OomKills
 from .snapshot import Frame, GpuSnapshot, StackDump
 
@@ -391,8 +392,10 @@ def _path(frame: Frame) -> str:
 
 def _runtime_helper(dump: StackDump) -> bool:
     """Whether ``dump`` is one of multiprocessing's helper servers in its loop (a child the fork server
-    forked runs the user's code, so it is not), or a nested guard's live scanner."""
+    forked runs the user's code, so it is not), or a nested guard's live scanner or watcher."""
     frames = dump.main_thread_frames()
+    if frames and all(_path(frame).endswith(WATCHER_FILE) for frame in frames):
+        return True  # the guard's own watcher (keepalive), here a nested guard's
     if frames and _bare_name(frames[0].function) == _SCANNER_LOOP and _path(frames[0]).endswith(
         _SCANNER_FILE
     ):

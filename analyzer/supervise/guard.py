@@ -37,6 +37,7 @@ from ..errors import UsageError
 from ..exits import REAL_TIME_SIGNALS, shell_status, signal_name, signal_number
 from ..model import CommandResult, Diagnostic, Finding, ProcessInfo, TimeoutReason
 from . import diagnosis, escalate, snapshot, spawn, tree, workflow
+from .keepalive import KeepAlive
 from .oom import OomWatch
 from .containment import CHOICES, Containment, open_containment
 from .deadline import Deadline
@@ -91,6 +92,12 @@ CANCEL_SIGNALS = tuple(
 # handler rather than ignored: execve resets a handler to the default, while SIG_IGN would be inherited
 # by the command, whose own Ctrl-Z handling a test may check.
 STOP_SIGNALS = (signal.SIGTSTP, signal.SIGTTIN, signal.SIGTTOU)
+RESUMED_TITLE = "The guard was stopped during the run and resumed by its watcher"
+RESUMED = (
+    "Something stopped the guard with SIGSTOP, which it cannot catch (the command can: it runs as the"
+    " guard's user, e.g. `kill -STOP $PPID`), {count} time(s); its watcher process sent SIGCONT each"
+    " time. The clocks ran on, so a clock that ran out while it was stopped was acted on late.\n"
+)
 # SGR 0, G0 back to ASCII, shift in (SI): a terminal's look after the command's echo, without moving
 # the cursor or leaving an alternate screen (the command's output stays where it is).
 SGR_RESET = b"\x1b[0m\x1b(B\x0f"
@@ -252,11 +259,13 @@ class _Run:
         self.log_dir_deleted = False
         self.log_dir_mended = False
         self.evidence: Dict[str, str] = {}  # evidence file name -> what the guard wrote there
+        self.keepalive = KeepAlive()
 
     # -- start ----------------------------------------------------------------------------------
     def start(self, env: Dict[str, str]) -> None:
         """Start the command inside the strongest containment available (``UsageError`` if it can't)."""
         self.containment = open_containment(self.token, self.options.containment)
+        self.keepalive.start()  # a child before the command: one of the helpers below
         # The guard's children from before the command are never the command's, even one that started
         # in the command's clock tick (the tree walk's "started before it" cannot tell them apart): in
         # a process that runs the guard again, already a subreaper, the live scanner is one of them.
@@ -361,6 +370,10 @@ class _Run:
                     if left <= 0:
                         return TimeoutReason.IDLE
                     waits.append(left)
+                with self.reaper.paused():  # a new watcher is a helper before anyone sees it
+                    watcher = self.keepalive.resume()
+                    if watcher is not None:
+                        self.helper_pids.append(watcher)
                 fds = [wake_fd] + ([pidfd] if pidfd is not None else [])
                 ready, _, _ = select.select(fds, [], [], max(0.0, min(waits)))
                 if wake_fd in ready:
@@ -587,7 +600,10 @@ class _Run:
         if self.reaper is not None:
             self.reaper.stop()
             self.reaper.reap_now()
+        resumed = self.keepalive.close()
         self.containment.close()
+        if resumed:
+            self.diagnostics.append(Diagnostic(RESUMED_TITLE, RESUMED.format(count=resumed)))
 
     def result(self, reason: Optional[TimeoutReason]) -> CommandResult:
         returncode = self.proc.poll()
@@ -715,6 +731,7 @@ def supervise(options: GuardOptions) -> Supervision:
             run.finish_containment()
             run.tools.close()
     finally:
+        run.keepalive.close()  # also when the command could not start
         for fd in [*log_fds.values(), *copy_fds.values()]:  # never handed to a pump: it could not start
             if fd >= 0:
                 os.close(fd)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import collections
 import os
 from dataclasses import dataclass
-from typing import Dict, Iterable, List, Optional, Sequence, Set
+from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 from ..model import ProcessInfo
 from ..redact import redact
@@ -59,8 +59,13 @@ def read_stat(pid: int) -> Optional[Stat]:
     A process whose main thread exited while others run on shows its leader as a zombie; its state is
     then that of a thread still running (see ``proc_dir``).
     """
-    stat = _parse_stat(f"/proc/{pid}/stat")
-    if stat is None or stat.state != "Z":
+    parsed = _parse_stat_and_threads(f"/proc/{pid}/stat")
+    if parsed is None:
+        return None
+    stat, threads = parsed
+    # A real zombie counts one thread (its own): only a leader with threads left is worth a look, and
+    # the look (a listdir) per zombie made every walk of a tree of thousands of zombies slow.
+    if stat.state != "Z" or threads <= 1:
         return stat
     thread = _live_thread(pid)
     if thread is None:
@@ -72,6 +77,12 @@ def read_stat(pid: int) -> Optional[Stat]:
 def _parse_stat(path: str) -> Optional[Stat]:
     """Fields 3, 4 and 22 of a stat file; the command name (field 2) may hold spaces and parentheses, so
     fields are counted after its last ``)``."""
+    parsed = _parse_stat_and_threads(path)
+    return parsed[0] if parsed is not None else None
+
+
+def _parse_stat_and_threads(path: str) -> Optional[Tuple[Stat, int]]:
+    """``_parse_stat`` and field 20, the number of threads (proc(5))."""
     try:
         with open(path, "rb") as handle:
             text = handle.read(4096)
@@ -82,7 +93,7 @@ def _parse_stat(path: str) -> Optional[Stat]:
     if not paren or len(fields) < 20:
         return None
     try:
-        return Stat(fields[0].decode("ascii", "replace"), int(fields[1]), int(fields[19]))
+        return Stat(fields[0].decode("ascii", "replace"), int(fields[1]), int(fields[19])), int(fields[17])
     except ValueError:
         return None
 
