@@ -60,10 +60,12 @@ def _no_pivots(monkeypatch):
     monkeypatch.setattr(prefilter, "_SUFFIX_PASS_COST_S_PER_MIB", 1.0)
 
 
-@pytest.mark.parametrize("strategy", ["measured", "pivots", "pivots-searched", "shared", "passes"])
+@pytest.mark.parametrize(
+    "strategy", ["measured", "pivots", "pivots-searched", "shared", "passes", "passes-searched"]
+)
 @pytest.mark.parametrize("plan", [PLAN, CASELESS_PLAN], ids=["catalogue", "extra"])
 def test_python_finder_equals_the_reference(monkeypatch, strategy, plan):
-    window = big_window()
+    window = big_window() * 2  # a full sample: a plan waits for one
     if strategy == "pivots":
         monkeypatch.setattr(prefilter, "_HIT_COST_S", 0.0)
     elif strategy == "pivots-searched":
@@ -72,13 +74,21 @@ def test_python_finder_equals_the_reference(monkeypatch, strategy, plan):
     elif strategy == "shared":
         _no_pivots(monkeypatch)
         monkeypatch.setattr(prefilter, "_ANCHOR_HIT_COST_S", 0.0)
-    elif strategy == "passes":
+    elif strategy in ("passes", "passes-searched"):
         _no_pivots(monkeypatch)
         monkeypatch.setattr(prefilter, "_ANCHOR_HIT_COST_S", 1.0)
+        searched = strategy == "passes-searched"
+        monkeypatch.setattr(prefilter, "_RE_PASS_COST_S_PER_MIB", -1.0 if searched else 1.0)
     expected = reference(plan, window)
     assert len(expected) > 100
     find = prefilter.python_finder(plan)
     assert find(window) == expected
+    planned = find.pivots.planned
+    assert planned.sampled == prefilter._SAMPLE_BYTES
+    if strategy == "passes-searched":
+        assert planned.searched and len(planned.searched) == len(planned.passes)
+    elif strategy == "passes":
+        assert planned.passes and not planned.searched
     # a second window reuses the plan made on the first
     assert find(window[: len(window) // 3]) == reference(plan, window[: len(window) // 3])
 
