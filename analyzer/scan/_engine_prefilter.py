@@ -52,7 +52,16 @@ def _python_literals(literals: Sequence[Literal], ids: Optional[Sequence[int]] =
         finder(window, out)
         return out
 
+    find.pivots = finder  # type: ignore[attr-defined]  # (``_inherit``)
     return find
+
+
+def _inherit(finder: Finder, planned: Finder) -> None:
+    """Give ``finder`` the plan of ``planned`` (``_PivotFinder.inherit``) where both are pure-Python
+    finders; Hyperscan's have no plan."""
+    mine, theirs = getattr(finder, "pivots", None), getattr(planned, "pivots", None)
+    if isinstance(mine, _PivotFinder) and isinstance(theirs, _PivotFinder):
+        mine.inherit(theirs)
 
 
 # Rough costs measured on CPython 3.11 (a 2-core x86 runner): one Python-level step per pivot hit, a
@@ -64,6 +73,12 @@ _ANCHOR_HIT_COST_S = 1.5e-6
 _MEMCHR_COST_S_PER_MIB = 0.05e-3
 _PASS_COST_S_PER_MIB = 0.3e-3
 _PASS_COST_S_PER_MIB_BYTE = 2.0e-3  # divided by the literal's length
+# A literal's pass as an ``re`` search instead: sre skims for its first byte in C and compares the rest
+# there, where ``bytes.find`` skips by its last byte, so the search is cheaper for a literal that starts
+# with a byte rarer than it ends with ("] test": 0.40 against 0.70 ms a MiB of the test-heavy shape;
+# " skipped in " the other way, 0.52 against 0.37; CPython 3.11, 2026-12-06).
+_RE_PASS_COST_S_PER_MIB = 0.26e-3
+_RE_PASS_STOP_COST_S = 3e-9  # at each occurrence of the literal's first byte
 # A pivot hit in a common byte is mostly innocent ("F" of every "INFO"): one ``re`` search for the pivot
 # followed by the rest of one of its literals skims a MiB in C (sre's loop for a one-byte prefix, slower
 # than memchr) and stops in C at each pivot byte, so Python sees only the hits whose rest matches. Each
@@ -75,6 +90,12 @@ _SUFFIX_ALTERNATIVE_COST_S = 6e-9  # at each stop, for each byte that can follow
 _TYPICAL_ALTERNATIVES = 8
 _REPLAN_BYTES = 64 << 20  # logs change character (start-up chatter, tests, teardown)
 _SAMPLE_BYTES = 256 * 1024
+# Every _REPLAN_BYTES the window's head is compared with the plan's sample first, on the bytes the plan
+# weighed: a plan costs about 45 ms (the cover, the pivots' searches tried on the sample), counting
+# those bytes in 64 KiB about 5, and a log of one character (a test suite's hour) keeps its plan. A byte
+# whose count moved past half of the larger count (and past _ALIKE_SLACK) makes a new plan.
+_PROFILE_BYTES = 64 * 1024
+_ALIKE_SLACK = 16
 
 Needle = Tuple[int, bytes, bool]  # literal index, bytes (lowercased when caseless), caseless
 Entry = Tuple[bytes, int, int]  # needle, offset of the pivot in it, literal index
@@ -86,6 +107,18 @@ class _Pivot(NamedTuple):
     exact: Dict[bytes, List[Entry]]  # by the pivot and the byte after it
     caseless: Dict[bytes, List[Entry]]  # by the same two bytes lowercased
     search: Optional[Search]  # the pivot followed by the rest of one of its literals; None: memchr
+
+
+class _Planned(NamedTuple):
+    """A ``_PivotFinder``'s plan, replaced whole (another thread's scan may be reading the one in force)."""
+
+    pivots: List[_Pivot]
+    # shared anchor -> the byte after it in a literal ("" when it ends one) -> entries
+    shared: List[Tuple[bytes, Dict[bytes, List[Entry]]]]
+    passes: List[Needle]
+    sampled: int  # bytes of the sample it was made on
+    profile: Dict[int, int]  # the bytes it weighed -> their count in its sample's head (``_alike``)
+    searched: Dict[int, Search]  # the passes made as an ``re`` search (literal index -> its search)
 
 
 class _PivotFinder:
@@ -110,16 +143,27 @@ class _PivotFinder:
 
     def __init__(self, needles: List[Needle]) -> None:
         self.needles = needles
-        self.sampled = 0  # bytes of the sample the plan in force was made on
-        self.since_plan = 0  # bytes searched with it
-        self.pivots: List[_Pivot] = []
-        # shared anchor -> the byte after it in a literal ("" when it ends one) -> entries
-        self.shared: List[Tuple[bytes, Dict[bytes, List[Entry]]]] = []
-        self.passes: List[Needle] = list(needles)
+        self.since_plan = 0  # bytes searched with the plan in force
+        self.planned = _Planned([], [], list(needles), 0, {}, {})
+
+    @property
+    def pivots(self) -> List[_Pivot]:
+        return self.planned.pivots
+
+    @property
+    def shared(self) -> List[Tuple[bytes, Dict[bytes, List[Entry]]]]:
+        return self.planned.shared
+
+    @property
+    def passes(self) -> List[Needle]:
+        return self.planned.passes
+
+    @property
+    def sampled(self) -> int:
+        return self.planned.sampled
 
     def _plan(self, sample: bytes) -> None:
         sample = sample[:_SAMPLE_BYTES]
-        self.sampled = len(sample)
         scale = (1 << 20) / max(len(sample), 1)
         counts: Dict[int, float] = {}
 
@@ -150,13 +194,56 @@ class _PivotFinder:
             table = caseless if folded else exact
             for b in sorted(_pivot_bytes(needle[offset], folded)):
                 table.setdefault(b, {}).setdefault(key, []).append((needle, offset, index))
-        self.pivots = []
+        pivots = []
         for b in sorted(set(exact) | set(caseless)):
             pivot, by_key, by_lowered = bytes((b,)), exact.get(b, {}), caseless.get(b, {})
             search = _suffix_search(pivot, by_key, by_lowered, hits(b), sample, scale)
-            self.pivots.append(_Pivot(pivot, by_key, by_lowered, search))
-        shared, self.passes = _share_passes(passes, sample)
-        self.shared = [(anchor, _by_next_byte(anchor, entries)) for anchor, entries in shared]
+            pivots.append(_Pivot(pivot, by_key, by_lowered, search))
+        shared, passes = _share_passes(passes, sample)
+        searched = {
+            index: re.compile(re.escape(needle)).search for index, needle, folded in passes
+            if _RE_PASS_COST_S_PER_MIB + _RE_PASS_STOP_COST_S * sum(
+                hits(b) for b in _pivot_bytes(needle[0], folded)) < _pass_cost(needle)
+        }
+        self.planned = _Planned(
+            pivots, [(anchor, _by_next_byte(anchor, entries)) for anchor, entries in shared], passes,
+            len(sample), _profile(sample, counts), searched,
+        )
+
+    def inherit(self, other: "_PivotFinder") -> None:
+        """Take ``other``'s plan for the literals this finder holds, where it held them all and has a plan:
+        a plan for some literals serves any of them, and costs about 45 ms, which the noisy rules'
+        takeover (``_LooseSwitch``) paid for each finder it made, once per rule it took. A searched
+        pivot that lost literals is searched for the rest of those it kept, so it stops where they are."""
+        keep = {index for index, _, _ in self.needles}
+        theirs = other.planned
+        if not theirs.sampled or not keep <= {index for index, _, _ in other.needles}:
+            return
+        pivots = []
+        for pivot in theirs.pivots:
+            exact, caseless = _kept(pivot.exact, keep), _kept(pivot.caseless, keep)
+            if not (exact or caseless):
+                continue
+            search = pivot.search
+            if search is not None and (exact, caseless) != (pivot.exact, pivot.caseless):
+                search = _searched_for(pivot.byte, exact, caseless).search
+            pivots.append(_Pivot(pivot.byte, exact, caseless, search))
+        shared = [(anchor, by_next) for anchor, by_next in
+                  ((anchor, _kept(by_next, keep)) for anchor, by_next in theirs.shared) if by_next]
+        passes = [needle for needle in theirs.passes if needle[0] in keep]
+        searched = {index: search for index, search in theirs.searched.items() if index in keep}
+        self.planned = _Planned(pivots, shared, passes, theirs.sampled, theirs.profile, searched)
+        self.since_plan = other.since_plan
+
+    def _alike(self, window: bytes) -> bool:
+        """Whether ``window``'s head counts the bytes the plan weighed about as its sample did, so that
+        a new plan would weigh them alike; only for a plan made on a full sample."""
+        planned = self.planned
+        if planned.sampled < _SAMPLE_BYTES or len(window) < _PROFILE_BYTES:
+            return False
+        now = _profile(window, planned.profile)
+        return all(abs(now[b] - was) <= max(now[b], was) // 2 + _ALIKE_SLACK
+                   for b, was in planned.profile.items())
 
     def __call__(self, window: bytes, out: Candidates) -> None:
         # A plan made on a small sample (a run archive's 63-byte "Set up job" log, the guard's first
@@ -168,7 +255,8 @@ class _PivotFinder:
         if sample_at_hand and (
             self.since_plan >= _REPLAN_BYTES or min(len(window), _SAMPLE_BYTES) >= 2 * self.sampled
         ):
-            self._plan(window)
+            if not (self.since_plan >= _REPLAN_BYTES and self._alike(window)):
+                self._plan(window)
             self.since_plan = 0
         self.since_plan += len(window)
         find = window.find
@@ -182,7 +270,8 @@ class _PivotFinder:
             else:
                 hit.add(index)
 
-        for pivot, exact, caseless, search in self.pivots:
+        pivots, shared, passes, _, _, searched = self.planned
+        for pivot, exact, caseless, search in pivots:
             for at in _pivot_hits(window, pivot, search):
                 key = window[at:at + 2]
                 entries = exact.get(key)
@@ -197,10 +286,10 @@ class _PivotFinder:
                             begin = at - offset
                             if begin >= 0 and window[begin:begin + len(needle)].lower() == needle:
                                 record(rfind(b"\n", 0, at) + 1, index)
-        if not (self.shared or self.passes):
+        if not (shared or passes):
             return
-        lowered = window.lower() if any(folded for _, _, folded in self.passes) else window
-        for anchor, by_next in self.shared:
+        lowered = window.lower() if any(folded for _, _, folded in passes) else window
+        for anchor, by_next in shared:
             at = find(anchor)
             after = len(anchor)
             while at != -1:
@@ -209,9 +298,19 @@ class _PivotFinder:
                         if at >= offset and startswith(needle, at - offset):
                             record(rfind(b"\n", 0, at) + 1, index)
                 at = find(anchor, at + 1)
-        for index, needle, folded in self.passes:
+        for index, needle, folded in passes:
             haystack = lowered if folded else window
-            _scan(haystack, [(index, needle)], out)
+            search = searched.get(index)
+            if search is None:
+                _scan(haystack, [(index, needle)], out)
+            else:
+                _scan_searched(haystack, index, search, out)
+
+
+def _profile(sample: bytes, weighed: Iterable[int]) -> Dict[int, int]:
+    """How often each byte of ``weighed`` occurs in the first ``_PROFILE_BYTES`` of ``sample``."""
+    head = sample[:_PROFILE_BYTES]
+    return {b: head.count(bytes((b,))) for b in weighed}
 
 
 def _pivot_hits(window: bytes, pivot: bytes, search: Optional[Search]) -> Iterator[int]:
@@ -244,17 +343,30 @@ def _suffix_search(
     the pivot is found, so the entries checked at its hits are all those that can match."""
     if _pivot_cost(hits_per_mib) <= _SUFFIX_PASS_COST_S_PER_MIB:
         return None
-    branches = [_rests_pattern(_rests(exact))] if exact else []
-    if caseless:
-        branches.append(b"(?i:" + _rests_pattern(_rests(caseless)) + b")")
-    either = branches[0] if len(branches) == 1 else b"(?:" + b"|".join(branches) + b")"
-    pattern = re.compile(re.escape(pivot) + either)
+    pattern = _searched_for(pivot, exact, caseless)
     matched = (len(pattern.findall(sample)) + 1) * scale
     next_bytes = len({needle[offset + 1] for table in (exact, caseless) for entries in table.values()
                       for needle, offset, _ in entries})
     stop_cost = _SUFFIX_STOP_COST_S + next_bytes * _SUFFIX_ALTERNATIVE_COST_S
     cost = _SUFFIX_PASS_COST_S_PER_MIB + hits_per_mib * stop_cost + matched * _HIT_COST_S
     return pattern.search if cost < _pivot_cost(hits_per_mib) else None
+
+
+def _searched_for(
+    pivot: bytes, exact: Dict[bytes, List[Entry]], caseless: Dict[bytes, List[Entry]]
+) -> "re.Pattern[bytes]":
+    """The pattern of ``pivot`` followed by the rest of one of its literals (``_suffix_search``)."""
+    branches = [_rests_pattern(_rests(exact))] if exact else []
+    if caseless:
+        branches.append(b"(?i:" + _rests_pattern(_rests(caseless)) + b")")
+    either = branches[0] if len(branches) == 1 else b"(?:" + b"|".join(branches) + b")"
+    return re.compile(re.escape(pivot) + either)
+
+
+def _kept(table: Dict[bytes, List[Entry]], keep: Set[int]) -> Dict[bytes, List[Entry]]:
+    """``table`` with only the entries of the literals ``keep`` names, and no key left without one."""
+    kept = {key: [entry for entry in entries if entry[2] in keep] for key, entries in table.items()}
+    return {key: entries for key, entries in kept.items() if entries}
 
 
 Rest = Tuple[bytes, bytes]  # a literal after its pivot, and the literal to look back on (or b"")
@@ -371,6 +483,25 @@ def _scan(window: bytes, needles: List[Tuple[int, bytes]], out: Candidates) -> N
             if end == -1:
                 break
             at = find(needle, end + 1)
+
+
+def _scan_searched(window: bytes, index: int, search: Search, out: Candidates) -> None:
+    """``_scan`` of one literal with its ``re`` search (a pass that sre makes cheaper)."""
+    find = window.find
+    rfind = window.rfind
+    match = search(window)
+    while match is not None:
+        at = match.start()
+        start = rfind(b"\n", 0, at) + 1
+        hit = out.get(start)
+        if hit is None:
+            out[start] = {index}
+        else:
+            hit.add(index)
+        end = find(b"\n", at)
+        if end == -1:
+            break
+        match = search(window, end + 1)
 
 
 def _share_passes(
@@ -515,9 +646,13 @@ class _LooseSwitch:
                     {rule: self.loose.rules[rule] for rule in taken}))
             except Exception:  # hyperscan.error: the loosened patterns keep a pass of their own
                 rest_finder = None
+        # The finder in force planned for all the literals, or for more than the takeover leaves.
+        planned = self.state[1] if self.state is not None else self.literal
         if rest_finder is None:
             rest_finder = self.literals([literals[i] for i in rest], rest)
+            _inherit(rest_finder, planned)
         gone_finder = self.literals([literals[i] for i in gone], gone)
+        _inherit(gone_finder, self.literal)
         return line_hits, rest_finder, gone_finder, {rule: tuple(needles[rule]) for rule in taken}
 
     @staticmethod
@@ -576,25 +711,93 @@ def _python_loose_matcher(
     """The noisy rules whose loosened pattern, made to stay within a line (``within_line``), starts with
     a literal: sre finds that prefix in C, so a search over the window costs about a memchr pass, and no
     attempt runs past its line. A pattern that starts with a class would be tried at every byte: such
-    rules keep their literals."""
+    rules keep their literals. Rules whose patterns open with the same literal (``exitcode`` of four
+    launcher rules) share one search (``_shared_searches``)."""
     searched = []
     for index, rule in rules.items():
         folded = searched_folded(rule)
         pattern = rule_line_pattern(rule, folded, within_line=True)
         if pattern is not None and _starts_with_literal(pattern):
-            searched.append((index, re.compile(pattern), folded))
+            searched.append((index, pattern, folded))
     if not searched:
         return None
+    searches = _shared_searches(searched)
 
     def line_hits(window: bytes) -> Iterator[Tuple[int, int]]:
         lowered: Optional[bytes] = None
-        for index, pattern, folded in searched:
+        for pattern, folded, own in searches:
             if folded and lowered is None:
                 lowered = window.lower()
-            for start in _lines_matching(pattern, lowered if folded else window):
-                yield start, index
+            text = lowered if folded else window
+            if len(own) == 1:
+                index = own[0][0]
+                for start in _lines_matching(pattern, text):
+                    yield start, index
+                continue
+            find = text.find
+            for start in _lines_matching(pattern, text):
+                stop = find(b"\n", start)
+                stop = len(text) if stop == -1 else stop
+                for index, search in own:
+                    if search(text, start, stop) is not None:
+                        yield start, index
 
     return line_hits, [index for index, _, _ in searched]
+
+
+# The literal a pattern opens with that lets rules share one search: shorter, and the shared search
+# stops where one rule's own would have skimmed on.
+_SHARED_PREFIX_BYTES = 4
+SharedSearch = Tuple[Any, bool, List[Tuple[int, Any]]]  # pattern, folded, (rule index, its own search)
+
+
+def _shared_searches(searched: Sequence[Tuple[int, bytes, bool]]) -> List[SharedSearch]:
+    """One search per group of loosened patterns that open with the same literal (and are searched in the
+    same text, folded or not), each group's own patterns kept to tell which rules hold on a line it finds.
+
+    A pattern that cannot match a ``\n`` matches somewhere in a line exactly when one of its branches
+    does, so the lines the alternation finds are the union of the lines each finds; sre factors the shared
+    opening literal out of the alternation, so it still skims for it in C (each search costs about
+    0.3-0.7 ms a MiB of a test-heavy log, with four launcher rules opening with ``exit``). On a line it
+    finds, each pattern is searched within that line only: the same answer, since none crosses a line."""
+    groups: Dict[Tuple[bool, bytes], List[Tuple[int, bytes]]] = {}
+    order: List[Tuple[bool, bytes]] = []
+    for index, pattern, folded in searched:
+        head = _literal_head(pattern)
+        key = (folded, head[:_SHARED_PREFIX_BYTES] if len(head) >= _SHARED_PREFIX_BYTES else pattern)
+        if key not in groups:
+            groups[key] = []
+            order.append(key)
+        groups[key].append((index, pattern))
+    searches: List[SharedSearch] = []
+    for key in order:
+        members = groups[key]
+        own = [(index, re.compile(pattern).search) for index, pattern in members]
+        if len(members) == 1:
+            searches.append((re.compile(members[0][1]), key[0], own))
+            continue
+        # (bare, not each in a group: sre factors out only items the branches share, and a group is one)
+        joined = b"|".join(pattern for _, pattern in members)
+        try:
+            shared = re.compile(joined) if _starts_with_literal(joined) else None
+        except re.error:
+            shared = None
+        if shared is not None:
+            searches.append((shared, key[0], own))
+        else:  # sre kept no literal to skim for: each its own search, as alone
+            searches.extend((re.compile(pattern), key[0], [(index, search)])
+                            for (index, pattern), (_, search) in zip(members, own))
+    return searches
+
+
+def _literal_head(pattern: bytes) -> bytes:
+    """The fixed bytes ``pattern`` opens with (b"" when it opens with anything else)."""
+    head = bytearray()
+    for op, av in _sre_parse.parse(pattern).data:
+        if op is not _C.LITERAL:
+            break
+        head.append(av)
+    return bytes(head)
 
 
 def _starts_with_literal(pattern: bytes) -> bool:

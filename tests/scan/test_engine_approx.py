@@ -259,3 +259,35 @@ def test_a_within_line_pattern_never_matches_across_a_line_end(rule, pattern):
         for cut in range(1, len(raw)):
             text = raw[:cut] + b"\n" + raw[cut:]
             assert all(b"\n" not in m.group() for m in compiled.finditer(text)), (rule.id, text)
+
+
+
+def test_rules_that_open_alike_share_one_search_and_find_what_each_finds_alone():
+    # The pure-Python engine's takeover of noisy rules: four launcher rules open with "exit", and one
+    # search for them costs about one pass where four did four. On a line it finds, each rule's own
+    # search says which hold: the (line, rule) pairs must be those of a search per rule.
+    rules = load_catalogue().rules
+    searched = []
+    for index, rule in enumerate(rules):
+        folded = approx.searched_folded(rule)
+        pattern = approx.rule_line_pattern(rule, folded, within_line=True)
+        if pattern is not None and prefilter._starts_with_literal(pattern):
+            searched.append((index, pattern, folded))
+    grouped = [own for _p, _f, own in prefilter._shared_searches(searched) if len(own) > 1]
+    assert grouped, "no two loosened patterns share a search: the test tests nothing"
+    taken = {index: rules[index] for own in grouped for index, _search in own}
+    line_hits, _ = prefilter._python_loose_matcher(taken, approx.LoosePatterns(rules))
+    lines = [e.encode() for rule in taken.values() for e in rule.examples_match + rule.examples_no_match]
+    rng = random.Random(3)
+    text = b"".join(rng.choice(lines) + rng.choice([b"\n", b"\r", b" \n", b"\r\n"]) for _ in range(3000))
+    found = False
+    for case in (text, text.rstrip(b"\n"), b"", b"\n".join(lines)):
+        lowered = case.lower()
+        expected = {
+            (start, index)
+            for index, pattern, folded in searched if index in taken
+            for start in prefilter._lines_matching(re.compile(pattern), lowered if folded else case)
+        }
+        assert set(line_hits(case)) == expected
+        found = found or bool(expected)
+    assert found, "no example line matched: the test tests nothing"

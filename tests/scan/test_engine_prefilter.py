@@ -60,10 +60,12 @@ def _no_pivots(monkeypatch):
     monkeypatch.setattr(prefilter, "_SUFFIX_PASS_COST_S_PER_MIB", 1.0)
 
 
-@pytest.mark.parametrize("strategy", ["measured", "pivots", "pivots-searched", "shared", "passes"])
+@pytest.mark.parametrize(
+    "strategy", ["measured", "pivots", "pivots-searched", "shared", "passes", "passes-searched"]
+)
 @pytest.mark.parametrize("plan", [PLAN, CASELESS_PLAN], ids=["catalogue", "extra"])
 def test_python_finder_equals_the_reference(monkeypatch, strategy, plan):
-    window = big_window()
+    window = big_window() * 2  # a full sample: a plan waits for one
     if strategy == "pivots":
         monkeypatch.setattr(prefilter, "_HIT_COST_S", 0.0)
     elif strategy == "pivots-searched":
@@ -72,13 +74,21 @@ def test_python_finder_equals_the_reference(monkeypatch, strategy, plan):
     elif strategy == "shared":
         _no_pivots(monkeypatch)
         monkeypatch.setattr(prefilter, "_ANCHOR_HIT_COST_S", 0.0)
-    elif strategy == "passes":
+    elif strategy in ("passes", "passes-searched"):
         _no_pivots(monkeypatch)
         monkeypatch.setattr(prefilter, "_ANCHOR_HIT_COST_S", 1.0)
+        searched = strategy == "passes-searched"
+        monkeypatch.setattr(prefilter, "_RE_PASS_COST_S_PER_MIB", -1.0 if searched else 1.0)
     expected = reference(plan, window)
     assert len(expected) > 100
     find = prefilter.python_finder(plan)
     assert find(window) == expected
+    planned = find.pivots.planned
+    assert planned.sampled == prefilter._SAMPLE_BYTES
+    if strategy == "passes-searched":
+        assert planned.searched and len(planned.searched) == len(planned.passes)
+    elif strategy == "passes":
+        assert planned.passes and not planned.searched
     # a second window reuses the plan made on the first
     assert find(window[: len(window) // 3]) == reference(plan, window[: len(window) // 3])
 
@@ -151,6 +161,32 @@ def test_a_plan_made_on_a_tiny_window_is_made_again_on_the_next_big_one():
     assert (finder.passes, finder.shared) == (fresh.passes, fresh.shared)
     assert [pivot.byte for pivot in finder.pivots] == [pivot.byte for pivot in fresh.pivots]
     assert out == reference(PLAN, window)
+
+
+
+def test_a_plan_is_kept_where_the_log_reads_alike_and_made_again_where_it_changed(monkeypatch):
+    # A plan costs about 45 ms; an hour of one test suite reads alike, and its plans came out the same.
+    monkeypatch.setattr(prefilter, "_REPLAN_BYTES", 1)  # every window is due for a new plan
+    finder = prefilter._PivotFinder([(i, lit.needle, lit.caseless) for i, lit in enumerate(PLAN.literals)])
+    window = big_window() * 2  # a full sample
+    finder(window, {})
+    assert finder.sampled == prefilter._SAMPLE_BYTES
+    plans = []
+    real_plan = prefilter._PivotFinder._plan
+
+    def spy(self, sample):
+        plans.append(len(sample))
+        real_plan(self, sample)
+
+    monkeypatch.setattr(prefilter._PivotFinder, "_plan", spy)
+    out: dict = {}
+    finder(window, out)
+    assert plans == [] and out == reference(PLAN, window)
+    # the same lines, but every "F" line ten times over: the bytes the plan weighed moved
+    changed = b"".join(line + b"\n" + (b"Fx" * 40 + b"\n") * 10 for line in window.split(b"\n")[:500])
+    out = {}
+    finder(changed, out)
+    assert len(plans) == 1 and out == reference(PLAN, changed)
 
 
 def test_a_small_log_is_searched_without_a_plan_and_the_plan_waits_for_a_full_sample():
@@ -227,3 +263,32 @@ def test_the_literal_pass_finds_the_progress_letters_hints_as_their_own_pass_doe
     cands, ends = merged.with_hints(window)
     assert isinstance(merged.state[1], prefilter._LiteralPass) and merged.state[1].loose
     assert cands == apart(window) and sorted(ends) == own
+
+
+def test_a_finder_for_some_of_the_literals_takes_the_plan_made_for_all_of_them(monkeypatch):
+    # The noisy rules' takeover makes a finder for the literals it leaves, once per rule it takes:
+    # a plan costs about 45 ms, and the plan for all the literals serves any of them.
+    window = big_window() * 2  # a full sample
+    needles = [(i, lit.needle, lit.caseless) for i, lit in enumerate(PLAN.literals)]
+    full = prefilter._PivotFinder(needles)
+    monkeypatch.setattr(prefilter, "_SUFFIX_PASS_COST_S_PER_MIB", -1.0)  # every pivot searched
+    full(window, {})
+    searched = {pivot.byte: pivot.search for pivot in full.pivots}
+    # without the literals of one pivot's first key (it keeps others), and every other one
+    pivot = next(p for p in full.pivots if len({e[2] for es in p.exact.values() for e in es}) > 1)
+    gone = {entry[2] for entry in next(iter(pivot.exact.values()))}
+    kept = [needle for n, needle in enumerate(needles) if needle[0] not in gone and n % 2 == 0]
+    part = prefilter._PivotFinder(kept)
+    monkeypatch.setattr(prefilter._PivotFinder, "_plan", lambda self, sample: pytest.fail("planned again"))
+    part.inherit(full)
+    assert part.sampled == full.sampled and part.pivots
+    assert all(searched[p.byte] is not p.search for p in part.pivots if p.byte == pivot.byte)
+    out: dict = {}
+    part(window, out)
+    ids = {needle[0] for needle in kept}
+    expected = {start: lits & ids for start, lits in reference(PLAN, window).items() if lits & ids}
+    assert out == expected
+    # a finder for literals the plan never held makes its own
+    other = prefilter._PivotFinder([(len(needles), b"never planned", False)])
+    other.inherit(full)
+    assert other.sampled == 0
