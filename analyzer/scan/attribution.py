@@ -106,6 +106,15 @@ _BARE_OUTCOME = lazy(
     rb"(?:PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS|RERUN|ok|FAIL|skipped|expected failure"
     rb"|unexpected success)\b"
 )
+# A pytest session's start (glued to the outer run's progress line under -s) and its framed verdict
+# ("=== 3 failed, 1 passed in 4.24s ===", "=== 1 error in 62.10s (0:01:02) ==="; GitHub's timestamp
+# first, --color=yes's escapes around): an inner session's edges.
+_STARTS = b" test session starts "
+_SESSION_START = lazy(rb"=+" + _STARTS + rb"=+")
+_SESSION_EDGE = lazy(
+    rb"(?m)(=+ test session starts =+)|^(?:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+Z )?(?:\x1b\[[\d;]*m)*"
+    rb"=+ [^=\n]* in \d+(?:\.\d+)?s\b[^=\n]*=+[^=\n]*$"
+)
 _UNITTEST_ID = lazy(r"^(?P<name>\w+) \((?P<cls>[\w.]+)\)")
 _UNITTEST_DOC_HEAD = lazy(r"(?P<name>\w+) \((?P<cls>[\w.]+)\)$")
 # The docstring line: greedy, so the outcome is what follows its last " ...".
@@ -249,27 +258,58 @@ def _last_progress(buf: bytes, hi: int, floor: int = 0) -> Optional[Tuple[int, i
     return best
 
 
-def _outcome_after(buf: bytes, lo: int, hi: int, test: str) -> Optional[bool]:
+def _sessions(buf: bytes, lo: int, hi: int, depth: int, stop: bool = True) -> Tuple[int, int]:
+    """The inner sessions still open at ``hi`` when ``depth`` were open at ``buf[lo]``: each session start
+    in ``buf[lo:hi]`` opens one, each framed verdict closes one. ``stop``: return as soon as none is open,
+    with where the line that closed the last one ends; else ``(depth, hi)``, a verdict with none open
+    changing nothing (the outer run's own)."""
+    if buf.find(b"==", lo, hi) == -1:  # most of a test's output: no regex pass over it
+        return depth, hi
+    for m in _SESSION_EDGE.finditer(buf, lo, hi):
+        if m.group(1):
+            depth += 1
+        elif depth:
+            depth -= 1
+            if not depth and stop:
+                return 0, _line_around(buf, m.start())[1]
+    return depth, hi
+
+
+def _outcome_after(buf: bytes, lo: int, hi: int, test: str, depth: int = 0) -> Tuple[Optional[bool], int]:
     """Whether ``test``, in force from ``buf[lo]``, reported an outcome before another test's progress line
-    started (searched up to ``hi``): True, False, or None when ``buf[lo:hi]`` shows neither yet.
+    started (searched up to ``hi``): True, False, or None when ``buf[lo:hi]`` shows neither yet; and how
+    many of its inner sessions are still open at ``hi`` then (``depth`` were open at ``lo``).
 
     The same test's progress line again (pytest prints ``t`` again for each subtest report and once more
     with the test's outcome; pytest-rerunfailures prints ``t RERUN`` and then ``t`` for the rerun) is
     still that test: its outcome is the one such a line carries. Under xdist that line is the worker's
     report (``[gw0] [ 14%] RERUN t`` after a worker it crashed went down): the test reported.
+
+    A session that starts inside the test (pytester's inner run under ``-s``, ``-v``) prints its own
+    progress lines and bare outcomes up to its own verdict: they neither end nor judge the test, whose
+    outcome comes after that verdict (pytest-xdist 3.8.0's test_dist_tests_with_crash: its inner
+    ``-v -n1`` run's "test_dist_tests_with_crash.py::test_fail0" ended it, so its "PASSED" was never read).
     """
     while True:
+        if depth:
+            depth, lo = _sessions(buf, lo, hi, depth)
+            if depth:
+                return None, depth
         nxt = min(_next_progress(buf, lo), hi)
-        if _BARE_OUTCOME.search(buf, lo, nxt) is not None:
-            return True
+        opened = _SESSION_START.search(buf, lo, nxt) if buf.find(_STARTS, lo, nxt) != -1 else None
+        if _BARE_OUTCOME.search(buf, lo, nxt if opened is None else opened.start()) is not None:
+            return True, 0
+        if opened is not None:
+            depth, lo = 1, opened.end()
+            continue
         if nxt >= hi:
-            return None
+            return None, 0
         start, end = _line_around(buf, nxt)
         parsed = _parse_at(buf, start, end)
         if parsed is None or parsed[0] != test:
-            return False
+            return False, 0
         if parsed[1]:  # an xdist line of the test is its worker's report: an outcome (RERUN included)
-            return True
+            return True, 0
         lo = end
 
 
@@ -360,8 +400,8 @@ class TestTracker:
     """
 
     __slots__ = (
-        "carry", "outcomes", "_watch", "_watch_from", "_buf", "_to", "_here", "_here_start", "_bare_to",
-        "_head", "ids", "_wanted", "_last", "row", "letters",
+        "carry", "outcomes", "_watch", "_watch_from", "_watch_depth", "_buf", "_to", "_here", "_here_start",
+        "_here_old", "_bare_to", "_head", "ids", "_wanted", "_last", "row", "letters",
     )
 
     def __init__(self, hyperscan: bool = False) -> None:
@@ -373,6 +413,7 @@ class TestTracker:
         self.outcomes: Dict[int, bool] = {}
         self._watch: Optional[TestLine] = None
         self._watch_from = 0  # offset in the current window from which the watched test is read
+        self._watch_depth = 0  # its inner sessions open there (their lines are not the outer run's)
         # Matches come in line order, so each window is searched once, front to back, however many
         # matches it holds: ``_to`` is how far it has been searched for progress lines, ``_here`` the
         # one in force there (starting at ``_here_start``), ``_bare_to`` how far a bare outcome for it.
@@ -380,6 +421,7 @@ class TestTracker:
         self._to = 0
         self._here: Optional[TestLine] = None
         self._here_start = 0
+        self._here_old = False  # ``_here`` is an earlier window's (``carry``)
         self._bare_to = 0
         # A unittest id alone on the last line of the previous window, and its line number: the start of a
         # test with a docstring if the next window begins with the docstring's line.
@@ -435,12 +477,13 @@ class TestTracker:
             if self._head is not None:
                 self._take_head(buf)
             self._buf, self._to, self._here, self._here_start, self._bare_to = buf, 0, self.carry, 0, 0
+            self._here_old = True
         if line_end > self._to:
             found = _last_progress(buf, line_end, self._to)
             if found is not None:
                 start, end, (test, finished, xdist, quiet) = found
                 self._here = TestLine(test, line - buf.count(b"\n", start, pos), finished, xdist, quiet)
-                self._here_start, self._bare_to = start, end
+                self._here_start, self._bare_to, self._here_old = start, end, False
             self._to = line_end
         result = self._here
         if result is not None and not result.finished and self._bare_to < pos:
@@ -460,7 +503,16 @@ class TestTracker:
         if watch is not None and (result is None or result.line != watch.line):
             # The watched test's time ended where another test's progress line starts; a progress line
             # of the same test again (``result`` itself may be one) continues it.
-            outcome = _outcome_after(buf, self._watch_from, start, watch.test)
+            # A line before where the test is read from (an earlier window's included) is one of its inner
+            # sessions', read already.
+            stale = result is not None and (start < self._watch_from or self._here_old)
+            outcome, depth = _outcome_after(
+                buf, self._watch_from, pos if stale else start, watch.test, self._watch_depth
+            )
+            if outcome is None and (depth or stale):  # ``result`` is its inner session's: the test goes on
+                self._watch_depth = _sessions(buf, self._watch_from, pos, self._watch_depth, stop=False)[0]
+                self._watch_from = max(self._watch_from, pos)
+                return
             if outcome is None and result is not None and result.xdist and result.finished \
                     and result.test == watch.test:
                 outcome = True  # its own worker's report, as _outcome_after reads one inside the window
@@ -475,10 +527,12 @@ class TestTracker:
         elif result is not None and watch is None and not result.xdist:
             self._watch = result
             self._watch_from = pos
+            self._watch_depth = _sessions(buf, start, pos, 0, stop=False)[0]  # a start glued to its line
         else:
             self._watch = watch
-            if watch is not None:
-                self._watch_from = max(self._watch_from, pos)
+            if watch is not None and pos > self._watch_from:
+                self._watch_depth = _sessions(buf, self._watch_from, pos, self._watch_depth, stop=False)[0]
+                self._watch_from = pos
 
     def _settle(self, watch: TestLine, finished: bool) -> None:
         self.outcomes[watch.line] = finished or self.outcomes.get(watch.line, False)
@@ -519,7 +573,9 @@ class TestTracker:
         self._take_row(buf, first_line, next_line)
         watch = self._watch
         if watch is not None:
-            outcome = _outcome_after(buf, self._watch_from, len(buf), watch.test)
+            outcome, self._watch_depth = _outcome_after(
+                buf, self._watch_from, len(buf), watch.test, self._watch_depth
+            )
             if outcome is not None:
                 self._settle(watch, outcome)
             self._watch_from = 0
