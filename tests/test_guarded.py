@@ -3,6 +3,7 @@ command can no longer reach (the guard's imports, the action's variables). Real 
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import re
@@ -359,6 +360,43 @@ def test_nothing_is_imported_after_the_command_started(tmp_path: Path, outcome: 
     err = proc.stderr.decode()
     late = err.rsplit("LATE-IMPORTS:", 1)[1].strip()
     assert late == "", late
+
+
+SCAN_SPY = """
+import contextlib, io, sys
+from analyzer import cli
+from analyzer.gh.facts import facts_from_env  # noqa: F401 - what the guard imports before the command
+from analyzer.guarded import GuardedRun  # noqa: F401
+from analyzer.rules.loader import load_catalogue
+from analyzer.supervise.guard import GuardOptions  # noqa: F401
+
+load_catalogue(None)
+cli._import_everything()
+before = set(sys.modules)
+engines, paths = sys.argv[1].split(","), sys.argv[2:]
+for engine in engines:
+    for fmt in ("json", "markdown", "github", "text"):
+        with contextlib.redirect_stdout(io.StringIO()):
+            cli.main(["--format", fmt, "--engine", engine, *paths])
+late = sorted(set(sys.modules) - before - set(sys.builtin_module_names))
+print("LATE-IMPORTS:" + ",".join(late))
+"""
+
+
+def test_a_scan_after_the_guards_imports_imports_nothing(tmp_path: Path):
+    # The live scanner is forked from the guard once the command runs, and the final report is rendered
+    # after it ran: any module a scan imports only when a log needs it must be in cli's list, or it
+    # would be read from where the command could have written. A spread of the fixtures exercises the
+    # scan's paths (candidates, tracebacks, tests, every renderer) on each engine this Python has.
+    fixtures = sorted((REPO / "fixtures").rglob("*.log"))[::5]
+    engines = "python,hyperscan" if importlib.util.find_spec("hyperscan") else "python"
+    proc = subprocess.run(
+        [sys.executable, "-c", SCAN_SPY, engines, *map(str, fixtures)],
+        capture_output=True, cwd=str(tmp_path), timeout=600,
+    )
+    out = proc.stdout.decode()
+    assert "LATE-IMPORTS:" in out, proc.stderr.decode()[-2000:]
+    assert out.rsplit("LATE-IMPORTS:", 1)[1].strip() == ""
 
 
 # -- the scanner process ----------------------------------------------------------------------------------

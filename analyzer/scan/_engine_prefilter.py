@@ -870,20 +870,14 @@ def hyperscan_markers(markers: Sequence[bytes]) -> Callable[[bytes], FrozenSet[b
     each at most once. Raises what Hyperscan raises when it cannot run here."""
     import hyperscan
 
-    db = _literals_compiled("markers", list(markers), range(len(markers)),
-                            [hyperscan.HS_FLAG_SINGLEMATCH] * len(markers))
+    db = database("markers", list(markers), list(range(len(markers))),
+                  [hyperscan.HS_FLAG_SINGLEMATCH] * len(markers), literal=True)
     local = threading.local()
 
     def found(window: bytes) -> FrozenSet[bytes]:
         return frozenset(markers[index] for _end, index in match_ends(db, local, window))
 
     return found
-
-
-def _literals_compiled(name: str, needles: Sequence[bytes], ids: Iterable[int], flags: Sequence[int]) -> Any:
-    """The one Hyperscan database of literal ``needles`` (cached between runs as ``name``, see
-    ``_hyperscan``) behind both ``hyperscan_markers`` and ``_LiteralPass``."""
-    return database(name, needles, list(ids), flags, literal=True)
 
 
 def _literal_database(literals: Sequence[Literal], ids: Optional[Sequence[int]] = None) -> Finder:
@@ -919,7 +913,7 @@ class _LiteralPass:
         all_ids = list(ids) if ids is not None else list(range(len(literals)))
         name = "literals" if ids is None else "kept-literals"
         if not loose and not hints:
-            self.db = _literals_compiled(name, [lit.needle for lit in literals], all_ids, caseless)
+            self.db = database(name, [lit.needle for lit in literals], all_ids, caseless, literal=True)
         else:
             rules = sorted(loose)
             line_flags = hyperscan.HS_FLAG_MULTILINE  # "^" and "$" at each line's ends

@@ -17,7 +17,7 @@ import pytest
 from analyzer.model import Severity
 from analyzer.rules.loader import load_catalogue
 from analyzer.scan import scan_paths
-from tests.scan.test_engine_helpers import ENGINES
+from tests.scan.test_engine_helpers import ENGINES, error_findings
 
 BUILTIN = load_catalogue()
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
@@ -26,14 +26,10 @@ RANK_2_ROOT = FIXTURES / "torch" / "torchrun-four-ranks-raise-kill.log"
 FORKED = FIXTURES / "pytest" / "forked-signal-and-exit.log"
 
 
-def _errors(findings):
-    return [f for f in findings if f.severity is Severity.ERROR]
-
-
 @pytest.mark.parametrize("engine", ENGINES)
 def test_a_root_cause_dead_of_a_lost_peer_is_collateral_of_the_ranks_that_died_of_their_own(engine):
     findings = scan_paths([str(ONE_INTERVAL)], BUILTIN, engine=engine)
-    raised, killed = _errors(findings)
+    raised, killed = error_findings(findings)
     # its pid is only in its report row ("exitcode  : 1 (pid: 11102)", after "rank      : 1 (local_rank: 1)")
     assert raised.rule == "rank-raised"
     assert raised.message.startswith("rank 1 (pid 11102) raised ValueError: rank 1:")
@@ -49,7 +45,7 @@ def test_a_root_cause_dead_of_a_lost_peer_is_collateral_of_the_ranks_that_died_o
 def test_a_root_cause_of_its_own_stays_the_root_cause_and_a_killed_row_names_its_rank(engine):
     # Rerun of the same program where torchrun saw rank 1's exception first: its own cause, an error.
     findings = scan_paths([str(RANK_2_ROOT)], BUILTIN, engine=engine)
-    root, killed = _errors(findings)
+    root, killed = error_findings(findings)
     assert root.rule == "torchrun-root-cause" and "rank 1 raised ValueError" in root.message
     assert killed.message == "rank 2 (pid 20134) was killed by SIGKILL"
     # rank 0, still alive at the poll, got torchrun's SIGTERM: collateral, its rank row not named

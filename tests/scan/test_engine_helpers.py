@@ -26,6 +26,11 @@ except ImportError:  # Python 3.9 here has no hyperscan wheel; the python engine
     ENGINES = ("python",)
 
 
+def error_findings(findings) -> list:
+    """The findings of severity error, in the scan's order."""
+    return [f for f in findings if f.severity is Severity.ERROR]
+
+
 def line_rule(rule_id: str, pattern: str, **extra) -> Rule:
     flags = regex.IGNORECASE if extra.get("ignore_case") else 0
     return Rule(

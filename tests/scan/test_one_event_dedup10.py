@@ -15,7 +15,7 @@ import pytest
 from analyzer.model import Severity
 from analyzer.rules.loader import load_catalogue
 from analyzer.scan import scan_paths
-from tests.scan.test_engine_helpers import ENGINES
+from tests.scan.test_engine_helpers import ENGINES, error_findings
 
 BUILTIN = load_catalogue()
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
@@ -24,14 +24,10 @@ ROWS = FIXTURES / "quoted" / "torchrun-rows-sigabrt-picotron.log"
 THREAD_DUMP = FIXTURES / "pytest" / "timeout-thread.log"
 
 
-def _errors(findings):
-    return [f for f in findings if f.severity is Severity.ERROR]
-
-
 @pytest.mark.parametrize("engine", ENGINES)
 def test_a_rank_that_raised_while_another_segfaulted_is_a_failure_of_its_own(engine):
     findings = scan_paths([str(TWIN)], BUILTIN, engine=engine)
-    root, raised = _errors(findings)
+    root, raised = error_findings(findings)
     assert root.rule == "torchrun-root-cause" and "rank 1" in root.message and "SIGSEGV" in root.message
     assert raised.rule == "rank-raised"
     line = TWIN.read_text().split("\n")[raised.line - 1]
@@ -86,10 +82,10 @@ def _report(root_exit: str, other_exit: str, shutdown: str = "") -> str:
 def test_a_ranks_traceback_printed_after_the_launchers_sigterm_is_that_kill_not_a_failure(tmp_path):
     log = tmp_path / "after-shutdown.log"
     log.write_text(_report("-11", "-15", shutdown="first"))
-    rules = [f.rule for f in _errors(scan_paths([str(log)], BUILTIN, engine="python"))]
+    rules = [f.rule for f in error_findings(scan_paths([str(log)], BUILTIN, engine="python"))]
     assert rules == ["torchrun-root-cause"]
     log.write_text(_report("-11", "-15", shutdown="last"))
-    rules = [f.rule for f in _errors(scan_paths([str(log)], BUILTIN, engine="python"))]
+    rules = [f.rule for f in error_findings(scan_paths([str(log)], BUILTIN, engine="python"))]
     assert rules == ["torchrun-root-cause", "rank-raised"]
 
 
@@ -106,16 +102,16 @@ def test_rows_of_the_root_causes_signal_are_its_event(engine):
 def test_a_row_of_another_signal_is_a_death_of_its_own(tmp_path):
     log = tmp_path / "two-signals.log"
     log.write_text(_report("-11", "-6").replace("[rank0]: ", "").replace("Traceback", "Trace"))
-    signals = sorted(f.rule for f in _errors(scan_paths([str(log)], BUILTIN, engine="python")))
+    signals = sorted(f.rule for f in error_findings(scan_paths([str(log)], BUILTIN, engine="python")))
     assert signals == ["torchrun-root-cause", "torchrun-signal-exit"]
     log.write_text(_report("-11", "-11").replace("[rank0]: ", "").replace("Traceback", "Trace"))
-    (one,) = _errors(scan_paths([str(log)], BUILTIN, engine="python"))
+    (one,) = error_findings(scan_paths([str(log)], BUILTIN, engine="python"))
     assert one.rule == "torchrun-root-cause" and "pid 9656 died of it too" in one.message
 
 
 @pytest.mark.parametrize("engine", ENGINES)
 def test_pytest_timeouts_dump_and_its_stack_titles_are_one_finding(engine):
-    (finding,) = _errors(scan_paths([str(THREAD_DUMP)], BUILTIN, engine=engine))
+    (finding,) = error_findings(scan_paths([str(THREAD_DUMP)], BUILTIN, engine=engine))
     assert finding.rule == "pytest-timeout-dump" and "Stack of MainThread" in finding.excerpt
 
 
@@ -135,6 +131,6 @@ def test_a_spawned_process_that_raised_names_where_it_raised(tmp_path):
         "KeyError: 'query'",
         "",
     ]))
-    (finding,) = _errors(scan_paths([str(log)], BUILTIN, engine="python"))
+    (finding,) = error_findings(scan_paths([str(log)], BUILTIN, engine="python"))
     assert finding.message == ("torch.multiprocessing.spawn: process 1 raised KeyError: 'query'"
                                " (raised at sp_raise.py:7)")

@@ -13,10 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from analyzer.model import Severity
 from analyzer.rules.loader import load_catalogue
 from analyzer.scan import scan_paths
-from tests.scan.test_engine_helpers import ENGINES
+from tests.scan.test_engine_helpers import ENGINES, error_findings
 
 BUILTIN = load_catalogue()
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
@@ -24,14 +23,10 @@ POOL_SEGV = FIXTURES / "crash" / "pool-worker-segv-pytest-q.log"
 CAUGHT_TIMEOUT = FIXTURES / "torch" / "torchrun-caught-timeout-retry.log"
 
 
-def _errors(findings):
-    return [f for f in findings if f.severity is Severity.ERROR]
-
-
 @pytest.mark.parametrize("engine", ENGINES)
 def test_a_pool_workers_segfault_tells_the_broken_pool_it_caused(engine):
     findings = scan_paths([str(POOL_SEGV)], BUILTIN, engine=engine)
-    crash, failed = _errors(findings)
+    crash, failed = error_findings(findings)
     assert crash.rule == "fatal-python-error" and crash.test == "test_pool.py::test_shards"
     assert "Segmentation fault" in crash.message and "at test_pool.py:7" in crash.message
     assert "BrokenProcessPool" in crash.message  # told, with its line
@@ -48,7 +43,7 @@ def test_a_broken_pool_with_no_crash_in_the_log_stays_its_own_error(tmp_path):
     log = tmp_path / "killed.log"
     log.write_text("\n".join(kept[:first] + kept[last + 1:]), encoding="utf-8")
     findings = scan_paths([str(log)], BUILTIN)
-    assert [f.rule for f in _errors(findings)] == ["broken-process-pool", "pytest-test-outcome"]
+    assert [f.rule for f in error_findings(findings)] == ["broken-process-pool", "pytest-test-outcome"]
 
 
 def test_a_crash_of_another_test_does_not_tell_a_broken_pool(tmp_path):
@@ -61,14 +56,14 @@ def test_a_crash_of_another_test_does_not_tell_a_broken_pool(tmp_path):
         " abruptly while the future was running or pending.\n",
         encoding="utf-8",
     )
-    rules = sorted(f.rule for f in _errors(scan_paths([str(log)], BUILTIN)))
+    rules = sorted(f.rule for f in error_findings(scan_paths([str(log)], BUILTIN)))
     assert "broken-process-pool" in rules and "fatal-python-error" in rules
 
 
 @pytest.mark.parametrize("engine", ENGINES)
 def test_a_caught_gloo_timeout_is_the_cause_the_pair_closure_death_tells(engine):
     findings = scan_paths([str(CAUGHT_TIMEOUT)], BUILTIN, engine=engine)
-    (root,) = _errors(findings)
+    (root,) = error_findings(findings)
     assert root.rule == "torchrun-root-cause"
     assert "rank 0 raised RuntimeError: Application timeout caused pair closure" in root.message
     assert "gloo: timed out after 2000 ms waiting for a recv operation to complete (line 11)" in root.message
@@ -87,7 +82,8 @@ def test_a_warning_record_does_not_echo_another_writers_rank_traceback(tmp_path)
     ]
     log = tmp_path / "rank.log"
     log.write_text("\n".join(body + ["rank 1: done"]) + "\n", encoding="utf-8")
-    assert [f.rule for f in _errors(scan_paths([str(log)], BUILTIN))] == ["gloo-pair-closure"]
+    assert [f.rule for f in error_findings(scan_paths([str(log)], BUILTIN))] == ["gloo-pair-closure"]
     log.write_text("\n".join([b.replace("[rank0]: ", "") for b in body] + ["rank 1: done"]) + "\n",
                    encoding="utf-8")
-    assert _errors(scan_paths([str(log)], BUILTIN)) == []  # the record's own traceback: caught, went on
+    # the record's own traceback: caught, went on
+    assert error_findings(scan_paths([str(log)], BUILTIN)) == []
