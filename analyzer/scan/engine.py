@@ -380,6 +380,7 @@ class _SourceScan:
         # The riders (``_engine_literals.Plan``) join a line's candidates only once another rule's
         # loosened pattern has kept the line: they cannot matter on a line no other rule matches.
         self.riders = plan.riders
+        self.rider_set = frozenset(plan.riders)
         self.literal_rules = [lit.rules for lit in plan.literals]
         self.always = plan.always
         self.first = first if first is not None else rule_lookups(rules)
@@ -564,8 +565,27 @@ class _SourceScan:
         segments = seen.clean()
         if self.open and not early:
             self._feed_open(seen, pos, line)
+        riders = ()
+        if self.riders and not riders_too:
+            # A rider only drops the other matches of its line: searched once one of them matched (a
+            # traceback's every frame line is a candidate of doctest's header, which none of them is).
+            riders = [index for index in indices if index in self.rider_set]
+            if riders:
+                indices = [index for index in indices if index not in self.rider_set]
+        pure = self._search_line(indices, seen, segments)
+        if riders and seen.hits:
+            pure = self._search_line(riders, seen, segments) and pure
+            seen.hits.sort(key=lambda hit: hit[0])
+        if key is not None and pure:
+            self._remember(key, seen)
+        if seen.hits:
+            self._matched(buf, pos, line, seen, early)
+
+    def _search_line(self, indices: Sequence[int], seen: _Seen, segments: List[str]) -> bool:
+        """Search the cleaned ``segments`` of a line for the rules ``indices``, adding their matches to
+        ``seen.hits``; whether the searches depended on the line's bytes alone (no budget was charged)."""
         first = self.first
-        pure = True  # whether the searches below depend on the line's bytes alone (no budget was charged)
+        pure = True
         for index in indices:
             is_block, compiled, user = first[index]
             if user:
@@ -591,10 +611,7 @@ class _SourceScan:
             else:
                 excerpt = _single_excerpt(seen.raw, seg, m.start())
                 seen.hits.append((index, False, seg, m, excerpt, _groups(m)))
-        if key is not None and pure:
-            self._remember(key, seen)
-        if seen.hits:
-            self._matched(buf, pos, line, seen, early)
+        return pure
 
     def _remember(self, key: bytes, seen: _Seen) -> None:
         if len(self.memo) >= MEMO_LINES:
