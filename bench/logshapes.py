@@ -9,6 +9,9 @@ Every shape is a real GPU-CI log's shape, not a best case for the scanner:
   are planted inside tests (a FAILED test with its assertion, a segfault, an atexit exception);
 - ``short-lines``: 5 million lines of a few bytes (per-line overhead);
 - ``long-lines``: a few lines of 50 MiB each (window handling);
+- ``tracebacks``: a job that logs every retried failure with its traceback (``logger.warning(...,
+  exc_info=True)``), frames of a few hundred library files at random lines, so nearly every frame line is
+  new; one uncaught CUDA error at the end (per-line cost of the lines every failure log is made of);
 - ``archive``: a GitHub "Download log archive" zip of 200 jobs, each a job file plus step files.
 
 Each writer takes a path and a size in bytes (approximate) and returns the number of planted events.
@@ -161,6 +164,50 @@ def write_long_lines(path: str, size: int, seed: int = 19) -> int:
     return events
 
 
+_LIBRARY_FILES = [
+    f"/opt/conda/lib/python3.11/site-packages/{package}/{module}.py"
+    for package in ("torch/distributed", "torch/nn/modules", "torch/utils/data", "transformers", "accelerate",
+                    "urllib3", "requests", "fsspec", "datasets", "huggingface_hub")
+    for module in ("__init__", "api", "utils", "module", "dataloader", "store", "connection", "sessions",
+                   "core", "file_download", "distributed_c10d", "retry", "adapters", "modeling_utils")
+]
+_FRAME_SOURCES = (
+    "return self._call_impl(*args, **kwargs)",
+    'raise ConnectionError(err, request=request)',
+    "response = self._make_request(conn, method, url, **kwargs)",
+    'store.set(f"rank_{rank}", b"ready")',
+    "batch = next(self._iter)",
+    "out = forward_call(*args, **kwargs)",
+)
+
+
+def _traceback_lines(size: int, seed: int) -> Iterator[str]:
+    rng = random.Random(seed)
+    written = n = 0
+    while written < size:
+        lines = [f"WARNING:trainer:step {n}: fetching shard {rng.randrange(4096)} failed, retrying in 1s",
+                 "Traceback (most recent call last):"]
+        for _ in range(rng.randint(5, 30)):
+            func = rng.choice(("forward", "_call_impl", "send", "urlopen", "get", "_next_data", "set"))
+            lines.append(f'  File "{rng.choice(_LIBRARY_FILES)}", line {rng.randint(1, 3000)}, in {func}')
+            lines.append("    " + rng.choice(_FRAME_SOURCES))
+        lines.append("ConnectionResetError: [Errno 104] Connection reset by peer")
+        for line in lines:
+            text = _stamp(n) + line + "\n"
+            written += len(text)
+            yield text
+        n += 1
+    yield _stamp(n) + "Traceback (most recent call last):\n"
+    yield _stamp(n) + '  File "/w/train.py", line 88, in <module>\n'
+    yield _stamp(n) + "RuntimeError: CUDA error: an illegal memory access was encountered\n"
+
+
+def write_tracebacks(path: str, size: int, seed: int = 29) -> int:
+    """Retried failures logged with their tracebacks, then one uncaught CUDA error."""
+    _write_lines(path, _traceback_lines(size, seed))
+    return 1
+
+
 def write_gpu_job(path: str, size: int, seed: int = 7) -> int:
     """The NCCL-heavy job log of scan_bench.py."""
     from scan_bench import write_log  # same folder; imported late so this module stays standalone
@@ -195,5 +242,6 @@ SHAPES: Dict[str, Callable[..., int]] = {
     "tests-repeated": write_tests_repeated,
     "short-lines": write_short_lines,
     "long-lines": write_long_lines,
+    "tracebacks": write_tracebacks,
     "archive": write_archive,
 }
