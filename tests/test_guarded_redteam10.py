@@ -57,6 +57,11 @@ def _runs_until_the_command_ties_with_a_child(log_root: Path) -> int:
 
     from analyzer.supervise import spawn
     from analyzer.supervise.guard import GuardOptions, supervise
+    from analyzer.supervise.keepalive import KeepAlive
+
+    # As where the watcher cannot start: its Python starting up beside the command (a fork, an exec and
+    # tens of milliseconds of CPU) delays the command past its scanner's tick, and no run would tie.
+    KeepAlive.start = lambda self: None
 
     spawn.become_subreaper()
     kids = []
