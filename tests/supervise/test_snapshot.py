@@ -6,6 +6,7 @@ import os
 import re
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -161,6 +162,58 @@ def test_many_late_helpers_are_ended_together_not_one_after_another(tmp_path, mo
     assert took < 0.5 + 2 * snapshot._HELPER_TERM_WAIT_S + 0.8, took
     for pid in helpers:  # every stand-in is gone (SIGKILL), none left running
         assert not os.path.exists(f"/proc/{pid}") or open(f"/proc/{pid}/stat").read().split()[2] == "Z"
+
+
+def _echoing_py_spy(tmp_path, monkeypatch):
+    """A stand-in py-spy that prints the pid it was asked for (argv: dump MODE --full-filenames --pid PID)."""
+    echo = tmp_path / "py-spy"
+    echo.write_text('#!/bin/sh\necho "asked for $5"\n')
+    echo.chmod(0o755)
+    monkeypatch.setattr(snapshot, "find_tool", lambda name: str(echo))
+
+
+def _slow_starts(monkeypatch, seconds):
+    """Each helper start takes ``seconds`` more, as fork and exec did on 2 loaded CPUs (20-50 ms each)."""
+    start = snapshot._Helper.__init__
+    threads = set()
+
+    def slow(self, *args, **kwargs):
+        threads.add(threading.get_ident())
+        time.sleep(seconds)
+        start(self, *args, **kwargs)
+
+    monkeypatch.setattr(snapshot._Helper, "__init__", slow)
+    return threads
+
+
+def test_helpers_start_at_once_and_each_dump_keeps_its_pid(tmp_path, monkeypatch):
+    # Started in a loop, 16 starts of 0.1 s each took 1.6 s before the first dump could be waited for.
+    _echoing_py_spy(tmp_path, monkeypatch)
+    threads = _slow_starts(monkeypatch, 0.1)
+    pids = list(range(1000, 1016))
+    helpers = []
+    start = time.monotonic()
+    dumps = snapshot.dump_stacks(pids, 5.0, helpers)
+    took = time.monotonic() - start
+    assert [dump.pid for dump in dumps] == pids
+    assert [dump.text.strip() for dump in dumps] == [f"asked for {pid}" for pid in pids]
+    assert len(helpers) == 16 and len(threads) > 1
+    assert took < 16 * 0.1 / 2, took
+
+
+def test_helpers_start_one_after_another_where_no_thread_can_start(tmp_path, monkeypatch):
+    _echoing_py_spy(tmp_path, monkeypatch)
+
+    def refuse(self):
+        raise RuntimeError("can't start new thread")
+
+    monkeypatch.setattr(snapshot.threading.Thread, "start", refuse)
+    helpers = []
+    plain, native = snapshot.dump_all([2000, 2001], [2002], 5.0, helpers)
+    assert [(dump.pid, dump.text.strip()) for dump in plain + native] == [
+        (pid, f"asked for {pid}") for pid in (2000, 2001, 2002)
+    ]
+    assert len(helpers) == 3
 
 
 @pytest.mark.parametrize(
