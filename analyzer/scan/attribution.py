@@ -65,6 +65,9 @@ _NEEDLE_BYTES = {needle: needle[-1:] if needle.endswith(b":") else needle[:1] fo
 # A window full of lines that mention a node id without being progress lines (a long short test
 # summary) is searched this many candidates deep, then counts as showing no test.
 MAX_CANDIDATES = 64
+# A progress line holds one of these (``_PYTEST_LINE``'s node id, ``_XDIST_LINE``, ``_REGRTEST_LINE``,
+# ``_UNITTEST_LINE``); a line without any cannot be one (``_may_be_progress``).
+_PROGRESS_WORDS = (b".py::", b"[gw", b"] test", b" ...")
 
 # unittest's class and module fixtures: when one fails, unittest reports it as a test of that name
 # ("setUpClass (mod.Class) ... ERROR", "ERROR: setUpModule (mod)") that "Ran N tests" does not count.
@@ -164,6 +167,8 @@ def normal_test_id(test: str) -> str:
 
 def parse_progress(raw: bytes) -> Optional[Parsed]:
     """``(test, finished, xdist, quiet)`` when ``raw`` (one line, controls stripped) is a progress line."""
+    if not _may_be_progress(raw):
+        return None
     text, _ = clean_stripped(raw, keep_progress=True)
     text = text.lstrip()
     m = _PYTEST_LINE.match(text)
@@ -184,12 +189,29 @@ def parse_progress(raw: bytes) -> Optional[Parsed]:
     return None
 
 
+def _may_be_progress(raw: bytes) -> bool:
+    """False when ``raw`` holds none of the words each progress line's pattern needs (``_PROGRESS_WORDS``),
+    and so cannot be one. A traceback's code lines that end in ")" are candidates of the docstring needle:
+    cleaning each one and trying four patterns cost about 50 us a line."""
+    raw = _unmarked(raw)
+    return any(word in raw for word in _PROGRESS_WORDS)
+
+
+def _unmarked(raw: bytes) -> bytes:
+    """``raw`` without its Markdown emphasis markers' bytes when it holds any: cleaning cuts only a line's
+    ends and such markers (``clean_speaking``), so a word of the cleaned line (none holds ``*`` or ``_``)
+    is in what this returns."""
+    return raw.translate(None, b"*_") if b"**" in raw or b"__" in raw else raw
+
+
 def _parse_at(buf: bytes, start: int, end: int) -> Optional[Parsed]:
     """``parse_progress`` of the line ``buf[start:end]``, or the first line of a unittest test with a
     docstring (``test_m (mod.Class)`` alone, the docstring line after it in ``buf``)."""
     parsed = parse_progress(buf[start:end])
     if parsed is not None or end >= len(buf) or buf[end - 1:end] not in (b")", b"\r"):
         return parsed
+    if b" (" not in _unmarked(buf[start:end]):
+        return None  # what _UNITTEST_DOC_HEAD needs: "name (cls)"
     text, _ = clean_stripped(buf[start:end], keep_progress=True)
     head = _UNITTEST_DOC_HEAD.match(text.strip())
     if head is None:
@@ -209,15 +231,16 @@ def is_unittest_fixture(test: str) -> bool:
     return is_unittest_id(test) and test.split(" ", 1)[0] in UNITTEST_FIXTURES
 
 
-def _fixture_after(buf: bytes, lo: int) -> Optional[Tuple[str, int]]:
+def _fixture_after(buf: bytes, lo: int, needle_at: int) -> Optional[Tuple[str, int]]:
     """The class or module fixture whose unittest ``-v`` line is the first progress line after ``buf[lo]``
     (within ``FIXTURE_AHEAD`` bytes), and where that line starts; None when another test's line (or none)
     comes first. unittest writes a fixture's line (``setUpClass (mod.Class) ... ERROR``) only once the
     fixture has failed or skipped, after everything it printed: what came before it since the last test
-    ended is that fixture's (CPython Lib/unittest/suite.py, ``_createClassOrModuleLevelException``)."""
+    ended is that fixture's (CPython Lib/unittest/suite.py, ``_createClassOrModuleLevelException``).
+    ``needle_at``: where the first ``UNITTEST_NEEDLE`` at or after ``lo`` is (-1: none), which such a line
+    holds."""
     hi = min(len(buf), lo + FIXTURE_AHEAD)
-    at = buf.find(UNITTEST_NEEDLE, lo, hi)
-    if at == -1:
+    if needle_at == -1 or needle_at + len(UNITTEST_NEEDLE) > hi:
         return None
     nxt = _next_progress(buf, lo, hi)
     if nxt >= hi:
@@ -401,7 +424,8 @@ class TestTracker:
 
     __slots__ = (
         "carry", "outcomes", "_watch", "_watch_from", "_watch_depth", "_buf", "_to", "_here", "_here_start",
-        "_here_old", "_bare_to", "_head", "ids", "_wanted", "_last", "row", "letters",
+        "_here_old", "_bare_to", "_head", "ids", "_wanted", "_last", "row", "letters", "_needle_from",
+        "_needle_at",
     )
 
     def __init__(self, hyperscan: bool = False) -> None:
@@ -423,6 +447,10 @@ class TestTracker:
         self._here_start = 0
         self._here_old = False  # ``_here`` is an earlier window's (``carry``)
         self._bare_to = 0
+        # The first ``UNITTEST_NEEDLE`` in ``_buf`` at or after ``_needle_from`` (-1: none): a block opens
+        # every few lines of a log of logged tracebacks, and each looked ``FIXTURE_AHEAD`` bytes ahead.
+        self._needle_from = 0
+        self._needle_at = -1
         # A unittest id alone on the last line of the previous window, and its line number: the start of a
         # test with a docstring if the next window begins with the docstring's line.
         self._head: Optional[Tuple[str, int]] = None
@@ -478,6 +506,7 @@ class TestTracker:
                 self._take_head(buf)
             self._buf, self._to, self._here, self._here_start, self._bare_to = buf, 0, self.carry, 0, 0
             self._here_old = True
+            self._needle_from, self._needle_at = len(buf) + 1, -1  # looked for on first need
         if line_end > self._to:
             found = _last_progress(buf, line_end, self._to)
             if found is not None:
@@ -492,10 +521,16 @@ class TestTracker:
             self._bare_to = pos
         self._rewatch(buf, result, self._here_start, line_end)
         if result is None or (result.finished and not result.xdist):
-            holder = _fixture_after(buf, line_end)
+            holder = _fixture_after(buf, line_end, self._next_needle(buf, line_end))
             if holder is not None:
                 return TestLine(holder[0], line + buf.count(b"\n", pos, holder[1]), True)
         return result
+
+    def _next_needle(self, buf: bytes, lo: int) -> int:
+        """Where the first ``UNITTEST_NEEDLE`` at or after ``buf[lo]`` is (-1: none); ``buf`` is ``_buf``."""
+        if lo < self._needle_from or -1 < self._needle_at < lo:
+            self._needle_from, self._needle_at = lo, buf.find(UNITTEST_NEEDLE, lo)
+        return self._needle_at
 
     def _rewatch(self, buf: bytes, result: Optional[TestLine], start: int, pos: int) -> None:
         # ``pos``: the end of the matched line; the watched test's outcome can only come after it.

@@ -407,7 +407,13 @@ def clean_speaking(
     rank = None
     speaker = None
     glued = keep_progress  # a plain run's progress may precede a child's line once
-    for _ in range(6):  # e.g. srun's task, journald, [rankN]:, progress dots, torch's [E... file.cpp:N]
+    # An indented line (a traceback's frames and code, most of a log of logged tracebacks) has no prefix
+    # to cut unless a stamp follows its blanks: _LOGGER_PREFIX's one alternative that starts with a
+    # blank; the others, _RANK's and the progress marks start with a word's byte or a bracket. Trying
+    # them cost about 2 us a line.
+    indented = text[:1] == " " and not text.lstrip(" ")[:1].isdigit()
+    # e.g. srun's task, journald, [rankN]:, progress dots, torch's [E... file.cpp:N]
+    for _ in range(0 if indented else 6):
         if not glued and text[:1] in _PROGRESS_CHARS:
             glued = True
             run = _PROGRESS_RUN.match(text).end()

@@ -24,6 +24,7 @@ from analyzer.model import Finding, Kind, Severity
 from analyzer.rules.loader import load_catalogue
 from analyzer.scan import LogScan, combine, scan_sources
 from analyzer.scan import engine as engine_module
+from analyzer.scan.attribution import parse_progress
 from analyzer.scan.sources import Source
 from analyzer.verdict import decide
 from tests.scan.test_engine_helpers import ENGINES
@@ -477,3 +478,23 @@ def test_a_parametrize_id_with_spaces_is_named_whole(tmp_path):
     # the handled abort in the passing twin stays a notice of that twin
     handled = [(f.rule, f.severity.value) for f in findings if f not in failed]
     assert handled == [("fatal-python-error", "notice")]
+
+
+@pytest.mark.parametrize(
+    "raw, test",
+    [
+        # Markdown's bold cut out of the middle by cleaning joins ".py" and "::": the cheap word check
+        # before cleaning (``_may_be_progress``) must see through it.
+        (b"**tests/test_a.py**::test_x PASSED", "tests/test_a.py::test_x"),
+        (b"__tests/test_a.py::test_x__ PASSED", "tests/test_a.py::test_x"),
+        (b"2024-01-09T10:00:00.0000000Z tests/test_a.py::test_x FAILED", "tests/test_a.py::test_x"),
+        (b"[gw1] [ 50%] PASSED tests/test_a.py::test_x", "tests/test_a.py::test_x"),
+        (b"0:00:01 load avg: 1.00 [ 1/3] test_os", "test_os"),
+        (b"test_m (mod.C) ... ok", "test_m (mod.C)"),
+        # A traceback's code line ends in ")" (the docstring needle) and holds "**": no progress line.
+        (b"    out = forward_call(*args, **kwargs)", None),
+    ],
+)
+def test_progress_words_checked_before_cleaning(raw, test):
+    parsed = parse_progress(raw)
+    assert (parsed[0] if parsed else None) == test

@@ -380,3 +380,21 @@ def test_a_child_header_glued_after_a_pytest_v_s_node_id_is_matched_as_its_own_l
     for kept in (b"tests/test_x.py::test_y PASSED", b"test_x.py::test_y Processing shard 3: done",
                  b"FAILED test_x.py::test_y - Process SpawnProcess-1: died", b"test_x.py::test_y "):
         assert clean_line(kept)[0] == kept.decode().rstrip()
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    blanks=st.integers(min_value=1, max_value=8),
+    rest=st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=40).filter(
+        lambda t: not t[:1].isdigit() and t[:1] != " "
+    ),
+    head=st.sampled_from(["", "[rank0]: ", "Jan 09 10:00:00 ", "INFO:x:", "host1: ", "[gw0] ", "E   "]),
+)
+def test_indented_line_has_no_prefix_to_cut(blanks, rest, head):
+    """clean_speaking skips the prefix search on a line whose blanks no digit follows: none of the
+    prefixes it cuts may start so (the loggers' patterns, "[rankN]:", progress marks)."""
+    from analyzer.scan import clean
+
+    text = " " * blanks + head + rest
+    assert clean._LOGGER_PREFIX.match(text) is None
+    assert clean._RANK.match(text) is None
