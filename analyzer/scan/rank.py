@@ -120,6 +120,7 @@ SUBTESTS_FAILED = SUBTESTS_COUNT + ", first: {reason}"
 CAPPED = "{count} more distinct findings of {rules} were not kept (at most {cap} per rule and log)"
 ATTACHED = "; {who} raised {exception}"
 KILLED = "{who} (pid {pid}) was killed by {signal}"
+ROOT_RANK = " ({who})"  # a launcher's root cause row that exited with a plain code: the rank of its row
 KILLED_OOM = "; likely the OOM killer: {message} ({where})"
 KILLED_BY_CRASH = "{who} (pid {pid}) was killed by {signal}: {crash}"
 CRASH_AT = " at {site}"
@@ -766,7 +767,9 @@ def _finding(
         message = _one_line(message)
         return Finding(kind, rule.id, severity, match.path, match.line, message, excerpt, test=test)
     said = rule.inner_message if rule.inner_message and _in_a_test(event, test, again) else rule.message
-    message = format_message(said, groups) + told_again
+    message = format_message(said, groups)
+    attached = event.traceback[0] if event.traceback is not None else ""
+    message += _root_rank(match, f"{message}{told_again} {attached}") + told_again
     stack_event = event if event.stack is not None else stack
     site = crash_site(stack_event.stack) if stack_event is not None and stack_event.stack else None
     if site is not None:
@@ -1167,6 +1170,19 @@ def _killed_by_signal(event: LogEvent) -> Optional[str]:
     if signame is None:
         return None
     return KILLED.format(who=_who_of(match), pid=pid, signal=signame)
+
+
+def _root_rank(match: Match, told: str) -> str:
+    """For the root cause of a launcher's report whose worker exited with a plain code ("exitcode  : 3
+    (pid: 16613)"), the rank of its row when nothing told names it: "rank 1" beside the pid. A signal's
+    death is told with its rank by _killed_by_signal."""
+    if not match.rule.root_cause or match.rule.kind not in WORKER_KINDS or pid_of(match) is None \
+            or exit_signal(match) is not None:
+        return ""
+    who = _who_of(match)
+    if who == "worker" or re.search(rf"\b{who}\b", told):
+        return ""
+    return ROOT_RANK.format(who=who)
 
 
 def _oom_kill_note(event: LogEvent, oom_kill: Optional[LogEvent]) -> str:
