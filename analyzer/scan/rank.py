@@ -120,6 +120,7 @@ SUBTESTS_FAILED = SUBTESTS_COUNT + ", first: {reason}"
 CAPPED = "{count} more distinct findings of {rules} were not kept (at most {cap} per rule and log)"
 ATTACHED = "; {who} raised {exception}"
 KILLED = "{who} (pid {pid}) was killed by {signal}"
+ROOT_RANK = " ({who})"  # a launcher's root cause row that exited with a plain code: the rank of its row
 KILLED_OOM = "; likely the OOM killer: {message} ({where})"
 KILLED_BY_CRASH = "{who} (pid {pid}) was killed by {signal}: {crash}"
 CRASH_AT = " at {site}"
@@ -224,7 +225,7 @@ def rank(
     for item in events:
         if item[2].match.rule.id in _OOM_KILL_RULES:
             oom_kills.setdefault(item[0], item[2])
-    ranked: List[Tuple[tuple, Finding, Optional[Match]]] = []
+    ranked: List[Tuple[tuple, Optional[Finding], Optional[Match]]] = []
     told_tracebacks: Set[Tuple[int, int]] = set()  # (log index, line) of tracebacks an error's failure tells
     roots: Dict[int, Set[Optional[Tuple[str, str]]]] = {}  # log index -> whom its root-cause errors name
     # a launcher's root-cause row whose rank died of a peer's death, or a rank's own view of that death
@@ -232,7 +233,9 @@ def rank(
     peer_views: List[Tuple[int, int, Optional[Tuple[str, str]], str]] = []
     lost_peer: Dict[int, Set[Optional[Tuple[str, str]]]] = {}  # log index -> ranks whose peer died
     own_deaths: Dict[int, List[Tuple[Tuple[str, str], Finding]]] = {}
+    placed: Dict[int, Tuple[int, int, LogEvent]] = {}  # id(event) -> (its ranked index, log index, event)
     for index, _log, event, handled, test in events:
+        placed[id(event)] = (len(ranked), index, event)
         again = told_again.told.get(id(event), ())
         row_traceback = crashes.row_traceback.get(id(event))
         if row_traceback is not None and event.traceback is None:
@@ -294,11 +297,14 @@ def rank(
         raised = _ranks_raised(log, catalogue, roots.get(index, set()), lost_peer.get(index, set()),
                                told_tracebacks, index)
         for finding, tb in raised:
+            finding = _with_attempts_line(finding, _attempt_failed(log, tb), placed, ranked)
             ranked.append(((finding.severity.rank, 1, 0, _when(tb, index, line_clocks)), finding, None))
             who = identity_of(tb, use_rank_prefix=True)
             if finding.severity is Severity.ERROR and who is not None:
                 own_deaths.setdefault(index, []).append((who, finding))
+    _fold_earlier_attempts(kept, placed, ranked)
     _demote_peer_views(ranked, peer_views, own_deaths)
+    ranked = [item for item in ranked if item[1] is not None]  # told by another attempt's failure
     if line_clocks is None:  # a plain scan: no exit status says whether the command died
         for index, log in enumerate(kept):
             finding = _died_in_traceback(log, catalogue, [f for _, f, _ in ranked])
@@ -342,7 +348,7 @@ def _died_of_a_lost_peer(event: LogEvent, who: Optional[Tuple[str, str]], again:
 
 
 def _demote_peer_views(
-    ranked: List[Tuple[tuple, Finding, Optional[Match]]],
+    ranked: List[Tuple[tuple, Optional[Finding], Optional[Match]]],
     peer_views: Sequence[Tuple[int, int, Optional[Tuple[str, str]], str]],
     own_deaths: Mapping[int, Sequence[Tuple[Tuple[str, str], Finding]]],
 ) -> None:
@@ -356,6 +362,8 @@ def _demote_peer_views(
         if not own:
             continue
         key, finding, shutdown = ranked[at]
+        if finding is None:
+            continue
         cause = min((f for _, f in own), key=lambda f: f.line)
         note = template.format(
             who=f"{who[0]} {who[1]}" if who else "the worker",
@@ -766,7 +774,9 @@ def _finding(
         message = _one_line(message)
         return Finding(kind, rule.id, severity, match.path, match.line, message, excerpt, test=test)
     said = rule.inner_message if rule.inner_message and _in_a_test(event, test, again) else rule.message
-    message = format_message(said, groups) + told_again
+    message = format_message(said, groups)
+    attached = event.traceback[0] if event.traceback is not None else ""
+    message += _root_rank(match, f"{message}{told_again} {attached}") + told_again
     stack_event = event if event.stack is not None else stack
     site = crash_site(stack_event.stack) if stack_event is not None and stack_event.stack else None
     if site is not None:
@@ -1098,14 +1108,88 @@ def _ranks_raised(
                for e in log.events):
             continue
         site = raise_site(tb)
+        attempt = _attempt_failed(log, tb)
         message = format_message(rule.message, {
             "rank": who[1], "exception": _clip(exception, MAX_FIELD_CHARS), "site": site,
-            "pid": dict(log.rank_pids).get(who[1]), "beside": BESIDE_THE_ROOT if roots else None,
+            "pid": pid_of(attempt.match) if attempt is not None else dict(log.rank_pids).get(who[1]),
+            "beside": BESIDE_THE_ROOT if roots else None,
         })
         finding = Finding(rule.kind, rule.id, _severity(rule), log.path, tb.end_line, _one_line(message),
                           excerpt=tb.excerpt, test=tb.test)
         out.append((finding, tb))
     return out
+
+
+def _local_rank(log: LogFindings, event: LogEvent) -> Optional[str]:
+    """The rank a torchrun line that names a local rank only ("failed (exitcode: 1) local_rank: 3 (pid:
+    1524)") is of, by the rows of the launcher's report ("rank : 3 (local_rank: 3)"); None when no row or
+    several (nodes) give that local rank."""
+    local = (event.match.groups.get("local_rank") or "").strip()
+    ranks = [rank for rank, row_local in log.rank_locals if row_local == local] if local else []
+    return ranks[0] if len(ranks) == 1 else None
+
+
+def _attempt_failed(log: LogFindings, tb: Match) -> Optional[LogEvent]:
+    """torchrun's line that the worker of a rank's own traceback failed ("failed (exitcode: 1) local_rank:
+    3 (pid: 1524)"), the first after it: the pid of that attempt's worker, where a restart makes the
+    report's row (the last attempt's) name another."""
+    who = identity_of(tb, use_rank_prefix=True)
+    if who is None or who[0] != "rank":
+        return None
+    for event in log.events:
+        if event.match.line > tb.end_line and pid_of(event.match) is not None \
+                and event.shutdown is None and _local_rank(log, event) == who[1]:
+            return event
+    return None
+
+
+def _with_attempts_line(finding: Finding, attempt: Optional[LogEvent],
+                        placed: Dict[int, Tuple[int, int, LogEvent]],
+                        ranked: List[Tuple[tuple, Optional[Finding], Optional[Match]]]) -> Finding:
+    """A rank's own failure with torchrun's line that its worker failed, which tells it again: that
+    line's finding goes, its excerpt is added."""
+    where = placed.get(id(attempt)) if attempt is not None else None
+    if where is None or ranked[where[0]][1] is None or finding.severity is not Severity.ERROR:
+        return finding
+    key, told, _ = ranked[where[0]]
+    ranked[where[0]] = (key, None, None)
+    return dataclasses.replace(finding, excerpt=f"{finding.excerpt}\n{told.excerpt}")
+
+
+def _fold_earlier_attempts(kept: Sequence[LogFindings], placed: Dict[int, Tuple[int, int, LogEvent]],
+                           ranked: List[Tuple[tuple, Optional[Finding], Optional[Match]]]) -> None:
+    """torchrun restarted its workers and the last attempt failed the same way: an earlier attempt's
+    line that a rank's worker failed ("failed (exitcode: 1) local_rank: 1 (pid: 32339)") names another
+    pid than the report's root cause of that rank (the last attempt's), with the same exit code. One
+    failure, told again: the root cause takes that line's excerpt, its finding goes."""
+    roots = {}
+    for position, index, event in placed.values():
+        finding = ranked[position][1]
+        if finding is not None and event.match.rule.root_cause and finding.severity is Severity.ERROR \
+                and ranked[position][2] is None:
+            who = identity_of(event.match, use_rank_prefix=True)
+            if who is not None and who[0] == "rank":
+                roots.setdefault((index, who[1]), (position, event))
+    for position, index, event in placed.values():
+        finding = ranked[position][1]
+        if finding is None or event.match.rule.root_cause or finding.severity is not Severity.ERROR \
+                or ranked[position][2] is not None:
+            continue
+        rank = _local_rank(kept[index], event)
+        root = roots.get((index, rank)) if rank is not None else None
+        if root is None:
+            continue
+        root_position, root_event = root
+        pid, root_pid = pid_of(event.match), pid_of(root_event.match)
+        code = (event.match.groups.get("exitcode") or "").strip()
+        if pid is None or pid == root_pid or not code \
+                or code != (root_event.match.groups.get("exitcode") or "").strip() \
+                or event.match.line > root_event.match.line:
+            continue
+        key, root_finding, shutdown = ranked[root_position]
+        ranked[root_position] = (key, dataclasses.replace(
+            root_finding, excerpt=f"{root_finding.excerpt}\n{finding.excerpt}"), shutdown)
+        ranked[position] = (ranked[position][0], None, None)
 
 
 def _finding_where(finding: Finding, here: str) -> str:
@@ -1167,6 +1251,19 @@ def _killed_by_signal(event: LogEvent) -> Optional[str]:
     if signame is None:
         return None
     return KILLED.format(who=_who_of(match), pid=pid, signal=signame)
+
+
+def _root_rank(match: Match, told: str) -> str:
+    """For the root cause of a launcher's report whose worker exited with a plain code ("exitcode  : 3
+    (pid: 16613)"), the rank of its row when nothing told names it: "rank 1" beside the pid. A signal's
+    death is told with its rank by _killed_by_signal."""
+    if not match.rule.root_cause or match.rule.kind not in WORKER_KINDS or pid_of(match) is None \
+            or exit_signal(match) is not None:
+        return ""
+    who = _who_of(match)
+    if who == "worker" or re.search(rf"\b{who}\b", told):
+        return ""
+    return ROOT_RANK.format(who=who)
 
 
 def _oom_kill_note(event: LogEvent, oom_kill: Optional[LogEvent]) -> str:

@@ -234,6 +234,9 @@ class LogFindings:
     ranks_gone_on: FrozenSet[Tuple[int, int]] = frozenset()
     # (rank, pid) of each row of a launcher's report: torchrun's "rank : N" line, then "exitcode : S (pid: P)"
     rank_pids: Tuple[Tuple[str, str], ...] = ()
+    # (rank, local rank) of each row of that report ("rank : 3 (local_rank: 3)"): a torchrun line that
+    # names a local rank only ("failed (exitcode: 1) local_rank: 3 (pid: 1524)") is told of that rank
+    rank_locals: Tuple[Tuple[str, str], ...] = ()
     ignored: bool = False  # the whole log matched an ignore.paths glob
     # (report header's name, the node id the log spells it with elsewhere) of the headers events were under
     header_ids: Tuple[Tuple[str, str], ...] = ()
@@ -388,6 +391,7 @@ class LogState:
         self.report_reasons: Dict[str, List[str]] = {}
         self.report_rank: Tuple[int, str] = (-1, "")  # (line, rank) of the last report row's rank line
         self.rank_pids: Dict[str, str] = {}
+        self.rank_locals: Dict[str, str] = {}
         self.session_seen = False  # the log shows a test session start of its own
         self.section = ""
         self.verdict: Optional[Match] = None
@@ -525,6 +529,9 @@ class LogState:
     def _marker(self, match: Match, marker: str) -> None:
         if marker == REPORT_RANK_MARKER:
             self.report_rank = (match.end_line, (match.groups.get("rank") or "").strip())
+            local = (match.groups.get("local_rank") or "").strip()
+            if self.report_rank[1] and local and len(self.rank_locals) < MAX_IDENTITIES:
+                self.rank_locals[self.report_rank[1]] = local
         elif marker == REPORT_EXIT_MARKER:
             line, rank = self.report_rank
             pid = (match.groups.get("pid") or "").strip()
@@ -1234,6 +1241,7 @@ class LogState:
             )),
             header_ids=tuple((name, node_id) for name, node_id in (ids or {}).items() if node_id),
             rank_pids=tuple(self.rank_pids.items()),
+            rank_locals=tuple(self.rank_locals.items()),
         )
 
     def _open_run(self, final_verdict: Optional[Match], row: Optional[Tuple[int, int]]) -> int:
