@@ -104,3 +104,32 @@ def describe_exit(status: Optional[int]) -> str:
     signum = signal_of_status(status)
     name = signal_name(signum) if signum is not None else None
     return f"exit {status} ({name})" if name else f"exit {status}"
+
+
+# exit(3) keeps a status's low byte: a wrapper that passes its child's negative return code on
+# (``sys.exit(proc.returncode)`` after a SIGKILL: ``exit(-9)``) exits 256 - 9 = 247, which Horovod's
+# launcher then prints as "Process 10 exit with status code 247" (determined-ai/determined#5787).
+# Only the classic signals 3-15 (SIGQUIT to SIGTERM) are read so: 255 and 254 are ``exit(-1)`` and
+# ``exit(-2)``, errors programs report on purpose, and a status such as 200 is more likely a program's own.
+_BYTE_SIGNALS = range(3, 16)
+
+
+def signal_of_exit_byte(status: int) -> Optional[int]:
+    """The signal an exit status that a wrapper passed on stands for: ``137`` (128 + 9, the shell's) or
+    ``247`` (256 - 9, ``exit(-9)``) both give 9; ``255`` (``exit(-1)``) and plain failures give ``None``."""
+    signum = signal_of_status(status)
+    if signum is None and 256 - max(_BYTE_SIGNALS) <= status <= 256 - min(_BYTE_SIGNALS):
+        signum = 256 - status if signal_name(256 - status) else None
+    return signum if signum is not None and signum > 0 else None
+
+
+def describe_exit_byte(status: int) -> str:
+    """An exit status read as ``signal_of_exit_byte`` reads it: ``"exit 247 (SIGKILL, as 256 - 9)"``,
+    ``"exit 137 (SIGKILL)"``, ``"exit 1"``."""
+    signum = signal_of_exit_byte(status)
+    if signum is None or status < 0:
+        return describe_exit(status)
+    name = signal_name(signum)
+    if status > SIGNAL_EXIT_BASE + 64:
+        return f"exit {status} ({name}, as 256 - {signum})"
+    return f"exit {status} ({name})"

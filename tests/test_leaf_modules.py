@@ -6,7 +6,13 @@ import pytest
 
 from analyzer.durations import format_duration, parse_duration
 from analyzer.errors import UsageError
-from analyzer.exits import describe_exit, describe_wait_status, shell_status, signal_of_status
+from analyzer.exits import (
+    describe_exit,
+    describe_exit_byte,
+    describe_wait_status,
+    shell_status,
+    signal_of_status,
+)
 from analyzer.markup import backtick_fence
 from analyzer.model import CommandResult, Finding, Kind, Severity, Verdict
 from analyzer.verdict import decide
@@ -43,6 +49,23 @@ def test_describe_exit_reads_the_same_for_python_and_shell_statuses(status, text
 def test_describe_wait_status_reads_the_signal_of_a_raw_wait_status(status, text):
     """MPICH's hydra prints a killed rank's raw wait(2) status as its "EXIT CODE" (134: SIGABRT, core)."""
     assert describe_wait_status(status) == text
+
+
+@pytest.mark.parametrize(
+    "status, text",
+    [
+        (247, "exit 247 (SIGKILL, as 256 - 9)"),  # exit(-9): Horovod's "exit with status code 247"
+        (241, "exit 241 (SIGTERM, as 256 - 15)"),
+        (137, "exit 137 (SIGKILL)"),
+        (255, "exit 255"),  # exit(-1): an error a program reports on purpose
+        (254, "exit 254"),
+        (200, "exit 200"),
+        (1, "exit 1"),
+        (-9, "exit -9 (SIGKILL)"),
+    ],
+)
+def test_describe_exit_byte_reads_a_negative_return_code_passed_to_exit(status, text):
+    assert describe_exit_byte(status) == text
 
 
 def test_signal_of_status_and_shell_status_agree():

@@ -116,6 +116,8 @@ def _section(rule: Rule) -> List[str]:
         facts.append("root cause: outranks every other error")
     if rule.at_end:
         facts.append("reported at the block's last line")
+    if rule.error_at_end:
+        facts.append("an error when it is the log's last word")
     if rule.voids_verdict:
         facts.append("a passing verdict after it does not handle it")
     if rule.collateral_after:

@@ -46,6 +46,9 @@ EXIT_FIELD_SUFFIX = "_exit"
 # ``{name_wstatus}``: group ``name`` read as a raw wait(2) status of a process a signal ended
 # (analyzer.exits.describe_wait_status): MPICH's hydra prints one as its "EXIT CODE".
 WAIT_STATUS_FIELD_SUFFIX = "_wstatus"
+# ``{name_exitbyte}``: group ``name`` read as an exit status a wrapper passed on, 128 + N or 256 - N for
+# a signal N (analyzer.exits.describe_exit_byte): "exit 247 (SIGKILL, as 256 - 9)" where one exit(-9)-ed.
+EXIT_BYTE_FIELD_SUFFIX = "_exitbyte"
 # A field may carry a template, ``{reason:: {}}``: the template with the value at ``{}`` where the group
 # matched, nothing where it did not (analyzer.scan.rank.format_message), for a wording's optional part;
 # or the text after a ``|`` where it did not: ``{test:test {}|a test}``.
@@ -108,6 +111,7 @@ RULE = Table(
         Key("peer_lost", schema.flag, default=False, shapes=_FINDINGS, misplaced=_MARKER_NO_FINDING),
         Key("fold_groups", schema.strings(), default=(), shapes=_FINDINGS, misplaced=_MARKER_NO_FINDING),
         Key("fallback", schema.flag, default=False, shapes=_FINDINGS, misplaced=_MARKER_NO_FINDING),
+        Key("error_at_end", schema.flag, default=False, shapes=_FINDINGS, misplaced=_MARKER_NO_FINDING),
         Key("guard", schema.flag, default=False),
     ),
     not_mapping="a rule must be a mapping of keys such as id, kind, pattern",
@@ -326,6 +330,7 @@ def parse_rule(
         peer_lost=values["peer_lost"],
         fold_groups=values["fold_groups"],
         fallback=values["fallback"],
+        error_at_end=values["error_at_end"],
         user_defined=user_defined,
         guard=shape == GUARD,
         pattern_re=compiled.get("pattern"),
@@ -478,8 +483,9 @@ def check_examples(
 
 
 def _described_group(field: str) -> Optional[str]:
-    """The group a ``{name_exit}`` or ``{name_wstatus}`` field describes; ``None`` for another field."""
-    for suffix in (EXIT_FIELD_SUFFIX, WAIT_STATUS_FIELD_SUFFIX):
+    """The group a ``{name_exit}``, ``{name_wstatus}`` or ``{name_exitbyte}`` field describes; ``None``
+    for another field."""
+    for suffix in (EXIT_FIELD_SUFFIX, WAIT_STATUS_FIELD_SUFFIX, EXIT_BYTE_FIELD_SUFFIX):
         if field.endswith(suffix):
             return field[: -len(suffix)]
     return None

@@ -27,6 +27,9 @@ Keys that steer ranking (see ``analyzer/scan/rank.py``):
   header that only announces it (torch.multiprocessing.spawn's "-- Process 1 terminated with ...").
 - ``voids_verdict``: the event says the run was cut short (pytest-timeout's session timeout), so the
   passing verdict printed after it does not mean the run handled it.
+- ``error_at_end``: a finding below error (a logged exception the program may have gone on from) is an
+  error in a plain scan when it is its log's last word (``clean.last_content_line``) and no error of the
+  log tells a failure: nothing came after it, so the program died there (like traceback-ends-log).
 - ``fallback``: the rule tells a failed exit status (a CI step's, the guarded command's) and nothing
   more: its finding is kept only when no other error of its log (the guard's: of any log) explains
   the failure, and it names the last Python traceback printed before it.
@@ -94,6 +97,7 @@ class Rule:
     same_event_lines: int = 0  # how many lines may lie between the two matches
     fold_groups: Tuple[str, ...] = ()  # groups whose values identify the event (else the whole line)
     fallback: bool = False  # a failed exit status: kept only when no other error explains it
+    error_at_end: bool = False  # a lesser finding that is an error when it is the log's last word
     dies_of: Optional[str] = None  # the signal a process dies of after this event (glibc aborts: SIGABRT)
     peer_lost: bool = False  # a rank's view of another's death (gloo's "Connection closed by peer")
     user_defined: bool = False

@@ -51,7 +51,7 @@ import string
 import sys
 from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
-from ..exits import describe_exit, describe_wait_status
+from ..exits import describe_exit, describe_exit_byte, describe_wait_status
 from ..model import (
     GUARD_COMMAND_FAILED_RULE,
     GUARD_OOM_KILL_RULE,
@@ -63,7 +63,13 @@ from ..model import (
     Kind,
     Severity,
 )
-from ..rules.loader import EXIT_FIELD_SUFFIX, WAIT_STATUS_FIELD_SUFFIX, fill_template, message_fields
+from ..rules.loader import (
+    EXIT_BYTE_FIELD_SUFFIX,
+    EXIT_FIELD_SUFFIX,
+    WAIT_STATUS_FIELD_SUFFIX,
+    fill_template,
+    message_fields,
+)
 from ..rules.model import CUT_SHORT_GROUP, Catalogue, Rule
 from .match import Match
 from .same_event import (
@@ -310,6 +316,7 @@ def rank(
             finding = _died_in_traceback(log, catalogue, [f for _, f, _ in ranked])
             if finding is not None:
                 ranked.append(((finding.severity.rank, 1, 4, (last[0], index, finding.line)), finding, None))
+        _errors_at_end(ranked, kept, catalogue)
     for index, log in enumerate(as_the_guard_found):
         finding = _never_finished(log, catalogue, [f for _, f, _ in ranked], set(line_clocks or ()))
         if finding is not None:
@@ -460,7 +467,11 @@ def format_message(message: str, groups: Mapping[str, Optional[str]]) -> str:
     return _one_line("".join(out))
 
 
-_DESCRIBED_FIELDS = ((EXIT_FIELD_SUFFIX, describe_exit), (WAIT_STATUS_FIELD_SUFFIX, describe_wait_status))
+_DESCRIBED_FIELDS = (
+    (EXIT_FIELD_SUFFIX, describe_exit),
+    (WAIT_STATUS_FIELD_SUFFIX, describe_wait_status),
+    (EXIT_BYTE_FIELD_SUFFIX, describe_exit_byte),
+)
 
 
 def _field(name: str, groups: Mapping[str, Optional[str]]) -> Optional[str]:
@@ -1031,6 +1042,23 @@ def _never_finished(
         return None
     message = format_message(rule.message, {"test": _clip(test, MAX_FIELD_CHARS) if test else None})
     return Finding(rule.kind, rule.id, _severity(rule), log.path, line, _one_line(message), test=test)
+
+
+def _errors_at_end(
+    ranked: List[Tuple[tuple, Finding, Optional[Match]]], kept: Sequence[LogFindings], catalogue: Catalogue
+) -> None:
+    """A plain scan: an ``error_at_end`` rule's lesser finding on its log's last word (``last_content``),
+    in a log no error of which tells a failure, becomes an error: nothing came after the exception record
+    the program logged, so it died there (an uncaught exception handed to a JSON log handler)."""
+    at_end = {r.id for r in catalogue.rules if r.error_at_end}
+    if not at_end:
+        return
+    ends = {log.path: log.last_content for log in kept if log.last_content}
+    erred = {f.path for _, f, _ in ranked if f.severity is Severity.ERROR}
+    for i, (key, finding, shutdown) in enumerate(ranked):
+        if finding.rule in at_end and finding.path not in erred and finding.line == ends.get(finding.path):
+            finding = dataclasses.replace(finding, severity=Severity.ERROR)
+            ranked[i] = ((Severity.ERROR.rank,) + tuple(key[1:]), finding, shutdown)
 
 
 def _died_in_traceback(log: LogFindings, catalogue: Catalogue, found: Sequence[Finding]) -> Optional[Finding]:
