@@ -251,6 +251,51 @@ def _fixture_after(buf: bytes, lo: int, needle_at: int) -> Optional[Tuple[str, i
     return parsed[0], nxt
 
 
+# pytest --tb=line's FAILURES section: no report header per test; each failed test's report ends with its
+# crash line ("/abs/tests/test_x.py:26: AssertionError: msg"), after what the test printed ("Captured
+# stderr call" and its lines): _pytest/terminal.py, summary_failures with tbstyle "line" writes
+# ``_getcrashline(rep)`` after ``_outrep_summary``. Its k-th crash line is the k-th FAILED line of the short
+# summary (both in report order).
+_TS = rb"(?:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+Z )?"
+_FAILURES_SEP = lazy(rb"(?m)^" + _TS + rb"=+ FAILURES =+\r?$")
+_REPORT_HEADER = lazy(rb"(?m)^" + _TS + rb"_{3,} .+ _{3,}\r?$")
+_CRASH_LINE = lazy(rb"(?m)^" + _TS + rb"[^\s:]*\.py:\d+: \S")
+_SUMMARY_SEP = lazy(rb"(?m)^" + _TS + rb"=+ short test summary info =+\r?$")
+_SUMMARY_FAILED = lazy(rb"(?m)^" + _TS + rb"FAILED (" + _NODE_ID.encode() + rb")")
+_SECTION_EDGE = lazy(rb"(?m)^" + _TS + rb"=+ [^=\n]+ =+\r?$")
+
+
+def _tb_line_owner(buf: bytes, lo: int, hi: int) -> Optional[Tuple[str, int]]:
+    """The failed test whose report holds ``buf[lo:hi]`` (a line) in a ``--tb=line`` FAILURES section, and
+    where its crash line starts: the k-th test of the short summary when ``k - 1`` crash lines come before
+    it in the section; None when the line is not in such a section (a report header came), the section's
+    end and the summary are not within ``FIXTURE_AHEAD`` bytes, or the counts of crash lines in the section
+    and FAILED lines in the summary differ."""
+    at = buf.rfind(b" FAILURES =", max(0, lo - FIXTURE_AHEAD), lo)
+    if at == -1:
+        return None
+    start = _line_around(buf, at)[0]
+    sep = _FAILURES_SEP.match(buf, start)
+    if sep is None:
+        return None
+    start = sep.end()
+    if _REPORT_HEADER.search(buf, start, lo) or _SECTION_EDGE.search(buf, start, lo):
+        return None
+    ahead = min(len(buf), hi + FIXTURE_AHEAD)
+    end = _SECTION_EDGE.search(buf, hi, ahead)  # the next section (PASSES under -rA, or the summary)
+    summary = _SUMMARY_SEP.search(buf, end.start(), ahead) if end is not None else None
+    if summary is None:
+        return None
+    before = len(list(_CRASH_LINE.finditer(buf, start, lo)))
+    after = list(_CRASH_LINE.finditer(buf, hi, end.start()))
+    edge = _SECTION_EDGE.search(buf, summary.end(), ahead)
+    failed = [m.group(1).decode("utf-8", "replace")
+              for m in _SUMMARY_FAILED.finditer(buf, summary.end(), edge.start() if edge else ahead)]
+    if not after or before + len(after) != len(failed):
+        return None
+    return normal_test_id(failed[before]), after[0].start()
+
+
 def _line_around(buf: bytes, at: int) -> Tuple[int, int]:
     """Start and end (exclusive, without its ``\\n``) of the line of ``buf`` that holds offset ``at``."""
     end = buf.find(b"\n", at)
@@ -524,6 +569,9 @@ class TestTracker:
             holder = _fixture_after(buf, line_end, self._next_needle(buf, line_end))
             if holder is not None:
                 return TestLine(holder[0], line + buf.count(b"\n", pos, holder[1]), True)
+            owner = _tb_line_owner(buf, pos, line_end)
+            if owner is not None:
+                return TestLine(owner[0], line + buf.count(b"\n", pos, owner[1]), True)
         return result
 
     def _next_needle(self, buf: bytes, lo: int) -> int:

@@ -398,6 +398,9 @@ class LogState:
         self.last_verdict: Optional[Match] = None  # the last one of any run, inner ones included
         self.depth = 0
         self.inner_ctx: Tuple[str, Optional[str], Optional[TestLine]] = ("reset", None, None)
+        # The context of the last inner session to close at the outer level, and its verdict's line: a
+        # session that starts right after that verdict, no progress line between, runs in the same test.
+        self.closed_inner: Optional[Tuple[Tuple[str, Optional[str], Optional[TestLine]], int]] = None
         # The rootdirs of the open inner sessions, outermost first (None: not shown yet), valid up to
         # ``depth``; and a glued start's reset of ``depth`` its own rootdir may still undo: (its line, the
         # depth and rootdirs before it). A session rooted inside the open inner session's rootdir is nested
@@ -578,7 +581,7 @@ class LogState:
                     return
                 self.session_seen = self.session_seen or not (self.depth or glued or self.outer_open)
                 kind, test, progress = self._context(match)
-                if self.depth or announced or self.outer_open or (
+                if self.depth or announced or self.outer_open or self._follows_inner(progress) or (
                         kind == "test" and (progress is None or progress.line == 0 or not progress.finished)):
                     self._open_inner(match)
                     return
@@ -617,6 +620,8 @@ class LogState:
         elif marker == VERDICT_MARKER:
             self.last_verdict = match
             if self.depth:
+                if self.depth == 1:
+                    self.closed_inner = (self.inner_ctx, match.line)
                 self.depth -= 1
                 self.inner_run_next = False  # an announced run that printed no start (-q) is over too
                 return
@@ -746,6 +751,9 @@ class LogState:
             # outcome reported before the last verdict: an earlier inner run's summary)
             stale = kind == "xdist" or self._reported_before_verdict(progress)
             self.inner_ctx = ("", None, None) if stale else (kind, test, progress)
+            if stale and self.closed_inner is not None and self._follows_inner(progress):
+                # pytester's next in-process run (no "running:" line) in the test that ran the last one
+                self.inner_ctx = self.closed_inner[0]
         if self.depth < MAX_INNER_DEPTH:
             self.inner_roots = self.inner_roots[:self.depth] + (None,)
         self.depth += 1
@@ -765,6 +773,14 @@ class LogState:
                 self.inner_roots = roots + (None,) if len(roots) < MAX_INNER_DEPTH else roots
         if self.depth <= len(self.inner_roots):
             self.inner_roots = self.inner_roots[:self.depth - 1] + (root,)
+
+    def _follows_inner(self, progress: Optional[TestLine]) -> bool:
+        """Whether the last verdict closed an inner session at the outer level and no progress line came
+        after it: a session that starts here runs in the test that ran that one (pytester's runpytest in
+        process prints no "running:" line, and its start is not glued to the test's line)."""
+        closed, last = self.closed_inner, self.last_verdict
+        return closed is not None and last is not None and closed[1] == last.line \
+            and (progress is None or progress.line < last.line)
 
     def _reported_before_verdict(self, progress: Optional[TestLine]) -> bool:
         """Whether ``progress`` is a test's outcome line printed before the last verdict of any run."""
