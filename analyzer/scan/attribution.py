@@ -302,6 +302,9 @@ def _line_around(buf: bytes, at: int) -> Tuple[int, int]:
     return buf.rfind(b"\n", 0, at) + 1, len(buf) if end == -1 else end
 
 
+RUN_SCRIPT_BACK = 64 * 1024
+
+
 def _last_progress(buf: bytes, hi: int, floor: int = 0) -> Optional[Tuple[int, int, Parsed]]:
     """The last progress line in ``buf[floor:hi]`` (``floor`` is a line start or a ``\\n``):
     ``(start, end, parsed)``, or None."""
@@ -316,7 +319,7 @@ def _last_progress(buf: bytes, hi: int, floor: int = 0) -> Optional[Tuple[int, i
             tries += 1
             start, end = _line_around(buf, at)
             parsed = _parse_at(buf, start, end)
-            if parsed is not None:
+            if parsed is not None and not _in_run_script(buf, start):
                 if best is None or start > best[0]:
                     best = (start, end, parsed)
                 break
@@ -324,6 +327,14 @@ def _last_progress(buf: bytes, hi: int, floor: int = 0) -> Optional[Tuple[int, i
                 break
             at = buf.rfind(needle, lo, start)
     return best
+
+
+def _in_run_script(buf: bytes, start: int) -> bool:
+    """Whether ``buf[start]`` is inside the runner's echo of a step's script (``##[group]Run ...`` up to
+    ``##[endgroup]``, looked for within ``RUN_SCRIPT_BACK`` bytes): a node id there is the command's
+    argument, never a test starting (a terminal copy cuts ``pytest path::test`` into a row of its own)."""
+    group = buf.rfind(b"##[group]Run ", max(0, start - RUN_SCRIPT_BACK), start)
+    return group != -1 and buf.find(b"##[endgroup]", group, start) == -1
 
 
 def _sessions(buf: bytes, lo: int, hi: int, depth: int, stop: bool = True) -> Tuple[int, int]:

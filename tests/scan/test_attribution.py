@@ -498,3 +498,20 @@ def test_a_parametrize_id_with_spaces_is_named_whole(tmp_path):
 def test_progress_words_checked_before_cleaning(raw, test):
     parsed = parse_progress(raw)
     assert (parsed[0] if parsed else None) == test
+
+
+def test_a_node_id_in_the_runners_echo_of_the_script_is_no_test_starting():
+    # A terminal copy of a GitHub job log cuts the echoed command ("python -m pytest tests/t.py::test_a")
+    # so that the node id is a row of its own inside ##[group]Run ... ##[endgroup]. Read as test_a
+    # starting, the outer session's own start counted as one inside test_a, and test_a's PASSED was taken
+    # for its inner session's (inner15's fixture at 80 columns).
+    from analyzer.scan.attribution import _last_progress
+
+    echo = b"##[group]Run python -m pytest -v -s\ntests/t.py::test_a\nshell: bash -e {0}\n"
+    run = b"##[endgroup]\n== test session starts ==\ntests/t.py::test_a \n"
+    assert _last_progress(echo, len(echo)) is None
+    found = _last_progress(echo + run, len(echo + run))
+    assert found is not None and found[0] == len(echo) + run.index(b"tests/t.py")
+    # The same row with no script echo around it is a test starting.
+    alone = b"tests/t.py::test_a\n"
+    assert _last_progress(alone, len(alone)) is not None
