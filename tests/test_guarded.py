@@ -327,6 +327,43 @@ def test_code_the_command_plants_in_the_guards_package_never_runs_inside_the_gua
     assert "analyzer.report.github" in planted.read_text()
 
 
+KILL_THE_WATCHER = """
+import os, pathlib, signal, sys, time
+keepalive = pathlib.Path(sys.argv[1]) / "supervise" / "keepalive.py"
+future = "from __future__ import annotations\\n"
+plant = "open(%r, 'a').write('watcher ran the planted file\\\\n')\\n" % sys.argv[2]
+keepalive.write_text(keepalive.read_text().replace(future, future + plant, 1))
+guard = os.getppid()
+for entry in pathlib.Path("/proc").iterdir():
+    if not entry.name.isdigit() or int(entry.name) == os.getpid():  # its own argv names the file too
+        continue
+    try:
+        stat = (entry / "stat").read_bytes()
+        cmdline = (entry / "cmdline").read_bytes()
+    except OSError:
+        continue
+    if int(stat.rsplit(b")", 1)[1].split()[1]) == guard and b"keepalive.py" in cmdline:
+        os.kill(int(entry.name), signal.SIGKILL)
+        print("killed the watcher", flush=True)
+time.sleep(3)  # the guard starts a new watcher at its next look, within a second
+"""
+
+
+def test_a_watcher_started_again_runs_the_code_read_before_the_command(tmp_path: Path):
+    # The command rewrites the watcher's file in the guard's package and kills the watcher: the guard
+    # starts a new one, which ran the rewritten file, outside the command's tree and containment.
+    site = tmp_path / "site"
+    shutil.copytree(REPO / "analyzer", site / "analyzer", ignore=shutil.ignore_patterns("__pycache__"))
+    planted = tmp_path / "planted.txt"
+    env = dict(os.environ, PYTHONPATH=str(site))
+    code, out, err = run_guard(
+        "--", sys.executable, "-c", KILL_THE_WATCHER, str(site / "analyzer"), str(planted),
+        cwd=tmp_path, env=env,
+    )
+    assert "killed the watcher" in (tmp_path / "guard-logs" / "stdout.log").read_text(), (out, err)
+    assert not planted.exists(), planted.read_text()
+
+
 SPY = """
 import sys
 import analyzer.supervise.spawn as spawn

@@ -29,8 +29,24 @@ from typing import Optional
 WATCH_INTERVAL_S = 0.1
 MAX_RESTARTS = 10  # a command that kills the watcher in a loop must not make the guard fork in one
 
-WATCHER_FILE = "analyzer/supervise/keepalive.py"  # run as a script: how diagnosis tells it apart
+WATCHER_FILE = "analyzer/supervise/keepalive.py"  # its code's file name: how diagnosis tells it apart
 _PR_SET_DUMPABLE = 4  # prctl(2), <linux/prctl.h>
+# The watcher runs this file's code as read now, when the guard imports it before any command runs: a
+# watcher started again after the command ended the first one must not run a file the command could have
+# rewritten since (the package's directory is often the step's to write). Its frames keep the file's name.
+_BOOT = ("import sys; path, source = sys.argv[1:3]; del sys.argv[1:3]; "
+         "exec(compile(source, path, 'exec'), {'__name__': '__main__', '__file__': path})")
+
+
+def _own_source() -> Optional[str]:
+    try:
+        with open(os.path.abspath(__file__), encoding="utf-8") as handle:
+            return handle.read()
+    except (OSError, UnicodeDecodeError):
+        return None  # a sourceless install: no watcher
+
+
+_SOURCE = _own_source()
 
 
 def state_of(pid: int) -> str:
@@ -52,10 +68,12 @@ class KeepAlive:
 
     def start(self) -> Optional[int]:
         """Start the watcher; returns its pid, or None where it could not start (the run goes on)."""
+        if _SOURCE is None:
+            return None
         try:
             self.proc = subprocess.Popen(
-                [sys.executable, "-I", "-S", os.path.abspath(__file__), str(os.getpid()),
-                 str(WATCH_INTERVAL_S)],
+                [sys.executable, "-I", "-S", "-c", _BOOT, os.path.abspath(__file__), _SOURCE,
+                 str(os.getpid()), str(WATCH_INTERVAL_S)],
                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                 close_fds=True, env={},  # dumpable after exec: the guard's environment stays the guard's
             )
