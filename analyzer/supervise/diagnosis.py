@@ -31,7 +31,7 @@ from ..model import (
 )
 from ..redact import redact
 from . import tree
-from .keepalive import WATCHER_FILE
+from .keepalive import WATCHER_BOOT, WATCHER_FILE
 from .oom import HOST_SCOPE, OomKills
 from .snapshot import Frame, GpuSnapshot, StackDump
 
@@ -394,7 +394,9 @@ def _runtime_helper(dump: StackDump) -> bool:
     """Whether ``dump`` is one of multiprocessing's helper servers in its loop (a child the fork server
     forked runs the user's code, so it is not), or a nested guard's live scanner or watcher."""
     frames = dump.main_thread_frames()
-    if frames and all(_path(frame).endswith(WATCHER_FILE) for frame in frames):
+    if frames and _path(frames[0]).endswith(WATCHER_FILE) and all(
+        _path(frame).endswith(WATCHER_FILE) or frame.file == WATCHER_BOOT for frame in frames
+    ):
         return True  # the guard's own watcher (keepalive), here a nested guard's
     if frames and _bare_name(frames[0].function) == _SCANNER_LOOP and _path(frames[0]).endswith(
         _SCANNER_FILE

@@ -30,6 +30,7 @@ WATCH_INTERVAL_S = 0.1
 MAX_RESTARTS = 10  # a command that kills the watcher in a loop must not make the guard fork in one
 
 WATCHER_FILE = "analyzer/supervise/keepalive.py"  # its code's file name: how diagnosis tells it apart
+WATCHER_BOOT = "<string>"  # the file name of its ``python -c`` boot's frame, below the file's own
 _PR_SET_DUMPABLE = 4  # prctl(2), <linux/prctl.h>
 # The watcher runs this file's code as read now, when the guard imports it before any command runs: a
 # watcher started again after the command ended the first one must not run a file the command could have
