@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import threading
+from functools import partial
 from typing import (
     Any, Callable, Dict, FrozenSet, Iterable, Iterator, List, NamedTuple, Optional, Sequence, Set, Tuple,
 )
@@ -301,10 +302,9 @@ class _PivotFinder:
         for index, needle, folded in passes:
             haystack = lowered if folded else window
             search = searched.get(index)
-            if search is None:
-                _scan(haystack, [(index, needle)], out)
-            else:
-                _scan_searched(haystack, index, search, out)
+            # partial, not a lambda: the plain find pass runs no Python frame per hit
+            next_hit = partial(haystack.find, needle) if search is None else _search_starts(haystack, search)
+            _scan(haystack, index, next_hit, out)
 
 
 def _profile(sample: bytes, weighed: Iterable[int]) -> Dict[int, int]:
@@ -466,32 +466,13 @@ def _by_next_byte(anchor: bytes, needles: Sequence[Needle]) -> Dict[bytes, List[
     return table
 
 
-def _scan(window: bytes, needles: List[Tuple[int, bytes]], out: Candidates) -> None:
-    """One ``find`` pass per needle, recording each line that holds it once."""
+def _scan(window: bytes, index: int, next_hit: Callable[[int], int], out: Candidates) -> None:
+    """Record each line of ``window`` holding literal ``index`` once; ``next_hit(pos)``: where its next
+    hit at or after ``pos`` starts, -1 when none (``window.find`` of it, or ``_search_starts``)."""
     find = window.find
     rfind = window.rfind
-    for index, needle in needles:
-        at = find(needle)
-        while at != -1:
-            start = rfind(b"\n", 0, at) + 1
-            hit = out.get(start)
-            if hit is None:
-                out[start] = {index}
-            else:
-                hit.add(index)
-            end = find(b"\n", at)
-            if end == -1:
-                break
-            at = find(needle, end + 1)
-
-
-def _scan_searched(window: bytes, index: int, search: Search, out: Candidates) -> None:
-    """``_scan`` of one literal with its ``re`` search (a pass that sre makes cheaper)."""
-    find = window.find
-    rfind = window.rfind
-    match = search(window)
-    while match is not None:
-        at = match.start()
+    at = next_hit(0)
+    while at != -1:
         start = rfind(b"\n", 0, at) + 1
         hit = out.get(start)
         if hit is None:
@@ -501,7 +482,15 @@ def _scan_searched(window: bytes, index: int, search: Search, out: Candidates) -
         end = find(b"\n", at)
         if end == -1:
             break
-        match = search(window, end + 1)
+        at = next_hit(end + 1)
+
+
+def _search_starts(window: bytes, search: Search) -> Callable[[int], int]:
+    """``_scan``'s ``next_hit`` for a literal found with its ``re`` search (a pass that sre makes cheaper)."""
+    def next_hit(pos: int) -> int:
+        match = search(window, pos)
+        return -1 if match is None else match.start()
+    return next_hit
 
 
 def _share_passes(

@@ -68,6 +68,11 @@ MAX_CANDIDATES = 64
 # A progress line holds one of these (``_PYTEST_LINE``'s node id, ``_XDIST_LINE``, ``_REGRTEST_LINE``,
 # ``_UNITTEST_LINE``); a line without any cannot be one (``_may_be_progress``).
 _PROGRESS_WORDS = (b".py::", b"[gw", b"] test", b" ...")
+# A line ``_parse_at`` may read as a progress line holds one of those words or a docstring head's " (",
+# with Markdown's ``*``/``_`` maybe between their bytes (``_unmarked``): one C search rejects a traceback's
+# code line that ends in ")" (the docstring needle), where cleaning and parsing it cost microseconds.
+_MAY_PARSE = lazy(b"|".join(b"[*_]*".join(re.escape(word[i:i + 1]) for i in range(len(word)))
+                            for word in _PROGRESS_WORDS + (b" (",)))
 
 # unittest's class and module fixtures: when one fails, unittest reports it as a test of that name
 # ("setUpClass (mod.Class) ... ERROR", "ERROR: setUpModule (mod)") that "Ran N tests" does not count.
@@ -256,6 +261,7 @@ def _fixture_after(buf: bytes, lo: int, needle_at: int) -> Optional[Tuple[str, i
 # stderr call" and its lines): _pytest/terminal.py, summary_failures with tbstyle "line" writes
 # ``_getcrashline(rep)`` after ``_outrep_summary``. Its k-th crash line is the k-th FAILED line of the short
 # summary (both in report order).
+FAILURES_NEEDLE = b" FAILURES ="
 _TS = rb"(?:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+Z )?"
 _FAILURES_SEP = lazy(rb"(?m)^" + _TS + rb"=+ FAILURES =+\r?$")
 _REPORT_HEADER = lazy(rb"(?m)^" + _TS + rb"_{3,} .+ _{3,}\r?$")
@@ -265,14 +271,16 @@ _SUMMARY_FAILED = lazy(rb"(?m)^" + _TS + rb"FAILED (" + _NODE_ID.encode() + rb")
 _SECTION_EDGE = lazy(rb"(?m)^" + _TS + rb"=+ [^=\n]+ =+\r?$")
 
 
-def _tb_line_owner(buf: bytes, lo: int, hi: int) -> Optional[Tuple[str, int]]:
+def _tb_line_owner(buf: bytes, lo: int, hi: int, at: Optional[int] = None) -> Optional[Tuple[str, int]]:
     """The failed test whose report holds ``buf[lo:hi]`` (a line) in a ``--tb=line`` FAILURES section, and
     where its crash line starts: the k-th test of the short summary when ``k - 1`` crash lines come before
     it in the section; None when the line is not in such a section (a report header came), the section's
     end and the summary are not within ``FIXTURE_AHEAD`` bytes, or the counts of crash lines in the section
-    and FAILED lines in the summary differ."""
-    at = buf.rfind(b" FAILURES =", max(0, lo - FIXTURE_AHEAD), lo)
-    if at == -1:
+    and FAILED lines in the summary differ. ``at``: where the last ``FAILURES_NEEDLE`` that ends by ``lo``
+    starts (-1: none), when the caller knows (``TestTracker._failures_before``)."""
+    if at is None:
+        at = buf.rfind(FAILURES_NEEDLE, 0, lo)
+    if at == -1 or at < lo - FIXTURE_AHEAD:
         return None
     start = _line_around(buf, at)[0]
     sep = _FAILURES_SEP.match(buf, start)
@@ -318,7 +326,7 @@ def _last_progress(buf: bytes, hi: int, floor: int = 0) -> Optional[Tuple[int, i
         while at != -1 and tries < MAX_CANDIDATES:
             tries += 1
             start, end = _line_around(buf, at)
-            parsed = _parse_at(buf, start, end)
+            parsed = _parse_at(buf, start, end) if _MAY_PARSE.search(buf, start, end) is not None else None
             if parsed is not None and not _in_run_script(buf, start):
                 if best is None or start > best[0]:
                     best = (start, end, parsed)
@@ -481,7 +489,7 @@ class TestTracker:
     __slots__ = (
         "carry", "outcomes", "_watch", "_watch_from", "_watch_depth", "_buf", "_to", "_here", "_here_start",
         "_here_old", "_bare_to", "_head", "ids", "_wanted", "_last", "row", "letters", "_needle_from",
-        "_needle_at",
+        "_needle_at", "_failures_last", "_failures_next", "_failures_lo",
     )
 
     def __init__(self, hyperscan: bool = False) -> None:
@@ -507,6 +515,12 @@ class TestTracker:
         # every few lines of a log of logged tracebacks, and each looked ``FIXTURE_AHEAD`` bytes ahead.
         self._needle_from = 0
         self._needle_at = -1
+        # The ``FAILURES_NEEDLE``s of ``_buf`` met so far, read forward once per window
+        # (``_failures_before``): each match rfound it ``FIXTURE_AHEAD`` bytes back, at a tenth of memchr's
+        # speed where it is not (a log of logged tracebacks).
+        self._failures_last = -1  # the last one that ends by ``_failures_lo``
+        self._failures_next = -1  # the first one after it (-1: none)
+        self._failures_lo = 0
         # A unittest id alone on the last line of the previous window, and its line number: the start of a
         # test with a docstring if the next window begins with the docstring's line.
         self._head: Optional[Tuple[str, int]] = None
@@ -563,6 +577,7 @@ class TestTracker:
             self._buf, self._to, self._here, self._here_start, self._bare_to = buf, 0, self.carry, 0, 0
             self._here_old = True
             self._needle_from, self._needle_at = len(buf) + 1, -1  # looked for on first need
+            self._failures_last, self._failures_next, self._failures_lo = -1, buf.find(FAILURES_NEEDLE), 0
         if line_end > self._to:
             found = _last_progress(buf, line_end, self._to)
             if found is not None:
@@ -580,10 +595,21 @@ class TestTracker:
             holder = _fixture_after(buf, line_end, self._next_needle(buf, line_end))
             if holder is not None:
                 return TestLine(holder[0], line + buf.count(b"\n", pos, holder[1]), True)
-            owner = _tb_line_owner(buf, pos, line_end)
+            owner = _tb_line_owner(buf, pos, line_end, self._failures_before(buf, pos))
             if owner is not None:
                 return TestLine(owner[0], line + buf.count(b"\n", pos, owner[1]), True)
         return result
+
+    def _failures_before(self, buf: bytes, lo: int) -> int:
+        """Where the last ``FAILURES_NEEDLE`` ending by ``buf[lo]`` starts (-1: none); ``buf`` is ``_buf``."""
+        if lo < self._failures_lo:  # not in line order: read back
+            return buf.rfind(FAILURES_NEEDLE, 0, lo)
+        self._failures_lo = lo
+        size = len(FAILURES_NEEDLE)
+        while self._failures_next != -1 and self._failures_next + size <= lo:
+            self._failures_last = self._failures_next
+            self._failures_next = buf.find(FAILURES_NEEDLE, self._failures_next + 1)
+        return self._failures_last
 
     def _next_needle(self, buf: bytes, lo: int) -> int:
         """Where the first ``UNITTEST_NEEDLE`` at or after ``buf[lo]`` is (-1: none); ``buf`` is ``_buf``."""

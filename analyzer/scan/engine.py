@@ -377,10 +377,9 @@ class _SourceScan:
         self.with_hints = getattr(finder, "with_hints", None)
         self.timeout_s = timeout_s
         self.seq = seq
-        # The riders (``_engine_literals.Plan``) join a line's candidates only once another rule's
-        # loosened pattern has kept the line: they cannot matter on a line no other rule matches.
+        # The riders (``_engine_literals.Plan``: a line echo, candidate of no literal) only drop the
+        # other matches of their line, so ``_line`` searches them once another rule matched it.
         self.riders = plan.riders
-        self.rider_set = frozenset(plan.riders)
         self.literal_rules = [lit.rules for lit in plan.literals]
         self.always = plan.always
         self.first = first if first is not None else rule_lookups(rules)
@@ -554,9 +553,13 @@ class _SourceScan:
                 if seen.hits:
                     self._matched(buf, pos, line, seen, early)
                 return
-        indices = self._kept(self._candidate_rules(lits), buf, pos, stop, riders_too)
+        indices = self._kept(self._candidate_rules(lits), buf, pos, stop)
+        riders: Sequence[int] = self.riders
+        if riders_too and riders:
+            indices, riders = sorted({*indices, *riders}), ()
         if line == self.early_line and not early:
             indices = [index for index in indices if index not in self.early_rules]
+            riders = [index for index in riders if index not in self.early_rules]
         seen = _Seen(buf[pos:stop] if key is None else key, lits, self.task_labels)
         if not indices and (early or not self.open):
             if key is not None:
@@ -565,14 +568,9 @@ class _SourceScan:
         segments = seen.clean()
         if self.open and not early:
             self._feed_open(seen, pos, line)
-        riders = ()
-        if self.riders and not riders_too:
-            # A rider only drops the other matches of its line: searched once one of them matched (a
-            # traceback's every frame line is a candidate of doctest's header, which none of them is).
-            riders = [index for index in indices if index in self.rider_set]
-            if riders:
-                indices = [index for index in indices if index not in self.rider_set]
         pure = self._search_line(indices, seen, segments)
+        # A rider only drops the other matches of its line: searched once one of them matched (a
+        # traceback's every frame line is a candidate of doctest's header, which none of them is).
         if riders and seen.hits:
             pure = self._search_line(riders, seen, segments) and pure
             seen.hits.sort(key=lambda hit: hit[0])
@@ -687,6 +685,8 @@ class _SourceScan:
         last row, the rank's "--local_rank=7" on the first) is the join's too: its match replaces the
         row's, at the line's first row."""
         kept = self._kept(self._candidate_rules(lits), text, 0, len(text))
+        if kept and self.riders:  # a join tries its riders beside the rules it may match
+            kept = sorted({*kept, *self.riders})
         indices = [i for i in kept if not self.first[i][2]]
         if not indices:
             return
@@ -738,17 +738,14 @@ class _SourceScan:
                 block.groups.update(_groups(found[1]))
                 self._close(block, line)
 
-    def _kept(self, indices: Sequence[int], buf: bytes, pos: int, stop: int,
-              riders_too: bool = False) -> Sequence[int]:
-        """The candidate rules ``indices`` that the line ``buf[pos:stop]`` may match: those its loosened
-        patterns keep, and then the riders (``riders_too``: the riders even when none is kept)."""
+    def _kept(self, indices: Sequence[int], buf: bytes, pos: int, stop: int) -> Sequence[int]:
+        """The candidate rules ``indices`` (never a rider) that the line ``buf[pos:stop]`` may match:
+        those its loosened patterns keep."""
         # A loosened pattern runs in ``re`` with no time limit, and on a long line even a linear-looking
         # one can be quadratic (``[\w.-]+\s+exited `` over 32 KiB of word bytes: 20 s); such lines go
         # straight to the budgeted search (``_search_long``).
         if indices and stop - pos <= LONG_LINE_CHARS and (self.window_ascii or buf[pos:stop].isascii()):
             indices = self.loose.matching(indices, buf, pos, stop)
-        if self.riders and (indices or riders_too):
-            indices = sorted({*indices, *self.riders})
         return indices
 
     def _candidate_rules(self, lits: Optional[set]) -> Sequence[int]:

@@ -515,3 +515,45 @@ def test_a_node_id_in_the_runners_echo_of_the_script_is_no_test_starting():
     # The same row with no script echo around it is a test starting.
     alone = b"tests/t.py::test_a\n"
     assert _last_progress(alone, len(alone)) is not None
+
+
+# Pieces of lines that _parse_at reads as progress lines or unittest docstring heads, and of lines it
+# does not: Markdown's markers between the bytes of a word, a code line ending in ")".
+_LINE_PIECES = st.sampled_from([
+    b"tests/t.py::test_a", b".py", b"::", b"[gw0] [ 50%] PASSED ", b"[g", b"w", b"] test_os", b"]", b" test",
+    b" ...", b" ok", b"test_m (mod.C)", b"test_m", b" (", b"(", b")", b"*", b"**", b"_", b"__", b" ", b"x",
+    b".", b"\r", b"2024-01-09T10:00:00.0000000Z ", b"0:00:01 load avg: 1.00 [ 1/3]",
+    b"forward_call(**kwargs)",
+])
+
+
+@given(st.lists(_LINE_PIECES, max_size=8), st.lists(_LINE_PIECES, max_size=4))
+@example([b"test_m (mod.C)"], [b"Docstring", b" ...", b" ok"])
+@example([b"**", b"tests/t.py", b"**", b"::test_a PASSED"], [])
+@example([b"test_m", b" _", b"_", b"(mod.C)"], [b"doc", b" ...", b" ok"])
+@settings(max_examples=300, deadline=None)
+def test_a_line_that_parses_is_never_rejected_unread(head, doc):
+    # _last_progress rejects a candidate line with one C search (_MAY_PARSE) before _parse_at: it must
+    # let through every line that _parse_at reads as a progress line or a docstring head.
+    from analyzer.scan.attribution import _MAY_PARSE, _parse_at
+
+    line = b"".join(head)
+    buf = line + b"\n" + b"".join(doc) + b"\n"
+    if _parse_at(buf, 0, len(line)) is not None:
+        assert _MAY_PARSE.search(buf, 0, len(line)) is not None
+
+
+@given(st.lists(st.sampled_from([b" FAILURES =", b" FAILURES", b" =", b"=", b"\n", b"x" * 7]), max_size=30),
+       st.lists(st.integers(min_value=0, max_value=400), max_size=12))
+@example([b"x" * 7, b" FAILURES =", b" FAILURES =", b"\n"], [0, 5, 18, 29, 7])
+@settings(max_examples=200, deadline=None)
+def test_failures_header_read_forward_is_the_one_read_back(pieces, queries):
+    # TestTracker._failures_before reads pytest's " FAILURES =" forward once per window; what it answers
+    # for each match (in line order, or not) is the last one rfind finds before it.
+    from analyzer.scan.attribution import FAILURES_NEEDLE, TestTracker
+
+    buf = b"".join(pieces) + b"\n"
+    tracker = TestTracker()
+    tracker.at(buf, 0, 1)  # takes the window
+    for lo in sorted(q % (len(buf) + 1) for q in queries) + [q % (len(buf) + 1) for q in queries]:
+        assert tracker._failures_before(buf, lo) == buf.rfind(FAILURES_NEEDLE, 0, lo)
