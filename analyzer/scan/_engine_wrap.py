@@ -17,6 +17,8 @@ Cuts count only with evidence (``_goes_on``): at least one of them goes on where
 line. A log that came through a pipe has one longest line too, and it often ends in a word before a
 line that starts with one ("... timed out after 0.29 seconds" / "setUpClass (mod.C) ... ERROR",
 "... /bin/python" / "Traceback"): 12 of 33 real pytest and unittest runs read as terminal copies so.
+A terminal cuts before a capital too ("capab" / "ilities: [[gpu]]"): such a cut counts when the scan
+(``Vouch``) finds that the rows joined match a rule that none of them matches alone.
 
 In a wrapped source, a logical line is a run of cut rows plus the row after them (at most
 ``MAX_PIECES`` rows). Windows are re-cut so that no run is split between two windows. What the engine
@@ -27,7 +29,7 @@ need the join, and the rows keep their own line numbers.
 from __future__ import annotations
 
 import itertools
-from typing import Iterable, Iterator, List, Optional, Tuple
+from typing import Callable, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 from ..lazy_re import lazy
 from .attribution import PYTEST_NEEDLE, UNITTEST_NEEDLE, parse_progress
@@ -89,6 +91,8 @@ _GOES_ON = lazy(rb"[a-z]\w*(?![\w:])|[a-z]\w*::|[)\]},;:=_-](?:[\w ]|$)|\.(?:[a-
 # "..." (_pytest/terminal.py, _get_line_with_reprcrash_message): a whole line, however wide.
 _SUMMARY_CUT = lazy(rb"(?:FAILED|ERROR|XFAIL|XPASS|SKIPPED) \S.*\.\.\.$")
 Piece = Tuple[int, int]  # a row of the window: its start and end offsets (no line ending)
+# Whether a line, joined again across its cuts, says what none of its rows says alone: (joined, rows).
+Vouch = Callable[[bytes, Sequence[bytes]], bool]
 
 
 def _columns(row: bytes) -> int:
@@ -180,8 +184,9 @@ def _goes_on(row: bytes, after: bytes, trimmed: bool) -> bool:
     return _GOES_ON.match(after) is not None
 
 
-def wrap_width(sample: bytes) -> Optional[int]:
-    """The width of the terminal that wrapped ``sample`` (whole lines of a log's start), or None."""
+def wrap_width(sample: bytes, vouch: Optional[Vouch] = None) -> Optional[int]:
+    """The width of the terminal that wrapped ``sample`` (whole lines of a log's start), or None.
+    ``vouch``: the catalogue's word on a cut ``_goes_on`` finds no evidence in (``_cut_at``)."""
     rows = sample.split(b"\n")
     if rows and not rows[-1]:
         rows.pop()
@@ -199,7 +204,7 @@ def wrap_width(sample: bytes) -> Optional[int]:
     for width in candidates:
         if width < MIN_WIDTH or longer > MAX_LONGER:
             return None
-        if _cut_at(rows, widths, long_rows, width, 2 if longer else 1):
+        if _cut_at(rows, widths, long_rows, width, 2 if longer else 1, vouch):
             return width + 1 if not longer and _trimmed_at(rows, widths, long_rows, width) else width
         longer += widths.count(width)
     return None
@@ -220,14 +225,17 @@ def _trimmed_at(rows: List[bytes], widths: List[int], long_rows: List[int], widt
     return evidence
 
 
-def _cut_at(rows: List[bytes], widths: List[int], long_rows: List[int], width: int, least: int) -> bool:
+def _cut_at(rows: List[bytes], widths: List[int], long_rows: List[int], width: int, least: int,
+            vouch: Optional[Vouch] = None) -> bool:
     """Whether the rows ``width`` wide look cut by a terminal: enough of them break inside a word or a
     sentence (a row of ``width - 1`` counts when its cut space was trimmed), at least ``least``: where
     rows longer than ``width`` say no terminal that wide cut them, one row that happens to end there
     before a line starting with a word ("...using the default cache" then "Traceback (most recent call
-    last):") is no proof."""
+    last):") is no proof. One cut must go on where no program starts a line (``_goes_on``), or join into
+    a line that ``vouch`` says tells what neither row tells alone."""
     full = cuts = 0
     in_a_word = False
+    unproven: List[int] = []
     for i in long_rows:
         w = widths[i]
         if w not in (width, width - 1) or _padded(rows[i]) or _drawn_to_width(rows[i].rstrip(b" ")):
@@ -236,18 +244,38 @@ def _cut_at(rows: List[bytes], widths: List[int], long_rows: List[int], width: i
         cut = _cut_in_a_word(row, after) if w == width else _cut_in_a_word(row + b" ", after)
         full += w == width or cut
         cuts += cut
-        in_a_word = in_a_word or cut and _goes_on(row, after, w != width)
-    if cuts < MIN_CUT_SHARE * full:
+        if cut and not in_a_word:
+            in_a_word = _goes_on(row, after, w != width)
+            if not in_a_word and vouch is not None:
+                unproven.append(i)
+    if cuts < MIN_CUT_SHARE * full or cuts < least:
         return False
-    return cuts >= least and in_a_word
+    # A piped log's longest line that ends in a word before a line starting with a capital or a label
+    # joins into nothing a rule knows; a terminal's cut there ("driver with capab" / "ilities: [[gpu]]",
+    # "Resource exhaus" / "ted: Out of memory") hid the message a rule is written for.
+    return in_a_word or vouch is not None and any(vouch(*_run(rows, i, width)) for i in unproven)
+
+
+def _run(rows: List[bytes], i: int, width: int) -> Tuple[bytes, List[bytes]]:
+    """The line that the cut after ``rows[i]`` is part of, joined as ``logical_lines`` joins it (from the
+    first of the cut rows before it to the row after the last), and its rows."""
+    start = i
+    while start > 0 and i - start < MAX_PIECES and continues(rows[start - 1], width) is not None:
+        start -= 1
+    end = i + 1
+    while end + 1 < len(rows) and end - start < MAX_PIECES and continues(rows[end], width) is not None:
+        end += 1
+    pieces = rows[start:end + 1]
+    return b"".join(row + (continues(row, width) or b"") for row in pieces[:-1]) + pieces[-1], pieces
 
 
 class WrapReader:
     """The windows of one source, re-cut so that no wrapped run is split; ``width`` once it is known
     (None: not wrapped, and the windows pass through untouched)."""
 
-    def __init__(self, windows: Iterable[bytes]) -> None:
+    def __init__(self, windows: Iterable[bytes], vouch: Optional[Vouch] = None) -> None:
         self.windows = iter(windows)
+        self.vouch = vouch
         self.width: Optional[int] = None
 
     def __iter__(self) -> Iterator[bytes]:
@@ -264,7 +292,7 @@ class WrapReader:
         if len(sample) > SAMPLE_BYTES:
             sample = sample[:SAMPLE_BYTES]
             sample = sample[: sample.rfind(b"\n") + 1]
-        self.width = wrap_width(sample)
+        self.width = wrap_width(sample, self.vouch)
         if self.width is None:
             yield from first
             yield from self.windows

@@ -174,11 +174,12 @@ def test_a_real_failure_cut_by_a_terminal_keeps_its_findings(width):
         if missing:
             lost[os.path.basename(path)] = sorted(missing)
     # A log whose one long line was cut once, at a space or before a capital, holds no evidence of a
-    # terminal: a piped log's longest line ends so before the next (wrap14: 12 of 33 real runs were read
-    # as copies). At most one real failure log in fifty may lose a finding that way (wrap14: 18 of 942 at
-    # 80 columns, 11 of 727 at 120; 7 and 4 when one such cut was taken as a terminal's).
+    # terminal (a piped log's longest line ends so before the next), unless the rows joined match a rule
+    # no row matches alone (wrap15). At most one real failure log in a hundred may lose a finding (wrap15:
+    # 9 of 948 at 80 columns, 6 of 733 at 120, the logs main loses; wrap14 without the catalogue's word:
+    # 19 and 11).
     assert checked >= 100
-    assert len(lost) <= checked // 50, lost
+    assert len(lost) <= checked // 100, lost
 
 
 @pytest.mark.parametrize("width", [80, 120])

@@ -5,17 +5,22 @@ line that starts with one: a unittest test that timed out ("... timed out after 
 "setUpClass (mod.C) ... ERROR", a pytest header before "Traceback". Read as a terminal's cut, the two
 rows were joined and an event went to the wrong line or test. A cut counts once the rest goes on where
 no program starts a line (a word in lower case, a number, a space), or the rows before it repeat no
-record of their own.
+record of their own. A cut before a capital or a label ("capab" / "ilities: [[gpu]]") also counts where
+the rows joined match a rule of the catalogue that no row matches alone (wrap15): the engine vouches.
 """
 
 from __future__ import annotations
 
+import io
 import os
 
 import pytest
 
 from analyzer.scan._engine_wrap import SAMPLE_BYTES, wrap_width
-from tests.scan.test_engine_wrap import ROOT, body
+from analyzer.scan.engine import prepare, source_scanner
+from analyzer.scan.sources import Source
+from tests.scan.test_engine_helpers import ENGINES
+from tests.scan.test_engine_wrap import REAL, ROOT, body, failing, fold
 
 # Real logs regenerate.py captured through a pipe (unittest / pytest -q -s runs, no terminal), each read
 # as a terminal copy before: its longest row (a test's "timed out after ... seconds") sat before
@@ -91,3 +96,43 @@ def test_a_terminal_copy_from_an_issue_is_still_recognised():
 def test_one_cut_counts_only_where_the_rest_goes_on(rest, wrapped):
     log = b"WARNING harness: HF_HOME is not set, using the default cache 2\n" + rest + b"\nExit 1\n"
     assert (wrap_width(log) is not None) is wrapped
+
+
+def _vouch(engine: str = "python"):
+    """The engine's word on a joined line (``_SourceScan._join_tells``), as a scan passes it to the reader."""
+    scan = source_scanner(Source("log", lambda: io.BytesIO(b""), may_be_wrapped=True), prepare(REAL, engine))
+    return scan._join_tells
+
+
+# Real failure logs whose rows a terminal of 80 columns cuts only before a capital or a `word:` (wrap14
+# read them row by row and lost the finding): "driver with capab" / "ilities: [[gpu]]", "Resource
+# exhaus" / "ted: Out of memory", "Work WorkNC" / "CL(SeqNum=..." over three rows, "110592" /
+# "Hardware limit".
+CUT_BEFORE_A_CAPITAL = [
+    ("quoted/docker-could-not-select-device-driver-gpus-all.log", "container-start-failed"),
+    ("quoted/jax-resource-exhausted-mixed-case-arm.log", "xla-runtime-status-error"),
+    ("quoted/nccl-blocking-wait-alone-diffusers.log", "nccl-blocking-wait-timeout"),
+    ("quoted/triton-code-gen-out-of-resources.log", "triton-out-of-resources"),
+]
+
+
+@pytest.mark.parametrize("relpath, rule", CUT_BEFORE_A_CAPITAL)
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_cut_before_a_capital_counts_where_the_join_matches_what_no_row_matches(relpath, rule, engine):
+    cut = fold(body(os.path.join(ROOT, "fixtures", relpath)), 80)
+    assert wrap_width(cut[:SAMPLE_BYTES]) is None  # no row goes on in lower case
+    assert wrap_width(cut[:SAMPLE_BYTES], _vouch(engine)) == 80
+    assert rule in failing(cut, engine)
+
+
+@pytest.mark.parametrize("relpath", PIPED_UNITTEST + REPEATED_RECORDS)
+def test_a_piped_logs_longest_line_joins_into_nothing_a_rule_knows(relpath):
+    assert wrap_width(body(os.path.join(ROOT, "fixtures", relpath))[:SAMPLE_BYTES], _vouch()) is None
+
+
+def test_a_join_a_row_already_tells_vouches_for_nothing():
+    # "... default cache" / "Traceback (most recent call last):": the traceback rule matches the second
+    # row alone, so the join is no evidence that a terminal cut there.
+    log = (b"WARNING harness: HF_HOME is not set, using the default cache\n"
+           b"Traceback (most recent call last):\n  File q.py, line 179, in get\n_queue.Empty\n")
+    assert wrap_width(log, _vouch()) is None
