@@ -91,8 +91,9 @@ _GOES_ON = lazy(rb"[a-z]\w*(?![\w:])|[a-z]\w*::|[)\]},;:=_-](?:[\w ]|$)|\.(?:[a-
 # "..." (_pytest/terminal.py, _get_line_with_reprcrash_message): a whole line, however wide.
 _SUMMARY_CUT = lazy(rb"(?:FAILED|ERROR|XFAIL|XPASS|SKIPPED) \S.*\.\.\.$")
 Piece = Tuple[int, int]  # a row of the window: its start and end offsets (no line ending)
-# Whether a line, joined again across its cuts, says what none of its rows says alone: (joined, rows).
-Vouch = Callable[[bytes, Sequence[bytes]], bool]
+# Whether one of the lines, each joined again across its cuts, says what none of its rows says alone:
+# [(joined, rows), ...].
+Vouch = Callable[[Sequence[Tuple[bytes, Sequence[bytes]]]], bool]
 
 
 def _columns(row: bytes) -> int:
@@ -253,7 +254,9 @@ def _cut_at(rows: List[bytes], widths: List[int], long_rows: List[int], width: i
     # A piped log's longest line that ends in a word before a line starting with a capital or a label
     # joins into nothing a rule knows; a terminal's cut there ("driver with capab" / "ilities: [[gpu]]",
     # "Resource exhaus" / "ted: Out of memory") hid the message a rule is written for.
-    return in_a_word or vouch is not None and any(vouch(*_run(rows, i, width)) for i in unproven)
+    if in_a_word or not unproven or vouch is None:
+        return in_a_word
+    return vouch([_run(rows, i, width) for i in unproven])
 
 
 def _run(rows: List[bytes], i: int, width: int) -> Tuple[bytes, List[bytes]]:

@@ -99,7 +99,7 @@ def test_one_cut_counts_only_where_the_rest_goes_on(rest, wrapped):
 
 
 def _vouch(engine: str = "python"):
-    """The engine's word on a joined line (``_SourceScan._join_tells``), as a scan passes it to the reader."""
+    """The engine's word on joined lines (``_SourceScan._join_tells``), as a scan passes it to the reader."""
     scan = source_scanner(Source("log", lambda: io.BytesIO(b""), may_be_wrapped=True), prepare(REAL, engine))
     return scan._join_tells
 
