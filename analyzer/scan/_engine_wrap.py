@@ -13,6 +13,12 @@ whatever the engine's window size, so the decision is too. Rows a program drew t
 is one whose last column held a space the copy trimmed (tmux's ``capture-pane`` does). When every cut of
 the sample fell on such a space, no row is W wide: the widest rows are W - 1, some of them read as a cut
 only with their space back ("... Reason:" / "Page not present"), and no narrower row was trimmed.
+Cuts count only with evidence (``_goes_on``): at least one of them goes on where no program starts a
+line. A log that came through a pipe has one longest line too, and it often ends in a word before a
+line that starts with one ("... timed out after 0.29 seconds" / "setUpClass (mod.C) ... ERROR",
+"... /bin/python" / "Traceback"): 12 of 33 real pytest and unittest runs read as terminal copies so.
+A terminal cuts before a capital too ("capab" / "ilities: [[gpu]]"): such a cut counts when the scan
+(``Vouch``) finds that the rows joined match a rule that none of them matches alone.
 
 In a wrapped source, a logical line is a run of cut rows plus the row after them (at most
 ``MAX_PIECES`` rows). Windows are re-cut so that no run is split between two windows. What the engine
@@ -23,7 +29,7 @@ need the join, and the rows keep their own line numbers.
 from __future__ import annotations
 
 import itertools
-from typing import Iterable, Iterator, List, Optional, Tuple
+from typing import Callable, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 from ..lazy_re import lazy
 from .attribution import PYTEST_NEEDLE, UNITTEST_NEEDLE, parse_progress
@@ -44,6 +50,8 @@ _SEPARATOR = lazy(rb"(?:([^\s.A-Za-z0-9])\1\1|\[ *\d+%\])$")
 # The last bytes that neither alternative can end in: most rows end so, and the search walks the row.
 _ENDS_NO_SEPARATOR = frozenset(b" \t\n\r\f\v.abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
 
+_NUMBER_GOES_ON = frozenset(b"0123456789.([{,=-_/\\")  # "in 2000" / "000 ms", "thread: [" / "0,0,0]"
+_RULE = frozenset(b"=_-*~#")
 _OPEN = frozenset(b"([{,=-_/\\")  # a line seldom ends so: a cut does
 # A line seldom starts so: a cut does ("...: block" / ": [31,0,0], thread", "gloo/.../pair" / ".cc:563]").
 _CLOSE = frozenset(b")]},;:.=-_")
@@ -70,7 +78,22 @@ _OUTCOME_END = lazy(
     rb"(?: \.\.\. (?:ok|FAIL|ERROR|expected failure|unexpected success|skipped '.*')"
     rb"|\.py::\S* (?:PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS|RERUN))$"
 )
+# One cut is evidence of a terminal only where the break falls where no program ends a line and starts
+# the next: a word in lower case goes on ("so t" / "he stacktrace", "stopped ex" / "itcode=-SIGTERM>"), a
+# number goes on ("in 2000" / "000 ms", "[1" / "92.168.70.92]"), a space was kept at the row's end or the
+# rest starts with one ("has been marked" / " dead because"), or the rest starts with closing punctuation
+# (".", ")", ":56 DUE TO ..."). A row a program starts starts otherwise: a capital ("Traceback", "FAILED"),
+# a rule, a progress letter ("F.F", "..F", "Eok"), a label ("rootdir: ...") or an identifier in camel
+# case (unittest's "setUpClass (mod.C)" after a test's longest line "... timed out after 0.29 seconds").
+# A longest line that ends in a word before a line that starts with one is what every piped log holds.
+_GOES_ON = lazy(rb"[a-z]\w*(?![\w:])|[a-z]\w*::|[)\]},;:=_-](?:[\w ]|$)|\.(?:[a-z0-9 ]|$)| \S")
+# pytest's short test summary cuts a long "FAILED test - message" to the terminal's width and ends it with
+# "..." (_pytest/terminal.py, _get_line_with_reprcrash_message): a whole line, however wide.
+_SUMMARY_CUT = lazy(rb"(?:FAILED|ERROR|XFAIL|XPASS|SKIPPED) \S.*\.\.\.$")
 Piece = Tuple[int, int]  # a row of the window: its start and end offsets (no line ending)
+# Whether one of the lines, each joined again across its cuts, says what none of its rows says alone:
+# [(joined, rows), ...].
+Vouch = Callable[[Sequence[Tuple[bytes, Sequence[bytes]]]], bool]
 
 
 def _columns(row: bytes) -> int:
@@ -116,6 +139,13 @@ def _cut_in_a_word(row: bytes, after: bytes) -> bool:
         return True  # "... AT 2020-07-11T" / "22:48:26 DUE ...": one stamp
     if row[-1] == 32 and after[0] == 32:
         return False
+    if after[:1] == after[1:2] == after[2:3] and after[0] in _RULE and row.rstrip(b" ")[-1:] != after[:1]:
+        return False  # a rule a program drew ("===== test session starts =====") starts its own line
+    head = row[:row.find(b" ") + 1]
+    if len(head) > 2 and after.startswith(head):
+        return False  # a record like the row's own ("submitit WARNING (...) ..." twice): a line of its own
+    if row.endswith((b"...", b"... ")) and _SUMMARY_CUT.match(row.rstrip(b" ")) is not None:
+        return False
     # A row that starts a record ends the cut; cleaning the row to see that costs most, so it comes last.
     return _breaks_inside(row, after) and _OUTCOME_END.search(row) is None and not _starts_a_record(after)
 
@@ -135,8 +165,29 @@ def _breaks_inside(row: bytes, after: bytes) -> bool:
     return row[-1] in _WORD and after[0] in _WORD or row[-1] in _OPEN or after[0] in _CLOSE
 
 
-def wrap_width(sample: bytes) -> Optional[int]:
-    """The width of the terminal that wrapped ``sample`` (whole lines of a log's start), or None."""
+def _goes_on(row: bytes, after: bytes, trimmed: bool) -> bool:
+    """Whether a cut between ``row`` and ``after`` is one no program's line ending explains (``_GOES_ON``);
+    ``trimmed``: the row is read with the space a copy trimmed, which only a word after it can vouch for."""
+    if trimmed:
+        return after[:1].islower() and _GOES_ON.match(after) is not None
+    if row.endswith(b" "):
+        return after[:1] != b" "
+    if after[:1].isdigit():
+        return row[-1] in _NUMBER_GOES_ON or _INSIDE_A_STAMP.search(row) is not None
+    if row.endswith(b"...") and after.startswith(b".."):
+        return True  # a dot leader runs on past the cut (CTest's "Test #1: name ......" / "...Passed")
+    if after[:1].islower() and parse_progress(after) is not None:
+        return False  # unittest's line of a test or fixture: "setUpClass (mod.C) ... ERROR"
+    if row.endswith(b"::") or row[-1] == 96 and row.count(b"`") % 2:
+        return True  # a scope or a quoted span left open: "Reporter::" / "Base::", "Assertion `" / "srcIndex"
+    if row[-1:].isupper() and row[-2:-1] in (b" ", b"_") and after[:1].isupper():
+        return True  # a capital alone ends no line: "closing signal S" / "IGTERM", "CUBLAS_S" / "TATUS_..."
+    return _GOES_ON.match(after) is not None
+
+
+def wrap_width(sample: bytes, vouch: Optional[Vouch] = None) -> Optional[int]:
+    """The width of the terminal that wrapped ``sample`` (whole lines of a log's start), or None.
+    ``vouch``: the catalogue's word on a cut ``_goes_on`` finds no evidence in (``_cut_at``)."""
     rows = sample.split(b"\n")
     if rows and not rows[-1]:
         rows.pop()
@@ -154,7 +205,7 @@ def wrap_width(sample: bytes) -> Optional[int]:
     for width in candidates:
         if width < MIN_WIDTH or longer > MAX_LONGER:
             return None
-        if _cut_at(rows, widths, long_rows, width, 2 if longer else 1):
+        if _cut_at(rows, widths, long_rows, width, 2 if longer else 1, vouch):
             return width + 1 if not longer and _trimmed_at(rows, widths, long_rows, width) else width
         longer += widths.count(width)
     return None
@@ -175,30 +226,59 @@ def _trimmed_at(rows: List[bytes], widths: List[int], long_rows: List[int], widt
     return evidence
 
 
-def _cut_at(rows: List[bytes], widths: List[int], long_rows: List[int], width: int, least: int) -> bool:
+def _cut_at(rows: List[bytes], widths: List[int], long_rows: List[int], width: int, least: int,
+            vouch: Optional[Vouch] = None) -> bool:
     """Whether the rows ``width`` wide look cut by a terminal: enough of them break inside a word or a
     sentence (a row of ``width - 1`` counts when its cut space was trimmed), at least ``least``: where
     rows longer than ``width`` say no terminal that wide cut them, one row that happens to end there
     before a line starting with a word ("...using the default cache" then "Traceback (most recent call
-    last):") is no proof."""
+    last):") is no proof. One cut must go on where no program starts a line (``_goes_on``), or join into
+    a line that ``vouch`` says tells what neither row tells alone."""
     full = cuts = 0
+    in_a_word = False
+    unproven: List[int] = []
     for i in long_rows:
         w = widths[i]
-        if w not in (width, width - 1) or _padded(rows[i]) or _drawn_to_width(rows[i]):
+        if w not in (width, width - 1) or _padded(rows[i]) or _drawn_to_width(rows[i].rstrip(b" ")):
             continue
         row, after = rows[i], rows[i + 1]
         cut = _cut_in_a_word(row, after) if w == width else _cut_in_a_word(row + b" ", after)
         full += w == width or cut
         cuts += cut
-    return cuts >= least and cuts >= MIN_CUT_SHARE * full
+        if cut and not in_a_word:
+            in_a_word = _goes_on(row, after, w != width)
+            if not in_a_word and vouch is not None:
+                unproven.append(i)
+    if cuts < MIN_CUT_SHARE * full or cuts < least:
+        return False
+    # A piped log's longest line that ends in a word before a line starting with a capital or a label
+    # joins into nothing a rule knows; a terminal's cut there ("driver with capab" / "ilities: [[gpu]]",
+    # "Resource exhaus" / "ted: Out of memory") hid the message a rule is written for.
+    if in_a_word or not unproven or vouch is None:
+        return in_a_word
+    return vouch([_run(rows, i, width) for i in unproven])
+
+
+def _run(rows: List[bytes], i: int, width: int) -> Tuple[bytes, List[bytes]]:
+    """The line that the cut after ``rows[i]`` is part of, joined as ``logical_lines`` joins it (from the
+    first of the cut rows before it to the row after the last), and its rows."""
+    start = i
+    while start > 0 and i - start < MAX_PIECES and continues(rows[start - 1], width) is not None:
+        start -= 1
+    end = i + 1
+    while end + 1 < len(rows) and end - start < MAX_PIECES and continues(rows[end], width) is not None:
+        end += 1
+    pieces = rows[start:end + 1]
+    return b"".join(row + (continues(row, width) or b"") for row in pieces[:-1]) + pieces[-1], pieces
 
 
 class WrapReader:
     """The windows of one source, re-cut so that no wrapped run is split; ``width`` once it is known
     (None: not wrapped, and the windows pass through untouched)."""
 
-    def __init__(self, windows: Iterable[bytes]) -> None:
+    def __init__(self, windows: Iterable[bytes], vouch: Optional[Vouch] = None) -> None:
         self.windows = iter(windows)
+        self.vouch = vouch
         self.width: Optional[int] = None
 
     def __iter__(self) -> Iterator[bytes]:
@@ -215,7 +295,7 @@ class WrapReader:
         if len(sample) > SAMPLE_BYTES:
             sample = sample[:SAMPLE_BYTES]
             sample = sample[: sample.rfind(b"\n") + 1]
-        self.width = wrap_width(sample)
+        self.width = wrap_width(sample, self.vouch)
         if self.width is None:
             yield from first
             yield from self.windows

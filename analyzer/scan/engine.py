@@ -426,7 +426,7 @@ class _SourceScan:
             windows: Iterable[bytes] = self._stripped(_windows(stream, self.path, early), first_line)
             if source.may_be_wrapped:  # a pasted copy: maybe indented as code, maybe cut by a terminal
                 windows = dedented(windows)
-            reader = WrapReader(windows) if source.may_be_wrapped else None
+            reader = WrapReader(windows, self._join_tells) if source.may_be_wrapped else None
             for buf in reader if reader is not None else windows:
                 if not buf:  # after an early pass (``_stripped``): its matches go out now
                     yield from self._flush()
@@ -675,6 +675,35 @@ class _SourceScan:
                 joined[pos] = (text, rows, lits)
             offset += len(text) + 1
         return joined
+
+    def _join_tells(self, lines: Sequence[Tuple[bytes, Sequence[bytes]]]) -> bool:
+        """Whether one of ``lines`` (text joined across a terminal's cuts, and its rows) matches a built-in
+        rule that none of its rows matches alone: the catalogue's word that a cut hid a message
+        (``_engine_wrap``). One pass of the finder over them all, as for a window's joined lines."""
+        found = self.finder(b"\n".join(joined for joined, _rows in lines) + b"\n")
+        offset = 0
+        for joined, rows in lines:
+            lits = found.get(offset)
+            offset += len(joined) + 1
+            indices = [i for i in self._candidate_rules(lits) if not self.first[i][2]]
+            # The loosened patterns read ASCII lines (``_kept``); the windows' own state is not known yet.
+            if indices and len(joined) <= LONG_LINE_CHARS and joined.isascii():
+                indices = self.loose.matching(indices, joined, 0, len(joined))
+            if indices and self._tells_more(indices, joined, rows):
+                return True
+        return False
+
+    def _tells_more(self, indices: Sequence[int], joined: bytes, rows: Sequence[bytes]) -> bool:
+        """Whether a built-in rule of ``indices`` matches ``joined`` and none of its ``rows`` alone."""
+        cleaned = clean_speaking(joined, task_labels=self.task_labels)[0]
+        pieces = [clean_speaking(row, task_labels=self.task_labels)[0] for row in rows]
+        for index in indices:
+            compiled = self.first[index][1]
+            if self._search_builtin(index, compiled, cleaned) is not None and not any(
+                self._search_builtin(index, compiled, piece) is not None for piece in pieces
+            ):
+                return True
+        return False
 
     def _joined_line(self, buf: bytes, pos: int, line: int, text: bytes, rows: List[Piece],
                      lits: Optional[set]) -> None:

@@ -31,9 +31,16 @@ def _body(name: str) -> str:
 @pytest.mark.parametrize("engine", ENGINES)
 def test_an_event_before_a_fixtures_line_is_that_fixtures_even_where_the_log_looks_cut(engine: str) -> None:
     # Saved by `2>&1 | tee`, the run's one longest line (the child's TimeoutExpired) ends a word right before
-    # the fixture's line: the sample reads as a terminal's copy, whose join would hide that line.
+    # the fixture's line. That alone no longer reads as a terminal's cut (wrap14); a note cut at the same
+    # width above the run, going on in lower case, does: the join of the longest line would hide the
+    # fixture's line.
     log = _body("attrib13-unittest-setupclass-v-file.log")
-    assert wrap_width(log.encode()) is not None, "the log no longer looks cut: this test proves nothing"
+    width = max(len(line) for line in log.splitlines())
+    note = "copied from a terminal as wide as the run's longest line, so that this note is cut in a word " * 3
+    start = next(i for i in range(len(note)) if note[i + width - 1].isalpha() and note[i + width].isalpha())
+    text = note[start:]
+    log = text[:width] + "\n" + text[width:width + 30] + "\n" + log
+    assert wrap_width(log.encode()) == width, "the log does not look cut: this test proves nothing"
     timeouts = [f for f in scan({"run.log": log}, engine) if f.kind is Kind.TIMEOUT]
     assert [(f.severity.value, f.test) for f in timeouts] == [("error", SETUP_CLASS)]
 
