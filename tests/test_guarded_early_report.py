@@ -12,6 +12,8 @@ import textwrap
 import time
 from pathlib import Path
 
+import pytest
+
 from analyzer.guarded import EARLY_REPORT_TITLE
 from analyzer.supervise.diagnosis import PLACE_NOT_YET_KNOWN
 from analyzer.supervise.guard import GuardOptions, supervise
@@ -145,3 +147,26 @@ def test_the_guard_tells_its_findings_before_the_stacks_and_again_before_any_sig
     assert first_command.timed_out and second_command.timed_out
     assert [f.kind.value for f in first] == ["hang"] and PLACE_NOT_YET_KNOWN in first[0].message
     assert [f.kind.value for f in second] == ["hang"] and "wait_here" in second[0].message
+
+
+@pytest.mark.parametrize("ln", ["ln -s", "ln"])
+def test_a_link_planted_at_the_report_path_is_neither_written_through_early_nor_kept(tmp_path: Path, ln: str):
+    # The early writes leave what the command planted for the final write, which removes it and says so
+    # (file_commands.ReportPath), as when the command ends by itself.
+    victim = tmp_path / "victim"
+    victim.write_bytes(b"keep me\n")
+    report = tmp_path / "out" / "report.json"
+    report.parent.mkdir()
+    proc = subprocess.run(
+        [sys.executable, "-m", "analyzer", "run", "--timeout", "2", "--kill-grace", "1",
+         "--log-dir", str(tmp_path / "logs"), "--json", str(report), "--",
+         "sh", "-c", f'{ln} "{victim}" "{report}"; exec sleep 100'],
+        cwd=str(tmp_path), env=_env(), capture_output=True, timeout=120,
+    )
+    assert proc.returncode == 124, proc
+    assert victim.read_bytes() == b"keep me\n"
+    assert report.is_file() and not report.is_symlink() and report.stat().st_nlink == 1
+    data = json.loads(report.read_text())
+    assert data["command"]["exit_code"] is not None  # the final report
+    kind = "hard link" if ln == "ln" else "symlink"
+    assert f"--json {report}: was replaced with a {kind} during the run" in proc.stderr.decode()
