@@ -146,6 +146,7 @@ SCAN_FAILED = "the live scan of {name} stopped after {read:,} of {total:,} bytes
 SCAN_NO_ANSWER = "the live scan of {name} gave no findings in time: its {total:,} bytes are unscanned"
 # The hang's test as its stack showed it, when no line of the log named it (pytest -s, -q, xdist).
 HANG_TEST_ON_STACK = "; in test {test} (on its stack)"
+HANG_TEST_IN_LOG = "; in test {test} (the test the log shows running)"
 EARLY_REPORT_TITLE = "Early report: the guard was still ending the command's tree"
 EARLY_REPORT = (
     "The guard wrote this report when the clock ran out or the cancel came, before it had ended the"
@@ -1344,13 +1345,31 @@ class GuardedRun:
         """The guard's own findings as a report, for ``on_early_report``, before the tree is ended."""
         if self._on_early_report is None:
             return
-        named = tuple(_name_the_hangs_test(finding) for finding in findings)
+        named = tuple(self._name_the_running_test(finding) for finding in findings)
         verdict, status = decide(named, command, self.fail_on)
         note = Diagnostic(EARLY_REPORT_TITLE, EARLY_REPORT.format(log_dir=self.options.log_dir))
         try:
             self._on_early_report(Report(verdict, status, named, command, (note,)))
         except Exception:  # noqa: BLE001 - an early copy; the full report is written when the guard is done
             pass
+
+    def _name_the_running_test(self, finding: Finding) -> Finding:
+        """An early report's hang with its test: from the stack, or else from the end of stdout.log
+        (``pytest -v`` names a test when it starts), which the stacks may not be read in time to tell."""
+        if finding.kind is not Kind.HANG or finding.test is not None:
+            return _name_the_hangs_test(finding)
+        fd, total = self._fds.get("stdout"), self._totals.get("stdout", (0, 0.0))[0]
+        if fd is None or total <= 0:
+            return finding
+        lo = max(0, total - IN_FORCE_LOOK_BYTES)
+        try:
+            test = attribution.running_test(os.pread(fd, total - lo, lo), from_start=lo == 0)
+        except OSError:
+            return finding
+        if test is None:
+            return finding
+        note = HANG_TEST_IN_LOG.format(test=test)
+        return dataclasses.replace(finding, test=test, message=finding.message + note)
 
     def _abort_requested(self) -> Optional[str]:
         child = self._child

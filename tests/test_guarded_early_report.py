@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from analyzer.guarded import EARLY_REPORT_TITLE
+from analyzer.guarded import EARLY_REPORT_TITLE, GuardedRun
+from analyzer.rules.loader import load_catalogue
 from analyzer.supervise.diagnosis import PLACE_NOT_YET_KNOWN
 from analyzer.supervise.guard import GuardOptions, supervise
 
@@ -170,3 +171,30 @@ def test_a_link_planted_at_the_report_path_is_neither_written_through_early_nor_
     assert data["command"]["exit_code"] is not None  # the final report
     kind = "hard link" if ln == "ln" else "symlink"
     assert f"--json {report}: was replaced with a {kind} during the run" in proc.stderr.decode()
+
+
+def test_the_first_early_report_names_the_test_the_log_shows_running(tmp_path: Path, monkeypatch):
+    # Before any stack is read, only the log can say which test runs: pytest -v prints a test's id when
+    # it starts. A runner's SIGKILL that comes while the 16 ranks' stacks are taken leaves this report.
+    (tmp_path / "test_stuck.py").write_text(textwrap.dedent(STUCK_TEST))
+    pid_file = tmp_path / "stuck.pid"
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("STUCK_PID_FILE", str(pid_file))
+    options = GuardOptions(
+        argv=(sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider", "test_stuck.py"),
+        log_dir=str(tmp_path / "logs"), timeout_s=4, kill_grace_s=0.5, echo=False,
+    )
+    reports = []
+    run = GuardedRun(options, load_catalogue(), engine="python", environ={}, on_early_report=reports.append)
+    try:
+        run.supervise()
+    finally:
+        run.close()
+        _kill_pid_in(pid_file)
+    assert len(reports) == 2
+    [first] = reports[0].findings
+    assert PLACE_NOT_YET_KNOWN in first.message
+    assert first.test == "test_stuck.py::test_waits_forever"
+    assert first.message.endswith(" test_stuck.py::test_waits_forever (the test the log shows running)")
+    [second] = reports[1].findings
+    assert second.test == "test_stuck.py::test_waits_forever" and "(on its stack)" in second.message
