@@ -6,6 +6,7 @@ It walks the rooms in order, one way: supervise -> saved logs -> scan (with rule
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import errno
 import os
 import signal
@@ -259,6 +260,66 @@ def _write_file(
     return warnings
 
 
+class _EarlyJson:
+    """``--json`` written early (the guard's own findings when the clock runs out) and then replaced.
+
+    Each write goes to a new file beside the path and is renamed over it (rename(2) is atomic), so a
+    guard killed at any moment leaves a whole report there, early or final, never a cut one. Only for
+    a path that was a plain file or nothing at the start: a link, FIFO or device the user gave
+    (``--json /dev/stdout``) gets the final report alone, as before.
+    """
+
+    def __init__(self, path: str, start: "ReportPath") -> None:
+        self.path = path
+        self.usable = start.link is None and start.special is None
+        self.written: Optional[Tuple[int, int]] = None  # (st_dev, st_ino) of the file this put there
+
+    def early(self, report: Report) -> None:
+        try:
+            here: Optional[os.stat_result] = os.lstat(self.path)
+        except OSError:
+            here = None
+        # What the command planted there is left for the final write, which says what it found.
+        planted = here is not None and (not stat.S_ISREG(here.st_mode) or here.st_nlink > 1)
+        if self.usable and not planted:
+            self.written = _replace_file(self.path, _renderer("json")(report)) or self.written
+
+    def final(self, text: str) -> bool:
+        """Replace the early report with ``text``, if the path still holds it; False: not done."""
+        try:
+            here = os.lstat(self.path)
+        except OSError:
+            return False
+        if self.written != (here.st_dev, here.st_ino) or not stat.S_ISREG(here.st_mode):
+            return False
+        return _replace_file(self.path, text) is not None
+
+
+def _replace_file(path: str, text: str) -> Optional[Tuple[int, int]]:
+    """Write ``text`` to a new file beside ``path`` and rename it over ``path``; its (st_dev, st_ino),
+    or None where that failed (nothing is left behind then)."""
+    import secrets
+
+    part = os.path.join(os.path.dirname(path), f".{os.path.basename(path)}.{secrets.token_hex(4)}.part")
+    try:
+        fd = os.open(part, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
+        try:
+            data = memoryview(text.encode("utf-8", "backslashreplace"))
+            while data:
+                data = data[os.write(fd, data):]
+            made = os.fstat(fd)
+        finally:
+            os.close(fd)
+        os.replace(part, path)
+    except OSError:
+        try:
+            os.unlink(part)
+        except OSError:
+            pass
+        return None
+    return made.st_dev, made.st_ino
+
+
 def _summary_budget(path: str) -> int:
     """Bytes the guard's summary may take: GitHub drops a step summary file over 1 MiB whole."""
     from .report.markdown import DEFAULT_BUDGET_BYTES
@@ -292,7 +353,8 @@ def _emit(report: Report, args: argparse.Namespace, starts: Optional[Dict[str, "
 
 
 def _write_report_files(
-    report: Report, args: argparse.Namespace, starts: Optional[Dict[str, "ReportPath"]] = None
+    report: Report, args: argparse.Namespace, starts: Optional[Dict[str, "ReportPath"]] = None,
+    early: Optional[_EarlyJson] = None,
 ) -> List[str]:
     """Write ``--json``, append ``--summary`` and ``--github-output``; warnings for those not written.
 
@@ -303,7 +365,8 @@ def _write_report_files(
     warnings: List[str] = []
     if args.json:
         text = _renderer("json")(report)
-        warnings += _write_file(args.json, text, "--json", start=starts.get("--json"))
+        if early is None or not early.final(text):
+            warnings += _write_file(args.json, text, "--json", start=starts.get("--json"))
     if args.summary:
         summary = _renderer("markdown", report)(
             report, report_path=args.json, budget_bytes=_summary_budget(args.summary)
@@ -492,6 +555,7 @@ def _main_run(argv: Sequence[str]) -> int:
     )
     job = facts_from_env(os.environ, args.job_name)
     _import_everything()  # now: after the command started, nothing is imported from where it could write
+    early = _EarlyJson(args.json, starts["--json"]) if args.json else None
     run = GuardedRun(
         options,
         catalogue,
@@ -499,6 +563,7 @@ def _main_run(argv: Sequence[str]) -> int:
         fail_on=Severity(args.fail_on),
         abort_on=parse_abort_kinds(args.abort_on),
         abort_grace_s=parse_duration(args.abort_grace, "--abort-grace"),
+        on_early_report=(lambda report: early.early(dataclasses.replace(report, job=job))) if early else None,
     )
     warnings: list = []
     try:
@@ -509,7 +574,7 @@ def _main_run(argv: Sequence[str]) -> int:
         # Every file before the console: a reader of the console the command stopped must not keep
         # the report off the disk (the console writes after them are bounded in time).
         warnings += run.pass_through_files()
-        warnings += _write_report_files(report, args, starts)
+        warnings += _write_report_files(report, args, starts, early)
         warnings += run.pass_through_summary()
         _write_console_bounded(sys.stdout, _console_report(report, args))
     finally:

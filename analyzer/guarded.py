@@ -43,6 +43,7 @@ from .model import (
     GUARD_COMMAND_FAILED_RULE,
     SCAN_INCOMPLETE_RULE,
     CommandResult,
+    Diagnostic,
     Finding,
     Kind,
     Report,
@@ -145,6 +146,15 @@ SCAN_FAILED = "the live scan of {name} stopped after {read:,} of {total:,} bytes
 SCAN_NO_ANSWER = "the live scan of {name} gave no findings in time: its {total:,} bytes are unscanned"
 # The hang's test as its stack showed it, when no line of the log named it (pytest -s, -q, xdist).
 HANG_TEST_ON_STACK = "; in test {test} (on its stack)"
+HANG_TEST_IN_LOG = "; in test {test} (the test the log shows running)"
+EARLY_REPORT_TITLE = "Early report: the guard was still ending the command's tree"
+EARLY_REPORT = (
+    "The guard wrote this report when the clock ran out or the cancel came, before it had ended the"
+    " command's tree and scanned the logs, and replaces it with the full report when it is done. If this"
+    " is what you read, the guard itself was killed meanwhile (a runner's cancel window closed): the"
+    " findings are the guard's own, the logs in {log_dir} were not scanned, and the tree may still have"
+    " been running.\n"
+)
 SCAN_SHRANK = "{name} shrank while the command ran (something truncated it); the scan stopped at {read:,}"
 
 
@@ -1240,6 +1250,8 @@ class GuardedRun:
 
     ``options`` says what to run (its hooks and environment are filled in here); ``environ`` is the
     guard's own environment, from which the workflow files and the action's variables are read.
+    ``on_early_report`` gets the guard's own findings as a report when a clock runs out or a cancel
+    comes, and again once the stacks are read, both before the tree is ended (``GuardOptions.on_findings``).
     Raises ``UsageError`` for a bad engine, before anything runs.
     """
 
@@ -1253,6 +1265,7 @@ class GuardedRun:
         abort_grace_s: float = DEFAULT_ABORT_GRACE_S,
         environ: Mapping[str, str] = os.environ,
         scan_process: bool = True,
+        on_early_report: Optional[Callable[[Report], None]] = None,
     ) -> None:
         if abort_grace_s < 0:
             raise UsageError(f"--abort-grace: {abort_grace_s!r} must not be negative")
@@ -1268,6 +1281,7 @@ class GuardedRun:
         self._logs: Dict[str, _LiveLog] = {}  # in this process, when no child could be started
         self._cut_requested = False
         self._names = dict(STREAMS)
+        self._on_early_report = on_early_report
         self._index = {stream: index for index, (stream, _) in enumerate(STREAMS)}
         self.files = file_commands.PrivateFiles(environ, temp_root=_temp_root(environ))
         self.options = dataclasses.replace(
@@ -1275,6 +1289,7 @@ class GuardedRun:
             on_log_ready=self._on_log_ready,
             on_output=self._on_output,
             abort_requested=self._abort_requested if abort_on else None,
+            on_findings=self._early_report if on_early_report is not None else None,
             extra_env=tuple(options.extra_env) + self.files.extra_env,
             remove_env=tuple(options.remove_env) + tuple(n for n in ACTION_VARIABLES if n in environ),
         )
@@ -1325,6 +1340,36 @@ class GuardedRun:
         log = self._logs.get(stream)
         if log is not None:
             log.follow.offer(total, arrived)
+
+    def _early_report(self, command: CommandResult, findings: Tuple[Finding, ...]) -> None:
+        """The guard's own findings as a report, for ``on_early_report``, before the tree is ended."""
+        if self._on_early_report is None:
+            return
+        named = tuple(self._name_the_running_test(finding) for finding in findings)
+        verdict, status = decide(named, command, self.fail_on)
+        note = Diagnostic(EARLY_REPORT_TITLE, EARLY_REPORT.format(log_dir=self.options.log_dir))
+        try:
+            self._on_early_report(Report(verdict, status, named, command, (note,)))
+        except Exception:  # noqa: BLE001 - an early copy; the full report is written when the guard is done
+            pass
+
+    def _name_the_running_test(self, finding: Finding) -> Finding:
+        """An early report's hang with its test: from the stack, or else from the end of stdout.log
+        (``pytest -v`` names a test when it starts), which the stacks may not be read in time to tell."""
+        if finding.kind is not Kind.HANG or finding.test is not None:
+            return _name_the_hangs_test(finding)
+        fd, total = self._fds.get("stdout"), self._totals.get("stdout", (0, 0.0))[0]
+        if fd is None or total <= 0:
+            return finding
+        lo = max(0, total - IN_FORCE_LOOK_BYTES)
+        try:
+            test = attribution.running_test(os.pread(fd, total - lo, lo), from_start=lo == 0)
+        except OSError:
+            return finding
+        if test is None:
+            return finding
+        note = HANG_TEST_IN_LOG.format(test=test)
+        return dataclasses.replace(finding, test=test, message=finding.message + note)
 
     def _abort_requested(self) -> Optional[str]:
         child = self._child

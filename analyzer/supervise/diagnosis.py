@@ -38,6 +38,7 @@ from .snapshot import Frame, GpuSnapshot, StackDump
 STACKS_FILE = "stacks.txt"
 PROCESSES_FILE = "processes.txt"
 GPU_FILE = "gpu.txt"
+PLACE_NOT_YET_KNOWN = "a place not known yet (the guard was taking the stacks)"
 
 RULE_FOR_REASON = {
     TimeoutReason.WALL: GUARD_TIMEOUT_RULE,
@@ -172,19 +173,38 @@ def render_stacks(evidence: Evidence) -> str:
     return redact(text)
 
 
+def first_hang_finding(hang: Hang) -> Finding:
+    """The hang finding before any stack is read: what ended the run and when, the place not yet known.
+
+    It is what an early report says if the guard is killed while it takes the stacks (no path: the
+    stacks file may never be written).
+    """
+    return Finding(
+        kind=Kind.HANG,
+        rule=RULE_FOR_REASON[hang.reason],
+        severity=Severity.ERROR,
+        path="",
+        line=0,
+        message=redact(_hang_message(hang, PLACE_NOT_YET_KNOWN)),
+    )
+
+
+def _hang_message(hang: Hang, where: str) -> str:
+    elapsed = format_duration(hang.elapsed_s)
+    if hang.reason == TimeoutReason.WALL:
+        return f"hung in {where} for {format_duration(hang.timeout_s or hang.elapsed_s)}"
+    if hang.reason == TimeoutReason.IDLE:
+        return f"hung in {where}: no output for {format_duration(hang.idle_timeout_s or 0)}"
+    if hang.reason == TimeoutReason.ABORTED:
+        return f"aborted after {elapsed} on {hang.event or 'a fatal event'}, while in {where}"
+    return f"cancelled ({hang.signal_name or 'a signal'}) after {elapsed} while in {where}"
+
+
 def hang_finding(hang: Hang, evidence: Evidence, log_dir: str) -> Finding:
     """The guard's hang finding: where the tree hung, how long, and what ended it."""
     chosen, where = where_it_hung(hang.root_pid, evidence.infos, evidence.dumps)
     _, described = _hung_process(hang.root_pid, evidence.infos, evidence.dumps)
-    elapsed = format_duration(hang.elapsed_s)
-    if hang.reason == TimeoutReason.WALL:
-        message = f"hung in {where} for {format_duration(hang.timeout_s or hang.elapsed_s)}"
-    elif hang.reason == TimeoutReason.IDLE:
-        message = f"hung in {where}: no output for {format_duration(hang.idle_timeout_s or 0)}"
-    elif hang.reason == TimeoutReason.ABORTED:
-        message = f"aborted after {elapsed} on {hang.event or 'a fatal event'}, while in {where}"
-    else:
-        message = f"cancelled ({hang.signal_name or 'a signal'}) after {elapsed} while in {where}"
+    message = _hang_message(hang, where)
     others = [
         f"pid {dump.pid} in {Frame.where(_own_frames(dump))}"
         for dump in evidence.dumps

@@ -137,6 +137,11 @@ class GuardOptions:
     - ``abort_requested()``: polled at least every ``ABORT_POLL_S`` while the command runs; a returned
       description (``"NCCL watchdog timeout at stderr.log:812"``) makes the guard diagnose and end the
       tree as for a wall timeout, with ``TimeoutReason.ABORTED``.
+    - ``on_findings(command, findings)``: when a clock ran out or a cancel came, the guard's own findings
+      as they stand: first the hang alone (before any stack is taken), then
+      with the stacks (before any signal). ``command`` is the run so far (``exit_code`` None: the tree
+      is still being ended). A caller writes its report early with it, so a guard killed while it ends
+      the tree still leaves one behind. It must be quick: the one deadline is running.
     - ``extra_env`` is set in the command's environment and ``remove_env`` names are removed from it.
 
     ``containment`` is ``"auto"`` (the strongest the host allows) or one of ``containment.CHOICES``.
@@ -153,6 +158,7 @@ class GuardOptions:
     on_log_ready: Optional[Callable[[str, int], None]] = None
     on_output: Optional[Callable[[str, int, float], None]] = None
     abort_requested: Optional[Callable[[], Optional[str]]] = None
+    on_findings: Optional[Callable[[CommandResult, Tuple[Finding, ...]], None]] = None
     extra_env: Tuple[Tuple[str, str], ...] = ()
     remove_env: Tuple[str, ...] = ()
     containment: str = "auto"
@@ -397,7 +403,6 @@ class _Run:
         cancelled = reason == TimeoutReason.CANCELLED
         deadline, grace = self.teardown_budget(cancelled)
         self.cancel.arm(deadline)
-        evidence = self.collect_evidence(deadline, cancelled, grace)
         hang = diagnosis.Hang(
             reason=reason,
             root_pid=self.proc.pid,
@@ -408,12 +413,21 @@ class _Run:
             event=self.abort_event,
             cwd=_cwd(),
         )
+        if self.options.on_findings is not None:  # the report on disk before the slowest stage
+            self.tell(reason, diagnosis.first_hang_finding(hang))
+        evidence = self.collect_evidence(deadline, cancelled, grace)
         self.apply(diagnosis.diagnose_hang(hang, evidence, self.log_dir))
+        self.tell(reason)
         drain = CANCEL_PIPE_DRAIN_S if self.cancel.signum is not None else PIPE_DRAIN_S
         # What lives now: children spawned while the stacks were taken are ended too.
         self.end(self.living_tree(), grace, deadline, reserve_s=drain / 2)
         self.sweep(deadline, reserve_s=drain / 2)
         return deadline
+
+    def tell(self, reason: TimeoutReason, *extra: Finding) -> None:
+        """Hand ``options.on_findings`` the findings so far (plus ``extra``) and the run so far."""
+        if self.options.on_findings is not None:
+            self.options.on_findings(self.result(reason), (*self.findings, *extra))
 
     def collect_evidence(self, deadline: Deadline, cancelled: bool, grace: float) -> diagnosis.Evidence:
         """Processes, stacks (all dumps at once) and GPUs, within the deadline's share for evidence."""
