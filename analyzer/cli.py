@@ -298,9 +298,7 @@ class _EarlyJson:
 def _replace_file(path: str, text: str) -> Optional[Tuple[int, int]]:
     """Write ``text`` to a new file beside ``path`` and rename it over ``path``; its (st_dev, st_ino),
     or None where that failed (nothing is left behind then)."""
-    import secrets
-
-    part = os.path.join(os.path.dirname(path), f".{os.path.basename(path)}.{secrets.token_hex(4)}.part")
+    part = os.path.join(os.path.dirname(path), f".{os.path.basename(path)}.{os.urandom(4).hex()}.part")
     try:
         fd = os.open(part, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
         try:
