@@ -132,6 +132,7 @@ KILLED_BY_CRASH = "{who} (pid {pid}) was killed by {signal}: {crash}"
 CRASH_AT = " at {site}"
 WHOSE_CRASH = " ({who})"
 ALSO_DIED = "; {whom} died of it too ({where})"
+ALSO_EXITED = "; {whom} exited with that code too ({where})"
 RAISED_AT = " (raised at {site})"
 CRASH_HEADER = "--- the crash ({where}) ---"
 TOLD_AGAIN = "; {message} ({where})"
@@ -234,6 +235,7 @@ def rank(
     ranked: List[Tuple[tuple, Optional[Finding], Optional[Match]]] = []
     told_tracebacks: Set[Tuple[int, int]] = set()  # (log index, line) of tracebacks an error's failure tells
     roots: Dict[int, Set[Optional[Tuple[str, str]]]] = {}  # log index -> whom its root-cause errors name
+    root_pids: Dict[int, Dict[Tuple[str, str], str]] = {}  # log index -> a root cause's rank -> its pid
     # a launcher's root-cause row whose rank died of a peer's death, or a rank's own view of that death
     # (gloo's "Connection closed by peer", no launcher's report); the deaths of their own, per log
     peer_views: List[Tuple[int, int, Optional[Tuple[str, str]], str]] = []
@@ -259,6 +261,7 @@ def rank(
             severity=severity_of.get(id(event)),
             crash_lines=[*crashes.told.get(id(event), ()), *peers.told.get(id(event), ())],
             rows=crashes.rows.get(id(event), ()),
+            local_of=_local_rank(_log, event),
         )
         rule = event.match.rule
         if finding.kind is Kind.TEST_FAILURE:
@@ -288,7 +291,10 @@ def rank(
         if event.traceback is not None and finding.severity is Severity.ERROR and collateral is None:
             told_tracebacks.add((index, event.traceback[1].line))
         if rule.root_cause and finding.severity is Severity.ERROR:
-            roots.setdefault(index, set()).add(identity_of(event.match, use_rank_prefix=True))
+            root_who = identity_of(event.match, use_rank_prefix=True)
+            roots.setdefault(index, set()).add(root_who)
+            if root_who is not None and pid_of(event.match) is not None:
+                root_pids.setdefault(index, {})[root_who] = pid_of(event.match)
     last = (float("inf"), len(kept), 0)
     for index, finding in enumerate(guard):
         finding = _enrich_guard(finding, as_the_guard_found)
@@ -301,7 +307,7 @@ def rank(
         ranked.append(((finding.severity.rank, 1, 2, (float("inf"), len(kept), index)), finding, None))
     for index, log in enumerate(kept):
         raised = _ranks_raised(log, catalogue, roots.get(index, set()), lost_peer.get(index, set()),
-                               told_tracebacks, index)
+                               told_tracebacks, index, root_pids.get(index, {}))
         for finding, tb in raised:
             finding = _with_attempts_line(finding, _attempt_failed(log, tb), placed, ranked)
             ranked.append(((finding.severity.rank, 1, 0, _when(tb, index, line_clocks)), finding, None))
@@ -745,11 +751,13 @@ def _finding(
     severity: Optional[Severity] = None,
     crash_lines: Sequence[LogEvent] = (),
     rows: Sequence[LogEvent] = (),
+    local_of: Optional[str] = None,
 ) -> Finding:
     """``stack``: another line of the same crash (faulthandler's) whose stack tells where it happened;
     ``oom_kill``: the first event of the log that says the OOM killer killed something; ``causes``: the
     earlier exceptions of its chained traceback, each with how it came of them, and ``severity`` the
-    chain's (``_chain_severities``)."""
+    chain's (``_chain_severities``); ``local_of``: the rank of a line that names only a local rank, by the
+    launcher's report (``_local_rank``)."""
     match = event.match
     rule = match.rule
     severity = severity or _severity(rule)
@@ -795,7 +803,7 @@ def _finding(
     else:
         message += _raised_at(match, kind)
     if crash is not None:
-        message, excerpt = _killed(event, crash, excerpt)
+        message, excerpt = _killed(event, crash, excerpt, local_of)
     else:
         message = _killed_by_signal(event) or message
         message += _whose_crash(match, crash_lines)
@@ -954,7 +962,8 @@ def _raised_at(match: Match, kind: Kind) -> str:
 
 def _also_died(match: Match, rows: Sequence[LogEvent]) -> str:
     """The other workers a launcher's report says died of the same signal as this root cause, which
-    it tells (``same_event._same_signal_rows``): "pids 3437, 3438 died of it too (lines 1, 8)"."""
+    it tells (``same_event._same_signal_rows``): "pids 3437, 3438 died of it too (lines 1, 8)", or exited
+    with its plain exit code (``same_event._same_code_rows``)."""
     rows = sorted(rows, key=lambda event: event.match.seq)
     if not rows:
         return ""
@@ -964,7 +973,8 @@ def _also_died(match: Match, rows: Sequence[LogEvent]) -> str:
         where = ("line " if len(rows) == 1 else "lines ") + ", ".join(str(e.match.line) for e in rows)
     else:
         where = ", ".join(_where(e.match, match.path) for e in rows)
-    return ALSO_DIED.format(whom=_clip(whom, MAX_FIELD_CHARS), where=_clip(where, MAX_FIELD_CHARS))
+    said = ALSO_DIED if exit_signal(match) is not None else ALSO_EXITED
+    return said.format(whom=_clip(whom, MAX_FIELD_CHARS), where=_clip(where, MAX_FIELD_CHARS))
 
 
 def _with_crash_lines(match: Match, crash_lines: Sequence[LogEvent], excerpt: str) -> str:
@@ -1094,6 +1104,7 @@ def _ranks_raised(
     lost_peer: Set[Optional[Tuple[str, str]]],
     told: Set[Tuple[int, int]],
     index: int,
+    root_pids: Optional[Dict[Tuple[str, str], str]] = None,
 ) -> List[Tuple[Finding, Match]]:
     """Each rank's own uncaught exception that nothing else tells, in a log whose launcher names another
     rank as the root cause of a failed job (``roots``: whom its root-cause errors name): torchrun names
@@ -1105,7 +1116,10 @@ def _ranks_raised(
     is not the rank's own failure, nor one the rank printed on after (``LogFindings.ranks_gone_on``: it
     caught the exception and logged it). With no launcher's report, a rank whose error is its lost peer
     (``lost_peer``, gloo's "Connection closed by peer") says alike that another rank died: that rank's own
-    exception is the failure (Lightning's ddp launcher prints no report)."""
+    exception is the failure (Lightning's ddp launcher prints no report). The root cause's own rank is
+    told by it, unless torchrun's line that the rank's worker failed after this traceback names another
+    pid than the root cause (``root_pids``): an earlier attempt's failure, then a restart that failed
+    otherwise (its gloo init)."""
     if not log.rank_tracebacks or not (roots or lost_peer) or RANK_RAISED_RULE in catalogue.ignore_rules:
         return []
     try:
@@ -1123,8 +1137,10 @@ def _ranks_raised(
         if exception and any(view.search(exception) for view in peer_views):
             continue
         who = identity_of(tb, use_rank_prefix=True)
-        if not exception or who is None or who[0] != "rank" or who in roots or who in lost_peer \
-                or (index, tb.line) in told:
+        if not exception or who is None or who[0] != "rank" or who in lost_peer or (index, tb.line) in told:
+            continue
+        attempt = _attempt_failed(log, tb)
+        if who in roots and not _an_earlier_attempt(attempt, (root_pids or {}).get(who)):
             continue
         if first_shutdown is not None and tb.end_line >= first_shutdown:
             continue
@@ -1136,7 +1152,6 @@ def _ranks_raised(
                for e in log.events):
             continue
         site = raise_site(tb)
-        attempt = _attempt_failed(log, tb)
         message = format_message(rule.message, {
             "rank": who[1], "exception": _clip(exception, MAX_FIELD_CHARS), "site": site,
             "pid": pid_of(attempt.match) if attempt is not None else dict(log.rank_pids).get(who[1]),
@@ -1146,6 +1161,13 @@ def _ranks_raised(
                           excerpt=tb.excerpt, test=tb.test)
         out.append((finding, tb))
     return out
+
+
+def _an_earlier_attempt(attempt: Optional[LogEvent], root_pid: Optional[str]) -> bool:
+    """Whether torchrun's line that a rank's worker failed names another pid than the report's root cause
+    of that rank: the report is of a later attempt."""
+    pid = pid_of(attempt.match) if attempt is not None else None
+    return pid is not None and root_pid is not None and pid != root_pid
 
 
 def _local_rank(log: LogFindings, event: LogEvent) -> Optional[str]:
@@ -1250,11 +1272,17 @@ def _one_line(text: str) -> str:
 # -- one event, one finding ------------------------------------------------------------------------
 
 
-def _killed(event: LogEvent, crash: Tuple[str, LogEvent], excerpt: str) -> Tuple[str, str]:
-    """The one sentence for a worker killed by a crash, and the excerpt with the crash attached."""
+def _killed(event: LogEvent, crash: Tuple[str, LogEvent], excerpt: str,
+            local_of: Optional[str] = None) -> Tuple[str, str]:
+    """The one sentence for a worker killed by a crash, and the excerpt with the crash attached. A line
+    that names only its local rank ("failed (exitcode: -11) local_rank: 2 (pid: 1263)", an attempt that
+    torchrun then restarted) is of ``local_of``, the rank the report's row of that local rank gives."""
     signame, crash_event = crash
     identity = identity_of(event.match, use_rank_prefix=True)
-    who = f"rank {identity[1]}" if identity is not None and identity[0] == "rank" else "worker"
+    if identity is not None and identity[0] == "rank":
+        who = f"rank {identity[1]}"
+    else:
+        who = f"rank {local_of}" if local_of is not None else "worker"
     told = format_message(crash_event.match.rule.message, crash_event.match.groups)
     site = crash_site(crash_event.stack) if crash_event.stack is not None else None
     if site is not None:

@@ -413,6 +413,7 @@ def one_event_one_finding(items: Sequence[Item]) -> Merged:
                 workers[pid] = item
             signals[pid] = signals.get(pid) or signal_of(event.match)
         _same_signal_rows(workers, signals, absorbed, rows, row_traceback)
+        _same_code_rows(workers, signals, absorbed, rows)
         # torchrun's "ChildFailedError" line heads the report whose rows (Root Cause, other Failures)
         # name the workers, and ends the agent's traceback that its log line of the first failure
         # ("failed (exitcode: -9) local_rank: 3 (pid: 407727) of binary: ...") comes right before
@@ -512,6 +513,33 @@ def _same_signal_rows(
         for pid in same:
             absorbed.add(id(workers[pid][2]))
             rows.setdefault(id(root[2]), []).append(workers.pop(pid)[2])
+
+
+def _same_code_rows(
+    workers: Dict[str, Item],
+    signals: Dict[str, Optional[str]],
+    absorbed: Set[int],
+    rows: Dict[int, List[LogEvent]],
+) -> None:
+    """The other rows of a launcher's report, each naming its rank, whose workers exited with the plain
+    exit code its root cause exited with, on no shutdown's account, in the same test: one failure the
+    root cause tells (every rank's argparse error, exit 2). A row of another code is a failure of its
+    own (rank 1 raised, rank 2 gave up with exit 4: two events)."""
+    for root in [w for w in workers.values() if w[2].match.rule.root_cause]:
+        code = (root[2].match.groups.get("exitcode") or "").strip()
+        if not code or signals.get(pid_of(root[2].match) or "") is not None:
+            continue
+        for pid, worker in list(workers.items()):
+            match = worker[2].match
+            if worker is root or match.rule.root_cause or worker[2].shutdown is not None \
+                    or match.groups.get("rank") is None or signals.get(pid) is not None:
+                continue
+            if (match.groups.get("exitcode") or "").strip() != code or worker[4] != root[4] \
+                    or worker[0] != root[0]:
+                continue
+            if 0 <= root[2].match.line - match.end_line <= _REPORT_ROWS_LINES:
+                absorbed.add(id(worker[2]))
+                rows.setdefault(id(root[2]), []).append(workers.pop(pid)[2])
 
 
 def _other_causes(root: Item) -> List[Tuple[Identity, Match]]:

@@ -413,6 +413,9 @@ class LogState:
         self.shutdowns_by_pid: Dict[Tuple[str, str], Match] = {}
         self.last_crash: Optional[Tuple[_Open, int]] = None
         self.tracebacks: Dict[Identity, Match] = {}
+        # torchrun's lines that an attempt's worker failed ("failed (exitcode: -11) local_rank: 2 (pid:
+        # 1263)"): (line, pid), the last few; a restart's report row names another pid than those before
+        self.attempt_ends: List[Tuple[int, str]] = []
         self.last_traceback: Optional[Match] = None
         self.wanting: Dict[Identity, List[_Open]] = {}
         # Events after their test had already reported (its teardown, or the time between tests):
@@ -842,6 +845,17 @@ class LogState:
             opened.attempt = self.attempt
             self.attempt_events[id(opened)] = opened
 
+    def _of_an_earlier_attempt(self, traceback: Match, match: Match) -> bool:
+        """Whether a rank's traceback came before torchrun's line that another worker pid of an attempt
+        failed, and ``match`` (the report's row, the last attempt's) names its own pid: torchrun restarted
+        the group in between (its restart line is INFO, unprinted by default), so the traceback is an
+        earlier attempt's worker's, not the row's (a restart whose gloo init then failed)."""
+        pid = (match.groups.get("pid") or "").strip()
+        if not pid.isdigit():
+            return False
+        return any(traceback.end_line < line < match.line and ended != pid
+                   for line, ended in self.attempt_ends)
+
     def _traceback(self, match: Match) -> None:
         identity = identity_of(match, use_rank_prefix=True)
         if identity is None:
@@ -1059,8 +1073,12 @@ class LogState:
         identity = identity_of(match, use_rank_prefix=False)
         if identity is not None:
             earlier = self.tracebacks.get(identity)
-            if earlier is not None and not match.line <= earlier.line <= match.end_line:
+            if earlier is not None and not match.line <= earlier.line <= match.end_line \
+                    and not self._of_an_earlier_attempt(earlier, match):
                 event = dataclasses.replace(event, traceback=(_who(identity), earlier))
+        pid = (match.groups.get("pid") or "").strip()
+        if match.groups.get("local_rank") is not None and pid.isdigit() and not match.rule.root_cause:
+            self.attempt_ends = [*self.attempt_ends[-(MAX_IDENTITIES - 1):], (match.line, pid)]
         opened = self._add(key, match, event, identity)
         if opened is not None:
             if self.line_events[0] != match.line:
