@@ -959,4 +959,9 @@ class _LiteralPass:
 
 def _escaped(needle: bytes) -> bytes:
     """``needle`` as a pattern that matches its bytes alone (letters and digits as they are, for caseless)."""
-    return b"".join(bytes([c]) if chr(c).isalnum() and c < 0x80 else b"\\x%02x" % c for c in needle)
+    return b"".join(map(_ESCAPES.__getitem__, needle))
+
+
+# Each byte's escape, looked up: every run escapes the catalogue's ~690 literals to find the cached
+# database, and a generator expression per byte cost 2.3 ms of start-up (this: 0.5 ms).
+_ESCAPES = tuple(bytes([c]) if chr(c).isalnum() and c < 0x80 else b"\\x%02x" % c for c in range(256))
