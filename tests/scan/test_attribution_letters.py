@@ -250,6 +250,27 @@ def test_rows_are_found_wherever_a_line_starting_with_one_would_be(engine):
     check()
 
 
+@pytest.mark.parametrize("row", [
+    b"2024-01-09T18:41:23.1412660Z ..F", b"tests/test_x.py ..F", b"tests-1  | ..F", b"[rank1]: ..F",
+    b"[rank1]:..F",
+])
+def test_re_finds_a_row_that_starts_at_its_hints_first_byte(row):
+    # Without Hyperscan each hint's pass starts where bytes.find puts its first byte ("Z", ".", "|", "]"):
+    # a row whose hint starts at that very byte, on a line neither the first nor the last, is still found.
+    buf = b"ok 1\n" + row + b"\nok 2\n"
+    found = [(start, m.group("run")) for start, m in letters_module._rows(buf, False)]
+    assert found == [(5, b"..F")]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("header", [b"created: 2/2 workers", b"2 workers [7 items]"])
+def test_an_xdist_header_inside_the_window_is_found(engine, header):
+    # xdist's header lines are found by their word "worker" alone (no hint of the letters holds them)
+    buf = b"ok 1\n" + header + b"\nok 2\n"
+    found = [(start, m.group("xdist")) for start, m in letters_module._rows(buf, engine == "hyperscan")]
+    assert found == [(5, header)]
+
+
 def test_the_hints_find_every_row_start_that_a_line_anchored_pattern_finds():
     # HYPERSCAN_HINTS look for a row after "\n" or a timestamp's "Z " instead of at "^" (cheaper for
     # Hyperscan): every line that "^" with an optional timestamp marks must still be tried.

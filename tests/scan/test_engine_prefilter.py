@@ -292,3 +292,18 @@ def test_a_finder_for_some_of_the_literals_takes_the_plan_made_for_all_of_them(m
     other = prefilter._PivotFinder([(len(needles), b"never planned", False)])
     other.inherit(full)
     assert other.sampled == 0
+
+
+def test_an_escaped_literal_matches_its_own_bytes_and_no_others():
+    # _LiteralPass compiles each literal as a pattern (_escaped): every byte, in any order, matches
+    # itself alone; letters and digits stay as they are, so a caseless literal's flag still applies.
+    import re
+
+    rng = random.Random(18)
+    for needle in [bytes([c]) for c in range(256)] + [rng.randbytes(rng.randint(1, 24)) for _ in range(300)]:
+        pattern = re.compile(prefilter._escaped(needle), re.DOTALL)
+        assert pattern.fullmatch(needle), needle
+        for at in range(len(needle)):
+            other = needle[:at] + bytes([(needle[at] + 1) % 256]) + needle[at + 1:]
+            assert not pattern.fullmatch(other), (needle, other)
+    assert prefilter._escaped(b"NCCL error:") == b"NCCL\\x20error\\x3a"
