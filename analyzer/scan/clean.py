@@ -39,7 +39,8 @@ that line instead of the outcome, pytest ``-v -s``'s node id (``test_x.py::test_
 when a child's header continues it, and a plain run's progress letters (``.``, ``E``, ``F``...) that the
 first line a child printed next continues (``.Process worker-3:``, ``Fsubprocess.CalledProcessError:``).
 A glog FATAL (``F``) prefix is kept: it is part of what the fatal-line rule matches. A line a paste
-quoted as Markdown (``> Error: Process completed with exit code 137``) loses the quote marks, one
+quoted as Markdown (``> Error: Process completed with exit code 137``) loses the quote marks (and one of
+a failed Nix build's log tail, ``       > FAILED tests/x.py::t``, Nix's mark and indent), one
 quoted as code (```` `Killed` ````, a fence glued to its first line) the backticks, and one pasted as
 emphasis (``_Killed_``, ``**Killed**``, or only its start in bold: ``**RuntimeError: ...** Tried``) its
 markers, and so do the first and last lines of a bold span over several lines (``**Traceback ...`` ...
@@ -106,6 +107,11 @@ _PROGRESS_BAR = lazy(
 _XTRACE = lazy(r"\+{1,8} (?=\S)")
 # Markdown's quote marks, one level or several ("> > "); never ">>> " (a REPL prompt) or ">" alone.
 _QUOTE = lazy(r"(?:> )+")
+# Nix's failed build: "error: builder for '/nix/store/...drv' failed with exit code 1;" then "last 10 log
+# lines:" and each line of the build's log behind "> " (NixOS/nix src/libstore/build/derivation-goal.cc,
+# BuildError's message), the message's lines indented under "error: " (google/flax#2554: a pytest short
+# summary's FAILED lines and verdict read "       > FAILED tests/x.py::T::t").
+_NIX_LOG_LINE = "       > "
 # A Kubernetes container log file's stream and whether the line is whole or a part of a longer one,
 # after its stamp (the CRI format: "... stderr F ", containerd's stamp as GitHub's, CRI-O's +00:00).
 _CRI_STREAM = r"(?:std(?:out|err) [FP] )?"
@@ -393,6 +399,8 @@ def clean_speaking(
     text = raw.decode("utf-8", "backslashreplace")
     if text[:1] == "+" and _XTRACE.match(text) and not text.rstrip().endswith("+"):
         return "", None, None  # set -x echoing a command (grep -E 'CUDA error: |Killed' train.log)
+    if text.startswith(_NIX_LOG_LINE):
+        text = text[len(_NIX_LOG_LINE):]
     if text.startswith("> "):
         text = text[_QUOTE.match(text).end():]  # type: ignore[union-attr]
     if text[:1] == "`" or text[:1] in _EMPHASIS or text.rstrip(" \t").endswith("**"):

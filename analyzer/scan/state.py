@@ -132,6 +132,9 @@ MAX_FAILED_TESTS = 10_000
 MAX_SUBTESTS = 10_000
 MAX_REASON_CHARS = 1000  # distinct failed subtests counted per test
 MAX_IDENTITIES = 1024
+MAX_LOST_WORKERS = 64  # xdist workers whose loss waits for the test xdist then fails on them
+# pytest-xdist's outcome line for one worker's test: "[gw5] [ 95%] FAILED tests/x.py::t".
+_XDIST_OUTCOME = lazy_regex(r"^\[(?P<worker>gw\d+)\] ")
 # A user line pattern that times out this often is skipped for the rest of the log.
 MAX_IGNORE_TIMEOUTS = 3
 
@@ -313,6 +316,15 @@ def _subtest_of(match: Match) -> Optional[str]:
     return m.group("which").strip() or "?" if m is not None else None
 
 
+def _named_test(match: Match) -> Optional[str]:
+    """The node id an event's own line names as the test it ended (a ``test`` group holding ``::``, as
+    xdist's "crashed while running 'x.py::t'"), None when it names none."""
+    if match.rule.kind is Kind.TEST_FAILURE:
+        return None
+    named = normal_test_id(match.groups.get("test") or "")
+    return named if "::" in named else None
+
+
 def _function_of(test: str) -> str:
     """A node id's function name: ``x.py::TestC::test_y[p]`` -> ``test_y``."""
     return test.rpartition("::")[2].partition("[")[0]
@@ -450,6 +462,9 @@ class LogState:
         # The events opened on the latest line that opened one: a short summary's "FAILED t.py::t - REASON"
         # may retell as its reason an event the test's report already showed (``_summary_retold``).
         self.line_events: Tuple[int, List[tuple]] = (0, [])
+        # (repeat key, event) of each xdist worker whose loss ("[gw5] node down: ...") names no test yet:
+        # xdist fails the test that worker ran on the next line it reports for it
+        self.lost_workers: Dict[str, Tuple[tuple, _Open]] = {}
         # A supervisor's attempts (torch elastic): the current one's number, the events that happened in
         # it outside any test, and the events of restarted attempts with the restart that ended each.
         self.attempt = 0
@@ -937,6 +952,30 @@ class LogState:
             self._commit_tentative()  # too long for an inner run's summary: the log's own
         self._failed(match, test)
 
+    def _lost_worker_test(self, match: Match, test: str) -> None:
+        """A failure xdist reports on a worker whose loss was told before ("[gw5] node down: Not properly
+        terminated", then "[gw5] [ 95%] FAILED tests/x.py::t"): the worker died in that test, so the loss is
+        that test's event (xdist's ``worker_errordown`` fails the item the worker was running)."""
+        head = _XDIST_OUTCOME.match(match.text.lstrip())
+        lost = self.lost_workers.pop(head.group("worker"), None) if head is not None else None
+        if lost is None:
+            return
+        key, opened = lost
+        if self.events.get(key) is not opened or opened.event.test is not None:
+            return
+        self._retest(key, opened, test)
+
+    def _retest(self, key: tuple, opened: _Open, test: str) -> None:
+        """Give an event the log first showed on no test's lines to ``test``, which a later line names."""
+        new_key = key[:-1] + (test,)
+        del self.events[key]
+        self.run_events.pop(id(opened), None)
+        if new_key in self.events:  # the same event already told in that test
+            self.events[new_key].repeats += opened.repeats
+            return
+        opened.event = dataclasses.replace(opened.event, test=test)
+        self.events[new_key] = opened
+
     def _bare_outcome_test(self, match: Match) -> str:
         """The test a failing outcome alone on its line reports (unittest's "FAIL" after what the test
         printed): the unittest test whose progress line is in force and has not reported yet; "" when
@@ -965,6 +1004,12 @@ class LogState:
             if told is not None:  # the same occurrence, not a repeat: ``told`` keeps its count
                 del self.events[key]
                 self.run_events.pop(id(opened), None)
+            elif opened.event.test is None and not self.depth and (
+                    self.tentative is None or self.tentative_test is None):
+                # No report told it (``--tb=no``, a paste of the summary alone): the line says which test
+                # it failed (unless the summary may be an inner run's in a passing test's report: then the
+                # event is that test's, ``_tentative_was_inner``).
+                self._retest(key, opened, test)
 
     def _commit_tentative(self) -> None:
         """The short summary the held failures came under was the log's own: they failed."""
@@ -985,6 +1030,7 @@ class LogState:
         self.unreported = {}
 
     def _failed(self, match: Match, test: str) -> None:
+        self._lost_worker_test(match, test)
         if match.groups.get("header"):
             self.unreported.pop(test, None)
         elif match.groups.get("outcome") and is_unittest_id(test) and test not in self.failed \
@@ -1022,6 +1068,11 @@ class LogState:
         if rank and match.rule.is_block and match.line == line + 1 and identity_of(match, False) is None:
             match = dataclasses.replace(match, groups={**match.groups, "rank": rank})  # the row's own rank
         kind, test, progress = self._context(match)
+        named = _named_test(match) if not self.depth else None
+        if named is not None and test is not None and test.endswith(".py") and named.startswith(test + "::"):
+            # The event names the test it ended ("worker 'gw1' crashed while running 'x.py::t'") under a
+            # report xdist heads with that test's file: the log may show no other line of the test.
+            test = named
         across = None
         arrived = None
         if kind == "" and test is None and self.across is not None and not self.depth:
@@ -1092,6 +1143,10 @@ class LogState:
             opened.outcome_by_verdict = True
         if opened is not None and match.rule.kind is Kind.CRASH:
             self.last_crash = (opened, match.end_line)
+        worker = match.groups.get("worker")
+        if opened is not None and test is None and worker and not self.depth \
+                and len(self.lost_workers) < MAX_LOST_WORKERS:
+            self.lost_workers[worker] = (key, opened)
         if opened is not None and event.test_finished and event.progress_line:
             self.awaiting_verdict.append(opened)
         if opened is not None:

@@ -334,6 +334,19 @@ def test_a_line_pasted_as_a_markdown_quote_loses_its_marks_and_a_prompt_keeps_it
         assert clean_line(raw) == (raw.decode(), None)
 
 
+def test_a_failed_nix_builds_log_tail_loses_nixs_mark_and_indent_and_a_code_line_keeps_its_own():
+    # google/flax#2554: nix-build's error lists the check phase's last lines as "       > LINE".
+    assert clean_line(b"       > FAILED tests/checkpoints_test.py::CheckpointsTest::test_keep0")[0] == (
+        "FAILED tests/checkpoints_test.py::CheckpointsTest::test_keep0"
+    )
+    assert clean_line(b"       > ================= 12 failed, 1050 passed in 42.08s ====")[0] == (
+        "================= 12 failed, 1050 passed in 42.08s ===="
+    )
+    # a line indented otherwise keeps its text
+    assert clean_line(b"        > 3")[0] == "        > 3"
+    assert clean_line(b"      > 3")[0] == "      > 3"
+
+
 def test_a_line_pasted_as_markdown_emphasis_loses_its_markers_and_lookalikes_keep_theirs():
     # microsoft/Swin-Transformer#267 pasted its error line in italics.
     assert clean_line(b"_subprocess.CalledProcessError: Command died._") == (
