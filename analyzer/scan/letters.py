@@ -13,6 +13,14 @@ start. So letters are believed only when they account for the run's verdict exac
 letter, from the run's first letter to the next separator line (pytest's ``=== FAILURES ===`` and
 verdict lines, unittest's ``=====`` and ``-----`` rules), as the verdict counts of each outcome. A run
 where they do not tell nothing, and its events keep the conservative reading (an error with no test).
+
+pytest's short summary (``-rA``, ``-rp``) lists a "PASSED id" line for each passed report in the order it
+was made (``_pytest/terminal.py`` 9.2.0 ``short_test_summary``: ``show_simple`` over ``stats["passed"]``),
+the order its ``.`` letters were written in: so the k-th ``.`` of a run whose letters account for its
+verdict is the k-th PASSED line after its summary's separator, when there are as many as it wrote dots.
+Under pytest-xdist the controller writes letters as reports come from any worker and the summary keeps
+that order, but whose output comes before a letter the log does not say (``outcome_after`` tells nothing
+there); a run with reruns (``R``) is not named either.
 """
 
 from __future__ import annotations
@@ -25,7 +33,7 @@ from typing import Any, Dict, Iterator, List, Match, Optional, Tuple
 
 from ..lazy_re import lazy
 from ._hyperscan import database, match_ends
-from .clean import strip_controls
+from .clean import clean_line, strip_controls
 
 _ANSI = rb"(?:\x1b\[[0-9;]*m)*"
 # The prefix a launcher writes before each line of the process it ran (``clean.py`` removes the same):
@@ -67,6 +75,9 @@ _PASSING = frozenset(".sxu")
 _PYTEST_COUNTS = lazy(r"(\d+) (passed|failed|errors?|skipped|xfailed|xpassed|rerun|subtests?)\b")
 _PYTEST_LETTER = {"passed": ".", "failed": "F", "error": "E", "errors": "E", "skipped": "s",
                   "xfailed": "x", "xpassed": "X", "rerun": "R"}
+# The separator that starts pytest's short summary, and one of its lines for a passed test.
+_SUMMARY_SEP = b"short test summary info"
+_SUMMARY_PASSED = lazy(r"PASSED (\S.*)$")
 _UNITTEST_RAN = lazy(r"^Ran (\d+) tests?\b", re.M)
 _UNITTEST_COUNTS = lazy(r"(failures|errors|skipped|expected failures|unexpected successes)=(\d+)")
 _UNITTEST_LETTER = {"failures": "F", "errors": "E", "skipped": "s", "expected failures": "x",
@@ -139,6 +150,11 @@ class ProgressLetters:
         # come from any worker while the workers' children write to the terminal, so whose letter follows
         # an event the log does not say.
         self.xdist = 0
+        # The lines of pytest's short-summary separators (no launcher's prefix), and its "PASSED id" lines
+        # after them (line, id), up to MAX_ROWS: more tell nothing.
+        self.summaries: List[int] = []
+        self.passed_ids: List[Tuple[int, str]] = []
+        self._in_summary = False
 
     def feed(self, buf: bytes, first_line: int, hint_ends: Optional[List[int]] = None) -> None:
         """Read a window of the log as it is (its first line is ``first_line``); ``hint_ends``: the end of
@@ -146,15 +162,23 @@ class ProgressLetters:
         if self.rows > MAX_ROWS:
             return
         at, line = 0, first_line
+        summary_from = 0 if self._in_summary else -1
         for start, m in _rows(buf, self.hyperscan, hint_ends):
             line += buf.count(b"\n", at, start)
             at = start
             who = _speaker_key(m.group("who"))
             region = self._last.get(who)
             if m.group("sep") is not None:
+                if summary_from >= 0:
+                    self._passed_lines(buf, summary_from, start, line - buf.count(b"\n", summary_from, start))
+                    summary_from = -1
                 if region is not None and not region.end:
                     region.end = line
                 self._sep[who] = line
+                end = buf.find(b"\n", start)
+                if not who and buf.find(_SUMMARY_SEP, start, len(buf) if end == -1 else end) != -1:
+                    self.summaries.append(line)
+                    summary_from = len(buf) if end == -1 else end + 1
                 continue
             if m.group("xdist") is not None:
                 self.xdist = line
@@ -172,6 +196,26 @@ class ProgressLetters:
                 self._last[who] = region
             region.rows.append((line, letters.decode("ascii")))
             self.rows += 1
+        self._in_summary = summary_from >= 0
+        if self._in_summary:
+            from_line = line + buf.count(b"\n", at, summary_from) if summary_from >= at \
+                else line - buf.count(b"\n", summary_from, at)
+            self._passed_lines(buf, summary_from, len(buf), from_line)
+
+    def _passed_lines(self, buf: bytes, start: int, end: int, first_line: int) -> None:
+        """Keep the short summary's "PASSED id" lines in ``buf[start:end]`` (``first_line``: its line)."""
+        at = buf.find(b"PASSED ", start, end)
+        line, counted = first_line, start
+        while at != -1 and len(self.passed_ids) <= MAX_ROWS:
+            line_start = buf.rfind(b"\n", start, at) + 1 or start
+            line += buf.count(b"\n", counted, line_start)
+            counted = line_start
+            line_end = buf.find(b"\n", at, end)
+            line_end = end if line_end == -1 else line_end
+            m = _SUMMARY_PASSED.match(clean_line(buf[line_start:line_end])[0])
+            if m is not None:
+                self.passed_ids.append((line, m.group(1).rstrip()))
+            at = buf.find(b"PASSED ", line_end, end)
 
     def passed_after(
         self, line: int, verdict_line: int, verdict_text: str, since: int = 0, next_event: int = 0,
@@ -197,9 +241,7 @@ class ProgressLetters:
         those behind none (a test's child's prefix); ``fixture_errors``: as ``verdict_letters`` takes it."""
         if self.rows > MAX_ROWS:
             return None
-        if not any(r.who == who for r in self.regions):
-            who = ""
-        region = next((r for r in self.regions if r.start > since and r.who == who), None)
+        region = self._region(since, who)
         # (pytest -q --tb=no -rN prints no separator: its verdict ends the letters)
         end = region.end or verdict_line if region is not None else 0
         if region is None or not end <= verdict_line or since < self.xdist < end:
@@ -227,6 +269,29 @@ class ProgressLetters:
             for letter in letters:
                 seen[letter] = seen.get(letter, 0) + 1
         return None
+
+    def _region(self, since: int, who: str) -> Optional[_Region]:
+        """The first letters after line ``since`` behind launcher's prefix ``who`` (or none, where no letters
+        are behind it)."""
+        if not any(r.who == who for r in self.regions):
+            who = ""
+        return next((r for r in self.regions if r.start > since and r.who == who), None)
+
+    def passed_test(self, verdict_line: int, since: int, who: str, k: int) -> Optional[str]:
+        """The id of the test of its run's k-th ``.`` (an ``outcome_after`` that said so), read from the
+        run's short summary before ``verdict_line``: None when the run printed none, or not one PASSED line
+        for each dot, or reran a test (``R``), or its letters are a launcher's process's."""
+        region = self._region(since, who)
+        if region is None or region.who or not region.end or region.counts.get("R") \
+                or len(self.passed_ids) > MAX_ROWS:
+            return None
+        summary = max((s for s in self.summaries if region.end <= s < verdict_line), default=0)
+        if not summary:
+            return None
+        ids = [test for at, test in self.passed_ids if summary < at < verdict_line]
+        if len(ids) != region.counts.get(".", 0) or not 0 < k <= len(ids):
+            return None
+        return ids[k - 1]
 
 
 _WHO_AT_START = lazy(
