@@ -33,7 +33,7 @@ from typing import Any, Dict, Iterator, List, Match, Optional, Tuple
 
 from ..lazy_re import lazy
 from ._hyperscan import database, match_ends
-from .clean import clean_line, strip_controls
+from .clean import strip_controls
 
 _ANSI = rb"(?:\x1b\[[0-9;]*m)*"
 # The prefix a launcher writes before each line of the process it ran (``clean.py`` removes the same):
@@ -77,7 +77,9 @@ _PYTEST_LETTER = {"passed": ".", "failed": "F", "error": "E", "errors": "E", "sk
                   "xfailed": "x", "xpassed": "X", "rerun": "R"}
 # The separator that starts pytest's short summary, and one of its lines for a passed test.
 _SUMMARY_SEP = b"short test summary info"
-_SUMMARY_PASSED = lazy(r"PASSED (\S.*)$")
+# (GitHub's timestamp and colour codes around the word; read only where "PASSED " is on the line)
+_SUMMARY_PASSED = lazy(rb"^(?:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+Z )?" + _ANSI + rb"PASSED" + _ANSI
+                       + rb" (\S[^\r\n\x1b]*?)" + _ANSI + rb" *\r?$", re.M)
 _UNITTEST_RAN = lazy(r"^Ran (\d+) tests?\b", re.M)
 _UNITTEST_COUNTS = lazy(r"(failures|errors|skipped|expected failures|unexpected successes)=(\d+)")
 _UNITTEST_LETTER = {"failures": "F", "errors": "E", "skipped": "s", "expected failures": "x",
@@ -150,10 +152,11 @@ class ProgressLetters:
         # come from any worker while the workers' children write to the terminal, so whose letter follows
         # an event the log does not say.
         self.xdist = 0
-        # The lines of pytest's short-summary separators (no launcher's prefix), and its "PASSED id" lines
-        # after them (line, id), up to MAX_ROWS: more tell nothing.
+        # The lines of pytest's short-summary separators (no launcher's prefix), and the ids of the "PASSED
+        # id" lines after each (up to the next separator), up to MAX_ROWS in all: more tell nothing.
         self.summaries: List[int] = []
-        self.passed_ids: List[Tuple[int, str]] = []
+        self.passed_ids: List[List[str]] = []
+        self.passed_count = 0
         self._in_summary = False
 
     def feed(self, buf: bytes, first_line: int, hint_ends: Optional[List[int]] = None) -> None:
@@ -170,7 +173,7 @@ class ProgressLetters:
             region = self._last.get(who)
             if m.group("sep") is not None:
                 if summary_from >= 0:
-                    self._passed_lines(buf, summary_from, start, line - buf.count(b"\n", summary_from, start))
+                    self._passed_lines(buf, summary_from, start)
                     summary_from = -1
                 if region is not None and not region.end:
                     region.end = line
@@ -178,6 +181,7 @@ class ProgressLetters:
                 end = buf.find(b"\n", start)
                 if not who and buf.find(_SUMMARY_SEP, start, len(buf) if end == -1 else end) != -1:
                     self.summaries.append(line)
+                    self.passed_ids.append([])
                     summary_from = len(buf) if end == -1 else end + 1
                 continue
             if m.group("xdist") is not None:
@@ -198,24 +202,16 @@ class ProgressLetters:
             self.rows += 1
         self._in_summary = summary_from >= 0
         if self._in_summary:
-            from_line = line + buf.count(b"\n", at, summary_from) if summary_from >= at \
-                else line - buf.count(b"\n", summary_from, at)
-            self._passed_lines(buf, summary_from, len(buf), from_line)
+            self._passed_lines(buf, summary_from, len(buf))
 
-    def _passed_lines(self, buf: bytes, start: int, end: int, first_line: int) -> None:
-        """Keep the short summary's "PASSED id" lines in ``buf[start:end]`` (``first_line``: its line)."""
+    def _passed_lines(self, buf: bytes, start: int, end: int) -> None:
+        """Keep the short summary's "PASSED id" lines in ``buf[start:end]`` (its last summary's)."""
         at = buf.find(b"PASSED ", start, end)
-        line, counted = first_line, start
-        while at != -1 and len(self.passed_ids) <= MAX_ROWS:
-            line_start = buf.rfind(b"\n", start, at) + 1 or start
-            line += buf.count(b"\n", counted, line_start)
-            counted = line_start
-            line_end = buf.find(b"\n", at, end)
-            line_end = end if line_end == -1 else line_end
-            m = _SUMMARY_PASSED.match(clean_line(buf[line_start:line_end])[0])
-            if m is not None:
-                self.passed_ids.append((line, m.group(1).rstrip()))
-            at = buf.find(b"PASSED ", line_end, end)
+        if at == -1 or self.passed_count > MAX_ROWS:
+            return
+        found = _SUMMARY_PASSED.findall(buf, buf.rfind(b"\n", start, at) + 1 or start, end)
+        self.passed_count += len(found)
+        self.passed_ids[-1].extend(test.decode("utf-8", "backslashreplace") for test in found)
 
     def passed_after(
         self, line: int, verdict_line: int, verdict_text: str, since: int = 0, next_event: int = 0,
@@ -283,12 +279,12 @@ class ProgressLetters:
         for each dot, or reran a test (``R``), or its letters are a launcher's process's."""
         region = self._region(since, who)
         if region is None or region.who or not region.end or region.counts.get("R") \
-                or len(self.passed_ids) > MAX_ROWS:
+                or self.passed_count > MAX_ROWS:
             return None
-        summary = max((s for s in self.summaries if region.end <= s < verdict_line), default=0)
-        if not summary:
+        summary = max((i for i, s in enumerate(self.summaries) if region.end <= s < verdict_line), default=-1)
+        if summary < 0:
             return None
-        ids = [test for at, test in self.passed_ids if summary < at < verdict_line]
+        ids = self.passed_ids[summary]
         if len(ids) != region.counts.get(".", 0) or not 0 < k <= len(ids):
             return None
         return ids[k - 1]
