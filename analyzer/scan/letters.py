@@ -13,6 +13,14 @@ start. So letters are believed only when they account for the run's verdict exac
 letter, from the run's first letter to the next separator line (pytest's ``=== FAILURES ===`` and
 verdict lines, unittest's ``=====`` and ``-----`` rules), as the verdict counts of each outcome. A run
 where they do not tell nothing, and its events keep the conservative reading (an error with no test).
+
+pytest's short summary (``-rA``, ``-rp``) lists a "PASSED id" line for each passed report in the order it
+was made (``_pytest/terminal.py`` 9.2.0 ``short_test_summary``: ``show_simple`` over ``stats["passed"]``),
+the order its ``.`` letters were written in: so the k-th ``.`` of a run whose letters account for its
+verdict is the k-th PASSED line after its summary's separator, when there are as many as it wrote dots.
+Under pytest-xdist the controller writes letters as reports come from any worker and the summary keeps
+that order, but whose output comes before a letter the log does not say (``outcome_after`` tells nothing
+there); a run with reruns (``R``) is not named either.
 """
 
 from __future__ import annotations
@@ -77,6 +85,11 @@ _PASSING = frozenset(".sxu")
 _PYTEST_COUNTS = lazy(r"(\d+) (passed|failed|errors?|skipped|xfailed|xpassed|rerun|subtests?)\b")
 _PYTEST_LETTER = {"passed": ".", "failed": "F", "error": "E", "errors": "E", "skipped": "s",
                   "xfailed": "x", "xpassed": "X", "rerun": "R"}
+# The separator that starts pytest's short summary, and one of its lines for a passed test.
+_SUMMARY_SEP = b"short test summary info"
+# (GitHub's timestamp and colour codes around the word; read only where "PASSED " is on the line)
+_SUMMARY_PASSED = lazy(rb"^(?:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+Z )?" + _ANSI + rb"PASSED" + _ANSI
+                       + rb" (\S[^\r\n\x1b]*?)" + _ANSI + rb" *\r?$", re.M)
 _UNITTEST_RAN = lazy(r"^Ran (\d+) tests?\b", re.M)
 _UNITTEST_COUNTS = lazy(r"(failures|errors|skipped|expected failures|unexpected successes)=(\d+)")
 _UNITTEST_LETTER = {"failures": "F", "errors": "E", "skipped": "s", "expected failures": "x",
@@ -149,6 +162,12 @@ class ProgressLetters:
         # come from any worker while the workers' children write to the terminal, so whose letter follows
         # an event the log does not say.
         self.xdist = 0
+        # The lines of pytest's short-summary separators (no launcher's prefix), and the ids of the "PASSED
+        # id" lines after each (up to the next separator), up to MAX_ROWS in all: more tell nothing.
+        self.summaries: List[int] = []
+        self.passed_ids: List[List[str]] = []
+        self.passed_count = 0
+        self._in_summary = False
 
     def feed(self, buf: bytes, first_line: int, hint_ends: Optional[List[int]] = None) -> None:
         """Read a window of the log as it is (its first line is ``first_line``); ``hint_ends``: the end of
@@ -156,15 +175,24 @@ class ProgressLetters:
         if self.rows > MAX_ROWS:
             return
         at, line = 0, first_line
+        summary_from = 0 if self._in_summary else -1
         for start, m in _rows(buf, self.hyperscan, hint_ends):
             line += buf.count(b"\n", at, start)
             at = start
             who = _speaker_key(m.group("who"))
             region = self._last.get(who)
             if m.group("sep") is not None:
+                if summary_from >= 0:
+                    self._passed_lines(buf, summary_from, start)
+                    summary_from = -1
                 if region is not None and not region.end:
                     region.end = line
                 self._sep[who] = line
+                end = buf.find(b"\n", start)
+                if not who and buf.find(_SUMMARY_SEP, start, len(buf) if end == -1 else end) != -1:
+                    self.summaries.append(line)
+                    self.passed_ids.append([])
+                    summary_from = len(buf) if end == -1 else end + 1
                 continue
             if m.group("xdist") is not None:
                 self.xdist = line
@@ -182,6 +210,18 @@ class ProgressLetters:
                 self._last[who] = region
             region.rows.append((line, letters.decode("ascii")))
             self.rows += 1
+        self._in_summary = summary_from >= 0
+        if self._in_summary:
+            self._passed_lines(buf, summary_from, len(buf))
+
+    def _passed_lines(self, buf: bytes, start: int, end: int) -> None:
+        """Keep the short summary's "PASSED id" lines in ``buf[start:end]`` (its last summary's)."""
+        at = buf.find(b"PASSED ", start, end)
+        if at == -1 or self.passed_count > MAX_ROWS:
+            return
+        found = _SUMMARY_PASSED.findall(buf, buf.rfind(b"\n", start, at) + 1 or start, end)
+        self.passed_count += len(found)
+        self.passed_ids[-1].extend(test.decode("utf-8", "backslashreplace") for test in found)
 
     def passed_after(
         self, line: int, verdict_line: int, verdict_text: str, since: int = 0, next_event: int = 0,
@@ -207,9 +247,7 @@ class ProgressLetters:
         those behind none (a test's child's prefix); ``fixture_errors``: as ``verdict_letters`` takes it."""
         if self.rows > MAX_ROWS:
             return None
-        if not any(r.who == who for r in self.regions):
-            who = ""
-        region = next((r for r in self.regions if r.start > since and r.who == who), None)
+        region = self._region(since, who)
         # (pytest -q --tb=no -rN prints no separator: its verdict ends the letters)
         end = region.end or verdict_line if region is not None else 0
         if region is None or not end <= verdict_line or since < self.xdist < end:
@@ -237,6 +275,29 @@ class ProgressLetters:
             for letter in letters:
                 seen[letter] = seen.get(letter, 0) + 1
         return None
+
+    def _region(self, since: int, who: str) -> Optional[_Region]:
+        """The first letters after line ``since`` behind launcher's prefix ``who`` (or none, where no letters
+        are behind it)."""
+        if not any(r.who == who for r in self.regions):
+            who = ""
+        return next((r for r in self.regions if r.start > since and r.who == who), None)
+
+    def passed_test(self, verdict_line: int, since: int, who: str, k: int) -> Optional[str]:
+        """The id of the test of its run's k-th ``.`` (an ``outcome_after`` that said so), read from the
+        run's short summary before ``verdict_line``: None when the run printed none, or not one PASSED line
+        for each dot, or reran a test (``R``), or its letters are a launcher's process's."""
+        region = self._region(since, who)
+        if region is None or region.who or not region.end or region.counts.get("R") \
+                or self.passed_count > MAX_ROWS:
+            return None
+        summary = max((i for i, s in enumerate(self.summaries) if region.end <= s < verdict_line), default=-1)
+        if summary < 0:
+            return None
+        ids = self.passed_ids[summary]
+        if len(ids) != region.counts.get(".", 0) or not 0 < k <= len(ids):
+            return None
+        return ids[k - 1]
 
 
 _WHO_AT_START = lazy(

@@ -1281,6 +1281,11 @@ class LogState:
                     run_passed=opened.run_passed, arrived=opened.arrived, inner=opened.inner,
                 )
             if letters is not None and event.test is None and not event.exit_path and event.across is None \
+                    and opened.run_passed is not None and opened.recovered is None \
+                    and event.match.rule.kind is not Kind.TEST_FAILURE:
+                # A passing run's: its short summary may name the test whose letter follows it.
+                event = self._passed_by_summary(event, opened.run_passed, letters, starts)
+            elif letters is not None and event.test is None and not event.exit_path and event.across is None \
                     and opened.run_passed is None and opened.recovered is None and self.verdict is not None \
                     and verdict_failed(self.verdict) and event.match.rule.kind is not Kind.TEST_FAILURE:
                 # Which test printed it the log does not say, but the letters may say that test passed.
@@ -1288,18 +1293,22 @@ class LogState:
                 if verdict_text is None:
                     verdict_text = _cleaned(verdict.groups.get("summary") or verdict.excerpt)
                 before = self.closed_runs[-1][2] if self.closed_runs else None
+                since = before.line if before is not None else 0
+                who = letters_speaker(event.match.excerpt)
                 later = bisect.bisect_right(starts, event.match.line)
                 failed = tuple(self.failed)
                 unittest_run = is_unittest_verdict(verdict_text)
                 outcome = letters.outcome_after(
                     event.match.line, verdict.line, verdict_text,
-                    since=before.line if before is not None else 0,
-                    next_event=starts[later] if later < len(starts) else 0,
-                    who=letters_speaker(event.match.excerpt),
+                    since=since, next_event=starts[later] if later < len(starts) else 0, who=who,
                     fixture_errors=sum(map(is_unittest_fixture, failed)) if unittest_run else 0,
                 )
                 errors = outcome[3].get("E", 0) if outcome is not None else 0
-                if outcome is not None and outcome[1] in ".sxu":
+                named = letters.passed_test(verdict.line, since, who, outcome[2]) \
+                    if outcome is not None and outcome[1] == "." and not unittest_run else None
+                if named is not None and named not in self.failed:
+                    event = dataclasses.replace(event, test=named, test_finished=True)
+                elif outcome is not None and outcome[1] in ".sxu":
                     event = dataclasses.replace(event, passed_letter=outcome[0])
                 elif outcome is not None and outcome[1] in "FE" and (unittest_run or not errors) \
                         and outcome[3].get("F", 0) + errors == len(failed) and not self.failed_overflow:
@@ -1332,6 +1341,30 @@ class LogState:
             rank_pids=tuple(self.rank_pids.items()),
             rank_locals=tuple(self.rank_locals.items()),
         )
+
+    def _passed_by_summary(
+        self, event: LogEvent, verdict: Match, letters: ProgressLetters, starts: List[int],
+    ) -> LogEvent:
+        """``event`` of no test in the run that passed with ``verdict``, named after the test whose ``.``
+        follows it where the run's short summary names that test for certain
+        (``ProgressLetters.passed_test``); else as it was."""
+        before = max((v.line for _, _, v in self.closed_runs if v is not None and v.line < verdict.line),
+                     default=0)
+        later = bisect.bisect_right(starts, event.match.line)
+        who = letters_speaker(event.match.excerpt)
+        verdict_text = _cleaned(verdict.groups.get("summary") or verdict.excerpt)
+        if is_unittest_verdict(verdict_text):
+            return event
+        outcome = letters.outcome_after(
+            event.match.line, verdict.line, verdict_text, since=before,
+            next_event=starts[later] if later < len(starts) else 0, who=who,
+        )
+        if outcome is None or outcome[1] != ".":
+            return event
+        named = letters.passed_test(verdict.line, before, who, outcome[2])
+        if named is None:
+            return event
+        return dataclasses.replace(event, test=named, test_finished=True, run_passed=None)
 
     def _open_run(self, final_verdict: Optional[Match], row: Optional[Tuple[int, int]]) -> int:
         """Where the log shows its own test run got to when it ended without a verdict (0: it did not): its
