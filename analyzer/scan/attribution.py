@@ -114,6 +114,8 @@ _BARE_OUTCOME = lazy(
     rb"(?:PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS|RERUN|ok|FAIL|skipped|expected failure"
     rb"|unexpected success)\b"
 )
+# Of those, the words of a test that did not pass.
+_BARE_FAILURE = lazy(rb"\b(?:FAILED|ERROR|FAIL|unexpected success)\b")
 # A pytest session's start (glued to the outer run's progress line under -s) and its framed verdict
 # ("=== 3 failed, 1 passed in 4.24s ===", "=== 1 error in 62.10s (0:01:02) ==="; GitHub's timestamp
 # first, --color=yes's escapes around): an inner session's edges.
@@ -384,8 +386,11 @@ def _outcome_after(buf: bytes, lo: int, hi: int, test: str, depth: int = 0) -> T
                 return None, depth
         nxt = min(_next_progress(buf, lo), hi)
         opened = _SESSION_START.search(buf, lo, nxt) if buf.find(_STARTS, lo, nxt) != -1 else None
-        if _BARE_OUTCOME.search(buf, lo, nxt if opened is None else opened.start()) is not None:
-            return True, 0
+        bare = _BARE_OUTCOME.search(buf, lo, nxt if opened is None else opened.start())
+        if bare is not None:
+            # A failure said alone (pytest -s: "FAILED" after the test's own output) handled nothing: read
+            # as no outcome, with or without the summary that would name the test after it.
+            return _BARE_FAILURE.search(bare.group()) is None, 0
         if opened is not None:
             depth, lo = 1, opened.end()
             continue
