@@ -213,7 +213,7 @@ def rank(
     chained = events_chained(events)
     events = [item for item in events if id(item[2]) not in chained.absorbed]
     severity_of = _chain_severities(events, chained.causes)
-    crashes = one_event_one_finding(events)
+    crashes = one_event_one_finding(events, told_again.told)
     events = [item for item in events if id(item[2]) not in crashes.absorbed]
     peers = peers_lost(events)
     events = [item for item in events if id(item[2]) not in peers.absorbed]

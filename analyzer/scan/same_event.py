@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import signal
-from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
+from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
 from ..exits import windows_status_name
 from ..model import Kind, Severity
@@ -384,10 +384,23 @@ class Merged:
     row_traceback: Dict[int, Tuple[str, Match]] = dataclasses.field(default_factory=dict)
 
 
-def one_event_one_finding(items: Sequence[Item]) -> Merged:
+def one_event_one_finding(
+    items: Sequence[Item], tells: Optional[Mapping[int, Sequence[LogEvent]]] = None
+) -> Merged:
     """Tell each crash once: per log, findings of one pid are one event (the root cause tells it), and a
     crash line (faulthandler, the shell, the step's exit status) of the signal a worker died of is that
-    worker's crash; crash lines of one signal without a worker are one crash, the first one tells it."""
+    worker's crash; crash lines of one signal without a worker are one crash, the first one tells it.
+    ``tells`` maps an event to those it tells again (``events_told_again``): an event that told a line
+    the process dies of (a C assert() after a CUDA library's failed status) dies of that signal too."""
+    tells = tells or {}
+
+    def dies_of(event: LogEvent) -> Optional[str]:
+        told_signals = (other.match.rule.dies_of for other in tells.get(id(event), ()))
+        return event.match.rule.dies_of or next((name for name in told_signals if name), None)
+
+    def crash_signal(event: LogEvent) -> Optional[str]:
+        return signal_of(event.match) or dies_of(event)
+
     absorbed: Set[int] = set()
     crash_of: Dict[int, Tuple[str, LogEvent]] = {}
     row_traceback: Dict[int, Tuple[str, Match]] = {}
@@ -432,7 +445,7 @@ def one_event_one_finding(items: Sequence[Item]) -> Merged:
             kind = event.match.rule.kind
             if id(event) in absorbed or (kind is not Kind.CRASH and pid_of(event.match) is not None):
                 continue
-            signame = signal_of(event.match)
+            signame = crash_signal(event)
             if signame is None:
                 continue
             worker = _worker_for(event, item[4], signame, workers, signals)
@@ -457,7 +470,7 @@ def one_event_one_finding(items: Sequence[Item]) -> Merged:
                 bug, primary_bug = _bug_of(event.match), _bug_of(primary[2].match)
                 same_bug = bug is None or primary_bug is None or bug == primary_bug
                 if same_test and same_bug and (who is None or primary_who in (None, who)):
-                    says_why = event.match.rule.dies_of and not primary[2].match.rule.dies_of
+                    says_why = dies_of(event) and not dies_of(primary[2])
                     teller, told = (item, primary) if says_why else (primary, item)
                     absorbed.add(id(told[2]))
                     told_lines = told_by.pop(id(told[2]), [])
