@@ -6,13 +6,14 @@ It walks the rooms in order, one way: supervise -> saved logs -> scan (with rule
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import errno
 import os
 import signal
 import stat
 import sys
-from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, TextIO, Tuple
+from typing import TYPE_CHECKING, Callable, Dict, Iterator, List, Optional, Sequence, TextIO, Tuple
 
 from . import __version__
 from .durations import parse_duration
@@ -266,41 +267,85 @@ class _EarlyJson:
     Each write goes to a new file beside the path and is renamed over it (rename(2) is atomic), so a
     guard killed at any moment leaves a whole report there, early or final, never a cut one. Only for
     a path that was a plain file or nothing at the start: a link, FIFO or device the user gave
-    (``--json /dev/stdout``) gets the final report alone, as before.
+    (``--json /dev/stdout``) gets the final report alone, as before. Only inside the directory that
+    held the path at the start: a command that swaps that directory for a link to a decoy (``rm -rf
+    logs; ln -s decoy logs``) must not get the report written into the decoy.
     """
 
     def __init__(self, path: str, start: "ReportPath") -> None:
         self.path = path
+        self.folder = os.path.dirname(path) or "."
+        self.name = os.path.basename(path)
         self.usable = start.link is None and start.special is None
+        self.folder_id = _identity(self.folder)  # (st_dev, st_ino) of the directory at the start
         self.written: Optional[Tuple[int, int]] = None  # (st_dev, st_ino) of the file this put there
 
     def early(self, report: Report) -> None:
-        try:
-            here: Optional[os.stat_result] = os.lstat(self.path)
-        except OSError:
-            here = None
-        # What the command planted there is left for the final write, which says what it found.
-        planted = here is not None and (not stat.S_ISREG(here.st_mode) or here.st_nlink > 1)
-        if self.usable and not planted:
-            self.written = _replace_file(self.path, _renderer("json")(report)) or self.written
+        if not self.usable:
+            return
+        with _same_folder(self.folder, self.folder_id) as folder:
+            if folder is None:
+                return
+            try:
+                here: Optional[os.stat_result] = os.lstat(self.name, dir_fd=folder)
+            except OSError:
+                here = None
+            # What the command planted there is left for the final write, which says what it found.
+            if here is None or (stat.S_ISREG(here.st_mode) and here.st_nlink == 1):
+                self.written = _replace_file(folder, self.name, _renderer("json")(report)) or self.written
 
     def final(self, text: str) -> bool:
         """Replace the early report with ``text``, if the path still holds it; False: not done."""
-        try:
-            here = os.lstat(self.path)
-        except OSError:
+        if self.written is None:
             return False
-        if self.written != (here.st_dev, here.st_ino) or not stat.S_ISREG(here.st_mode):
-            return False
-        return _replace_file(self.path, text) is not None
+        with _same_folder(self.folder, self.folder_id) as folder:
+            if folder is None:
+                return False
+            try:
+                here = os.lstat(self.name, dir_fd=folder)
+            except OSError:
+                return False
+            if self.written != (here.st_dev, here.st_ino) or not stat.S_ISREG(here.st_mode):
+                return False
+            return _replace_file(folder, self.name, text) is not None
 
 
-def _replace_file(path: str, text: str) -> Optional[Tuple[int, int]]:
-    """Write ``text`` to a new file beside ``path`` and rename it over ``path``; its (st_dev, st_ino),
-    or None where that failed (nothing is left behind then)."""
-    part = os.path.join(os.path.dirname(path), f".{os.path.basename(path)}.{os.urandom(4).hex()}.part")
+def _identity(folder: str) -> Optional[Tuple[int, int]]:
+    """(st_dev, st_ino) of the directory ``folder`` (not a link to one), or None."""
     try:
-        fd = os.open(part, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
+        here = os.lstat(folder)
+    except OSError:
+        return None
+    return (here.st_dev, here.st_ino) if stat.S_ISDIR(here.st_mode) else None
+
+
+@contextlib.contextmanager
+def _same_folder(folder: str, identity: Optional[Tuple[int, int]]) -> Iterator[Optional[int]]:
+    """A descriptor of ``folder`` while it is still the directory ``identity`` names, else None."""
+    fd = -1
+    if identity is not None:
+        try:
+            fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            here = os.fstat(fd)
+            if (here.st_dev, here.st_ino) != identity:
+                os.close(fd)
+                fd = -1
+        except OSError:
+            fd = -1
+    try:
+        yield fd if fd >= 0 else None
+    finally:
+        if fd >= 0:
+            os.close(fd)
+
+
+def _replace_file(folder: int, name: str, text: str) -> Optional[Tuple[int, int]]:
+    """Write ``text`` to a new file in the directory ``folder`` (a descriptor) and rename it over
+    ``name`` there; its (st_dev, st_ino), or None where that failed (nothing is left behind then)."""
+    part = f".{name}.{os.urandom(4).hex()}.part"
+    try:
+        fd = os.open(part, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666,
+                     dir_fd=folder)
         try:
             data = memoryview(text.encode("utf-8", "backslashreplace"))
             while data:
@@ -308,10 +353,10 @@ def _replace_file(path: str, text: str) -> Optional[Tuple[int, int]]:
             made = os.fstat(fd)
         finally:
             os.close(fd)
-        os.replace(part, path)
+        os.replace(part, name, src_dir_fd=folder, dst_dir_fd=folder)
     except OSError:
         try:
-            os.unlink(part)
+            os.unlink(part, dir_fd=folder)
         except OSError:
             pass
         return None
