@@ -5,7 +5,7 @@ processes of the same user, whose ``/proc/PID/environ`` the command may open. A 
 process but this one and the guard (its parent, non-dumpable) every few milliseconds and prints
 ``read GITHUB_OUTPUT=VALUE from pid N: COMMAND LINE`` for each one whose environment names another
 ``GITHUB_OUTPUT`` than its own (the runner's real file, which the command must never learn). Prints
-``looking`` once the thread runs, then hangs in the main thread.
+``looking`` first once the thread runs, then hangs in the main thread.
 """
 
 import os
@@ -25,6 +25,9 @@ def command_line(pid: str) -> str:
 
 
 def look() -> None:
+    # Said here, not after starting the thread: a process readable at once (root opens the guard's own
+    # forks) would otherwise be printed before it.
+    print("looking", flush=True)
     seen = set()
     while True:
         for name in os.listdir("/proc"):
@@ -45,6 +48,5 @@ def look() -> None:
 
 
 threading.Thread(target=look, daemon=True).start()
-print("looking", flush=True)
 while True:
     time.sleep(0.05)
