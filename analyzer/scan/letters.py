@@ -189,7 +189,8 @@ class ProgressLetters:
                     region.end = line
                 self._sep[who] = line
                 end = buf.find(b"\n", start)
-                if not who and buf.find(_SUMMARY_SEP, start, len(buf) if end == -1 else end) != -1:
+                if not who and len(self.summaries) < MAX_ROWS \
+                        and buf.find(_SUMMARY_SEP, start, len(buf) if end == -1 else end) != -1:
                     self.summaries.append(line)
                     self.passed_ids.append([])
                     summary_from = len(buf) if end == -1 else end + 1

@@ -49,9 +49,11 @@ those caps, whatever the size of the log.
 from __future__ import annotations
 
 import bisect
+import collections
 import dataclasses
 from typing import (
-    TYPE_CHECKING, Callable, Dict, FrozenSet, Iterable, Iterator, List, NamedTuple, Optional, Set, Tuple,
+    TYPE_CHECKING, Callable, Deque, Dict, FrozenSet, Iterable, Iterator, List, NamedTuple, Optional, Set,
+    Tuple,
 )
 
 from ..lazy_re import lazy_regex
@@ -427,7 +429,7 @@ class LogState:
         self.tracebacks: Dict[Identity, Match] = {}
         # torchrun's lines that an attempt's worker failed ("failed (exitcode: -11) local_rank: 2 (pid:
         # 1263)"): (line, pid), the last few; a restart's report row names another pid than those before
-        self.attempt_ends: List[Tuple[int, str]] = []
+        self.attempt_ends: Deque[Tuple[int, str]] = collections.deque(maxlen=MAX_IDENTITIES)
         self.last_traceback: Optional[Match] = None
         self.wanting: Dict[Identity, List[_Open]] = {}
         # Events after their test had already reported (its teardown, or the time between tests):
@@ -1129,7 +1131,7 @@ class LogState:
                 event = dataclasses.replace(event, traceback=(_who(identity), earlier))
         pid = (match.groups.get("pid") or "").strip()
         if match.groups.get("local_rank") is not None and pid.isdigit() and not match.rule.root_cause:
-            self.attempt_ends = [*self.attempt_ends[-(MAX_IDENTITIES - 1):], (match.line, pid)]
+            self.attempt_ends.append((match.line, pid))
         opened = self._add(key, match, event, identity)
         if opened is not None:
             if self.line_events[0] != match.line:
