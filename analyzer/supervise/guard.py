@@ -53,8 +53,8 @@ DUMP_TIMEOUT_S = 3.0  # the bound for all stack dumps together (non-blocking and
 _PAUSABLE_STATES = ("R", "S")  # py-spy --native attaches with ptrace: not to stopped or D-state ones
 GPU_TIMEOUT_S = 3.0
 MAX_DUMPS = 32  # a tree of thousands of Python processes gets the first 32 in tree order dumped
-# Native dumps pause their target (ptrace) and cost far more: in tree order (the command first), the
-# first few whose Python stack does not explain their wait.
+# Native dumps pause their target (ptrace) and cost far more: the first few whose Python stack does
+# not explain their wait, a place kept for the command's own.
 MAX_NATIVE_DUMPS = 4
 # The runner's cancel sends SIGINT, SIGTERM 7.5 s later and SIGKILL 2.5 s after that
 # (actions/runner src/Runner.Sdk/ProcessInvoker.cs, CancelAndKillProcessTree): the guard's part
@@ -446,9 +446,6 @@ class _Run:
         if not cancelled:  # on cancel every second counts: Python frames only
             states = {info.pid: info.state for info in infos}
             pausable = [pid for pid in python_pids if states.get(pid) in _PAUSABLE_STATES]
-        # Running: a spin in C (CUDA's default synchronize spins) shows only in native frames, and no
-        # Python frame can say otherwise, so its native dump starts at once.
-        running = [pid for pid in pausable if states.get(pid) == "R"]
         parents = {info.ppid for info in infos}
         in_wait4 = {info.pid for info in infos if info.wchan in diagnosis.KERNEL_CHILD_WAITS}
         lines = snapshot.SourceLines()
@@ -470,7 +467,7 @@ class _Run:
                 gpu_thread = None
             # Every dump at once, under one bound: 16 ranks cost about what one does. A native dump
             # starts the moment its process's plain dump shows it is needed, at most MAX_NATIVE_DUMPS.
-            dumps, native = snapshot.dump_all(python_pids, running, dump_s, self.helper_pids, self.tools,
+            dumps, native = snapshot.dump_all(python_pids, (), dump_s, self.helper_pids, self.tools,
                                               pausable, needs_native, MAX_NATIVE_DUMPS)
             if gpu_thread is not None:
                 gpu_thread.join(deadline.within(0.5))

@@ -450,8 +450,9 @@ def dump_all(
     One ``timeout_s`` bounds them all: many processes cost about what one does, not the sum. A pid of
     ``maybe_native`` (and of ``pids``) gets a native dump too where ``needs_native`` says its plain dump
     does not explain its wait, started the moment that plain dump is read while the others still run;
-    ``max_native`` native dumps at most in all, ``native_pids`` first. Natives come back in the order
-    they were started.
+    ``max_native`` native dumps at most in all, ``native_pids`` first, and a place kept for the first of
+    ``maybe_native`` (the command) until its plain dump is read. Natives come back in the order they
+    were started.
     """
     tools = tools or _tools_now()
     tool = tools.py_spy
@@ -478,6 +479,7 @@ def dump_all(
     if deferred and needs_native is not None:
         room = len(deferred) if max_native is None else max_native - len(natives)
         undecided = [pids.index(pid) for pid in deferred]
+        first = undecided[0] if undecided else -1
         while undecided and room > 0 and time.monotonic() < deadline:
             done = [index for index in undecided if plain_helpers[index].ended(0.0)]
             if not done:
@@ -486,7 +488,8 @@ def dump_all(
             for index in done:
                 undecided.remove(index)
                 dump = read[index] = _dump_from(pids[index], plain_helpers[index])
-                if room > 0 and needs_native(dump):
+                kept = 1 if first in undecided else 0
+                if room > kept and needs_native(dump):
                     natives.extend((pids[index], helper) for helper in start_helpers(
                         [argv(pids[index], True)], pass_fds, tools.env, helper_pids))
                     room -= 1
