@@ -25,8 +25,8 @@ def rank(index: int, count: int, ready: int) -> None:
         lock = threading.Lock()
         lock.acquire()
         lock.acquire()
-    while True:
-        time.sleep(0.05)
+    while True:  # one long sleep: a dump never catches it between two
+        time.sleep(10000)
 
 
 if __name__ == "__main__":
