@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass
-from typing import List, Optional, Sequence, Tuple
+from typing import Callable, List, Optional, Sequence, Tuple
 
 from ..durations import format_duration
 from ..model import (
@@ -59,7 +59,7 @@ _WAITING_ON_CHILDREN = frozenset(
 # kernel/exit.c; /proc/PID/wchan shows the function that called schedule()): a parent waiting, such as
 # the shell that runs a step's script or a Python parent in ``os.waitpid``, whose frames py-spy shows
 # as its own code. The hang is in the child.
-_KERNEL_CHILD_WAITS = frozenset({"do_wait", "__do_wait", "kernel_wait4", "kernel_waitid"})
+KERNEL_CHILD_WAITS = frozenset({"do_wait", "__do_wait", "kernel_wait4", "kernel_waitid"})
 # Where a process sleeps that only passes on what others do: reading a pipe (``| tee log``) or waiting for
 # a signal (coreutils ``timeout`` in sigsuspend). Named after any other process with no stack to show.
 _KERNEL_PASSIVE_WAITS = frozenset(
@@ -87,6 +87,11 @@ _RUNTIME_HELPER_FILES = ("multiprocessing/resource_tracker.py", "multiprocessing
 _GUARD_FILE, _GUARD_WAIT = "analyzer/supervise/guard.py", "watch"
 _SCANNER_FILE, _SCANNER_LOOP = "analyzer/guarded.py", "_child_main"
 _PROCESS_FILE = "multiprocessing/process.py"
+# A thread asleep in Python's own sleep, as the source line of its innermost frame reads: native frames
+# there show only the interpreter's clock_nanosleep (select before 3.11). A ctypes or extension call that
+# sleeps or waits in C reads otherwise, and keeps its native dump.
+_PYTHON_SLEEP = re.compile(r"\btime\.sleep\s*\(")
+_SELECTORS_FILE = "/selectors.py"
 # A pool's worker loop, and where it waits for its next task: a queue's get over a pipe and a lock.
 _POOL_WORKERS = frozenset({"worker", "_process_worker"})
 _POOL_FILES = ("multiprocessing/pool.py", "concurrent/futures/process.py")
@@ -384,6 +389,31 @@ def _only_waits(dump: StackDump) -> bool:
     return any(_bare_name(frame.function) in _POLLING_CHILDREN for frame in _own_frames(dump))
 
 
+def explains_wait(dump: StackDump, has_children: bool, waits_in_kernel: bool,
+                  line_of: Callable[[Frame], str]) -> bool:
+    """Whether ``dump``'s Python frames already say what each of its threads waits for, so that native
+    frames would add nothing: a parent with children waiting for them (``Popen.wait``, a join,
+    torchrun's agent, ``selectors``' select, or ``waits_in_kernel``: the kernel has it in wait4/waitid),
+    a pool's idle worker, the interpreter's helper servers, and any thread whose innermost line
+    (``line_of``) calls ``time.sleep``. Anything else, a lock taken at the user's line or a call into C,
+    is where a native stack is the evidence (NCCL, CUDA, an extension's lock)."""
+    threads = dump.threads() if dump.text and not dump.error else ()
+    if not threads or any(not frames for _, frames in threads):
+        return False
+    if _runtime_helper(dump) or _idle_pool_worker(dump) or _guard_waiting(dump):
+        return True
+    for is_main, frames in threads:
+        if is_main and has_children and (waits_in_kernel or _only_waits(dump) or _selects(frames[0])):
+            continue
+        if not _PYTHON_SLEEP.search(line_of(frames[0])):
+            return False
+    return True
+
+
+def _selects(frame: Frame) -> bool:
+    return _bare_name(frame.function) == "select" and _path(frame).endswith(_SELECTORS_FILE)
+
+
 def _own_frames(dump: StackDump) -> Tuple[Frame, ...]:
     """The main thread's frames that are the process's own: a multiprocessing child forked from a test
     carries its parent's stack below ``BaseProcess._bootstrap`` (``Pool.__init__`` in the test's frame),
@@ -460,7 +490,7 @@ def _hung_process(
     root_pid: int, infos: Sequence[ProcessInfo], dumps: Sequence[StackDump]
 ) -> Tuple[Optional[StackDump], Optional[ProcessInfo]]:
     """``where_it_hung``'s choice: the dump to quote, else the process to describe by the kernel."""
-    waiting = {info.pid for info in infos if info.wchan in _KERNEL_CHILD_WAITS}
+    waiting = {info.pid for info in infos if info.wchan in KERNEL_CHILD_WAITS}
     with_frames = [dump for dump in dumps if _own_frames(dump) and not _runtime_helper(dump)]
     root = next((dump for dump in with_frames if dump.pid == root_pid), None)
     root_info = next((i for i in infos if i.pid == root_pid), infos[0] if infos else None)

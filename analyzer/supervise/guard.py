@@ -53,7 +53,8 @@ DUMP_TIMEOUT_S = 3.0  # the bound for all stack dumps together (non-blocking and
 _PAUSABLE_STATES = ("R", "S")  # py-spy --native attaches with ptrace: not to stopped or D-state ones
 GPU_TIMEOUT_S = 3.0
 MAX_DUMPS = 32  # a tree of thousands of Python processes gets the first 32 in tree order dumped
-# Native dumps pause their target (ptrace) and cost far more: the command and the first few others.
+# Native dumps pause their target (ptrace) and cost far more: the first few whose Python stack does
+# not explain their wait, a place kept for the command's own.
 MAX_NATIVE_DUMPS = 4
 # The runner's cancel sends SIGINT, SIGTERM 7.5 s later and SIGKILL 2.5 s after that
 # (actions/runner src/Runner.Sdk/ProcessInvoker.cs, CancelAndKillProcessTree): the guard's part
@@ -444,7 +445,15 @@ class _Run:
         pausable: List[int] = []
         if not cancelled:  # on cancel every second counts: Python frames only
             states = {info.pid: info.state for info in infos}
-            pausable = [pid for pid in python_pids if states.get(pid) in _PAUSABLE_STATES][:MAX_NATIVE_DUMPS]
+            pausable = [pid for pid in python_pids if states.get(pid) in _PAUSABLE_STATES]
+        parents = {info.ppid for info in infos}
+        in_wait4 = {info.pid for info in infos if info.wchan in diagnosis.KERNEL_CHILD_WAITS}
+        lines = snapshot.SourceLines()
+
+        def needs_native(dump: snapshot.StackDump) -> bool:
+            # A native stack is evidence where a process waits in C; where its Python stack already
+            # shows an idle wait (a launcher on its children, time.sleep) it would add nothing.
+            return not diagnosis.explains_wait(dump, dump.pid in parents, dump.pid in in_wait4, lines.line)
         gpu_box: List[Optional[snapshot.GpuSnapshot]] = [None]
         with self.reaper.paused():  # no helper may be reaped before its pid is known
             gpu_thread: Optional[threading.Thread] = threading.Thread(
@@ -456,8 +465,10 @@ class _Run:
                 gpu_thread.start()
             except RuntimeError:  # "can't start new thread": the tree took the user's last processes
                 gpu_thread = None
-            # Every dump at once, under one bound: 16 ranks cost about what one does.
-            dumps, native = snapshot.dump_all(python_pids, pausable, dump_s, self.helper_pids, self.tools)
+            # Every dump at once, under one bound: 16 ranks cost about what one does. A native dump
+            # starts the moment its process's plain dump shows it is needed, at most MAX_NATIVE_DUMPS.
+            dumps, native = snapshot.dump_all(python_pids, (), dump_s, self.helper_pids, self.tools,
+                                              pausable, needs_native, MAX_NATIVE_DUMPS)
             if gpu_thread is not None:
                 gpu_thread.join(deadline.within(0.5))
         return diagnosis.Evidence(tuple(infos), tuple(dumps), tuple(native), gpu_box[0], skipped)

@@ -17,13 +17,14 @@ import os
 import re
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
 import threading
 import time
 from dataclasses import dataclass
-from typing import List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 PY_SPY_NAME = "py-spy"
 NVIDIA_SMI_NAME = "nvidia-smi"
@@ -35,6 +36,9 @@ APPS_QUERY = ("--query-compute-apps=pid,gpu_uuid,used_memory", "--format=csv,noh
 
 _HELPER_TERM_WAIT_S = 0.3
 START_THREADS = 4  # helpers started at once: each start mostly waits for its exec
+SOURCE_READ_BYTES = 1 << 20
+SOURCE_READ_S = 0.2
+_DECIDE_POLL_S = 0.01  # how often the plain dumps are looked at while natives are chosen from them
 # Where the interpreter's own modules and installed packages live, whatever the prefix or venv.
 _LIBRARY_PATH_PARTS = ("/lib/python3", "/site-packages/", "/dist-packages/", "/lib64/python3")
 _THREAD = re.compile(r'^Thread (?P<tid>0x[0-9a-fA-F]+|\d+) \((?P<status>[^)]*)\)(?:: "(?P<name>.*)")?\s*$')
@@ -87,6 +91,57 @@ class StackDump:
     def main_thread_frames(self) -> Tuple[Frame, ...]:
         """Frames of the main thread, innermost first (empty when unknown)."""
         return _main_thread_frames(self.text, self.pid)
+
+    def threads(self) -> Tuple[Tuple[bool, Tuple[Frame, ...]], ...]:
+        """Every thread the dump shows, in its order: (whether it is the main thread, its frames)."""
+        return tuple((is_main, tuple(frames)) for is_main, frames in _threads(self.text, self.pid))
+
+
+class SourceLines:
+    """Lines of the tree's source files, as a stack's frames name them, read without ever hanging the guard.
+
+    Only a regular file's first ``SOURCE_READ_BYTES``, opened without blocking (the command may leave a
+    FIFO at a path its frames name) and read in a thread given ``SOURCE_READ_S``: one read stalled past
+    that (a hung network or FUSE mount) ends every later read, each then ``""``. Files are read once.
+    """
+
+    def __init__(self) -> None:
+        self._files: Dict[str, List[bytes]] = {}
+        self._stalled = False
+
+    def line(self, frame: Frame) -> str:
+        """The text of ``frame``'s line, ``""`` where it cannot be read at once."""
+        if self._stalled or frame.line < 1 or not frame.file.startswith("/"):
+            return ""
+        if frame.file not in self._files:
+            box: List[List[bytes]] = []
+            try:
+                reader = threading.Thread(target=lambda: box.append(_read_lines(frame.file)), daemon=True)
+                reader.start()
+            except RuntimeError:  # "can't start new thread"
+                return ""
+            reader.join(SOURCE_READ_S)
+            if not box:
+                self._stalled = True
+                return ""
+            self._files[frame.file] = box[0]
+        lines = self._files[frame.file]
+        return lines[frame.line - 1].decode("utf-8", "replace") if frame.line <= len(lines) else ""
+
+
+def _read_lines(path: str) -> List[bytes]:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    except OSError:
+        return []
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return []
+        return os.pread(fd, SOURCE_READ_BYTES, 0).split(b"\n")
+    except OSError:
+        return []
+    finally:
+        os.close(fd)
 
 
 def find_tool(name: str) -> Optional[str]:
@@ -238,6 +293,14 @@ def _ptrace_scope() -> Optional[int]:
 
 
 def _main_thread_frames(text: str, pid: int) -> Tuple[Frame, ...]:
+    threads = _threads(text, pid)
+    for is_main, frames in threads:
+        if is_main:
+            return tuple(frames)
+    return tuple(threads[0][1]) if threads else ()
+
+
+def _threads(text: str, pid: int) -> List[Tuple[bool, List[Frame]]]:
     threads: List[Tuple[bool, List[Frame]]] = []
     for row in text.splitlines():
         thread = _THREAD.match(row)
@@ -249,10 +312,7 @@ def _main_thread_frames(text: str, pid: int) -> Tuple[Frame, ...]:
         frame = _FRAME.match(row)
         if frame and threads:
             threads[-1][1].append(Frame(frame.group("func"), frame.group("file"), int(frame.group("line"))))
-    for is_main, frames in threads:
-        if is_main:
-            return tuple(frames)
-    return tuple(threads[0][1]) if threads else ()
+    return threads
 
 
 class _Helper:
@@ -381,39 +441,74 @@ def dump_all(
     timeout_s: float,
     helper_pids: Optional[List[int]] = None,
     tools: Optional[Tools] = None,
+    maybe_native: Sequence[int] = (),
+    needs_native: Optional[Callable[[StackDump], bool]] = None,
+    max_native: Optional[int] = None,
 ) -> Tuple[List[StackDump], List[StackDump]]:
     """Non-blocking dumps of ``pids`` and native dumps of ``native_pids``, every helper started at once.
 
-    One ``timeout_s`` bounds them all: many processes cost about what one does, not the sum.
+    One ``timeout_s`` bounds them all: many processes cost about what one does, not the sum. A pid of
+    ``maybe_native`` (and of ``pids``) gets a native dump too where ``needs_native`` says its plain dump
+    does not explain its wait, started the moment that plain dump is read while the others still run;
+    ``max_native`` native dumps at most in all, ``native_pids`` first, and a place kept for the first of
+    ``maybe_native`` (the command) until its plain dump is read. Natives come back in the order they
+    were started.
     """
     tools = tools or _tools_now()
     tool = tools.py_spy
     if tool is None:
         missing = "py-spy is not installed"
         return ([StackDump(pid, "", missing) for pid in pids],
-                [StackDump(pid, "", missing) for pid in native_pids])
+                [StackDump(pid, "", missing) for pid in native_pids][:max_native])
     deadline = time.monotonic() + timeout_s
-    wanted = [(pid, False) for pid in pids] + [(pid, True) for pid in native_pids]
+    at_once = list(native_pids)[:max_native]
+    deferred = [pid for pid in maybe_native if needs_native and pid in pids and pid not in at_once]
+    wanted = [(pid, False) for pid in pids] + [(pid, True) for pid in at_once]
     prefix = privilege_prefix(os.geteuid(), _ptrace_scope(), tools.sudo) if wanted else []
     argv0, pass_fds = tool.argv0(through_sudo=bool(prefix)), () if prefix else tool.pass_fds
-    argvs = [[*prefix, argv0, "dump", "--native" if is_native else "--nonblocking", "--full-filenames",
-              "--pid", str(pid)] for pid, is_native in wanted]
-    started = start_helpers(argvs, pass_fds, tools.env, helper_pids)
-    helpers = [(pid, is_native, helper) for (pid, is_native), helper in zip(wanted, started)]
-    end_together(started, deadline)
-    plain: List[StackDump] = []
-    natives: List[StackDump] = []
-    for pid, is_native, helper in helpers:
-        status, text = helper.result()
-        if helper.error:
-            dump = StackDump(pid, text, helper.error)
-        elif status != 0:
-            why = text.strip().splitlines()[-1] if text.strip() else f"exit {status}"
-            dump = StackDump(pid, "", why)
-        else:
-            dump = StackDump(pid, text)
-        (natives if is_native else plain).append(dump)
-    return plain, natives
+
+    def argv(pid: int, is_native: bool) -> List[str]:
+        return [*prefix, argv0, "dump", "--native" if is_native else "--nonblocking", "--full-filenames",
+                "--pid", str(pid)]
+
+    started = start_helpers([argv(pid, is_native) for pid, is_native in wanted], pass_fds, tools.env,
+                            helper_pids)
+    plain_helpers = started[: len(pids)]
+    natives: List[Tuple[int, _Helper]] = list(zip(at_once, started[len(pids):]))
+    read: dict = {}  # index in pids -> its plain dump, read early to choose the natives
+    if deferred and needs_native is not None:
+        room = len(deferred) if max_native is None else max_native - len(natives)
+        undecided = [pids.index(pid) for pid in deferred]
+        first = undecided[0] if undecided else -1
+        while undecided and room > 0 and time.monotonic() < deadline:
+            done = [index for index in undecided if plain_helpers[index].ended(0.0)]
+            if not done:
+                plain_helpers[undecided[0]].ended(min(deadline, time.monotonic() + _DECIDE_POLL_S))
+                continue
+            for index in done:
+                undecided.remove(index)
+                dump = read[index] = _dump_from(pids[index], plain_helpers[index])
+                kept = 1 if first in undecided else 0
+                if room > kept and needs_native(dump):
+                    natives.extend((pids[index], helper) for helper in start_helpers(
+                        [argv(pids[index], True)], pass_fds, tools.env, helper_pids))
+                    room -= 1
+    end_together([h for i, h in enumerate(plain_helpers) if i not in read] + [h for _, h in natives],
+                 deadline)
+    plain = [read[index] if index in read else _dump_from(pid, helper)
+             for index, (pid, helper) in enumerate(zip(pids, plain_helpers))]
+    return plain, [_dump_from(pid, helper) for pid, helper in natives]
+
+
+def _dump_from(pid: int, helper: _Helper) -> StackDump:
+    """The dump an ended helper wrote, or why there is none (reads and closes its output)."""
+    status, text = helper.result()
+    if helper.error:
+        return StackDump(pid, text, helper.error)
+    if status != 0:
+        why = text.strip().splitlines()[-1] if text.strip() else f"exit {status}"
+        return StackDump(pid, "", why)
+    return StackDump(pid, text)
 
 
 @dataclass(frozen=True)

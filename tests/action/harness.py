@@ -822,6 +822,19 @@ def _check_uses(step: Mapping[str, Any], step_id: str, name: str, contexts: Mapp
     return StepResult(step_id, name, ran=True, exit_code=0, uses=uses, with_inputs=with_inputs)
 
 
+def _sigint_as_the_runner() -> None:
+    """In the step's process before its exec: SIGINT at its default, as a runner's step gets it.
+
+    The runner's service starts with default dispositions (systemd), and .NET keeps an inherited
+    ``SIG_IGN`` across ``Process.Start`` and resets only handlers (dotnet/runtime pal_process.c,
+    ``SystemNative_ForkAndExecProcess``), so its steps take the cancel's SIGINT. A harness started as a
+    background job of a non-interactive shell has SIGINT ignored on entry (bash: asynchronous commands
+    ignore SIGINT and SIGQUIT without job control), which every step would inherit: a cancel test would
+    see a step that never took the SIGINT. Only ``signal.signal`` runs here (preexec_fn after fork).
+    """
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def run_script_step(step: Mapping[str, Any], step_id: str, name: str, contexts: Mapping[str, Any],
                     status: Mapping[str, bool], job_env: Mapping[str, str], scratch: Path, workspace: Path,
                     timeout_s: float, cancel_after_s: Optional[float] = None, *,
@@ -864,7 +877,7 @@ def run_script_step(step: Mapping[str, Any], step_id: str, name: str, contexts: 
     # stdin is a pipe the runner closes at once (ProcessInvoker.cs:232, 318-328); stdout and stderr are
     # separate pipes, each read on its own (ProcessInvoker.cs:307-316).
     proc = subprocess.Popen(argv, cwd=cwd, env=step_env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, start_new_session=True)
+                            stderr=subprocess.PIPE, start_new_session=True, preexec_fn=_sigint_as_the_runner)
     assert proc.stdin is not None
     proc.stdin.close()
     arrived: List[Tuple[str, bytes]] = []

@@ -290,6 +290,32 @@ def test_cancel_signals_only_the_step_process_like_the_runner(tmp_path, monkeypa
     assert result.step("after").outputs == {"ran": "yes"} and result.conclusion == "cancelled"
 
 
+ACTION_SIGINT_STATE = """
+name: sigint
+description: sigint
+runs:
+  using: composite
+  steps:
+    - id: s
+      shell: bash
+      run: |
+        echo "ignored=$(awk '/^SigIgn:/ {print $2}' /proc/$$/status)" >> "$GITHUB_OUTPUT"
+"""
+
+
+def test_a_step_takes_sigint_even_when_the_harness_ignores_it(tmp_path):
+    """Started as a background job of a non-interactive shell, the test run has SIGINT ignored; the
+    runner's steps never do, so a step must not inherit it (or the cancel tests see no SIGINT)."""
+    (tmp_path / "action.yml").write_text(ACTION_SIGINT_STATE)
+    before = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        result = run_action({}, runner_temp=tmp_path / "t", action_path=tmp_path)
+    finally:
+        signal.signal(signal.SIGINT, before)
+    ignored = int(result.step("s").outputs["ignored"], 16)
+    assert not ignored & (1 << (signal.SIGINT - 1))
+
+
 ACTION_DEADLINE = """
 name: deadline
 description: deadline

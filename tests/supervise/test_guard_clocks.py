@@ -50,14 +50,15 @@ def test_hang_in_main_is_named_and_killed_by_sigterm(guard, tmp_path):
     logs = Path(command.log_dir)
     stacks = (logs / "stacks.txt").read_text()
     assert "wait_for_a_peer_that_never_answers" in stacks
-    native = stacks.split(" (native frames): ", 1)[1]  # the pausing dump, with C frames
-    assert "time_sleep" in native and frame in native
     row = re.search(r"^(\d+)\s+(\d+)\s+(\S)\s+([\d.]+)\s+(\S+)\s+(.*hang_main\.py)$",
                     (logs / "processes.txt").read_text(), re.M)
     # The program sleeps in 50 ms steps, so it is asleep (S) almost always; on a loaded machine, or
     # just after the pausing dump lets it go, it can be caught runnable (R). Either is alive and ours;
     # a D, Z or stopped (T/t) state, or no row at all, is a fault in the snapshot.
     assert row and row.group(3) in ("S", "R") and 0.9 <= float(row.group(4)) < 1.0 + SLACK_S, row
+    # In time.sleep its Python stack says all a native one would (time_sleep, clock_nanosleep): no
+    # pausing dump (tests/supervise/test_guard_natives.py has the processes that get one).
+    assert " (native frames): " not in stacks
     assert [d.title for d in result.diagnostics][:2] == [
         "Python stacks before any signal (py-spy dump)",
         "Processes of the guarded tree before any signal",

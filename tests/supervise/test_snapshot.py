@@ -247,3 +247,35 @@ def test_torchruns_agent_caught_polling_the_rendezvous_is_not_where_the_hang_is(
     chosen, where = diagnosis.where_it_hung(4100, (), (agent, rank0, rank1))
     assert chosen is rank1, where
     assert where == "`rank_one_never_arrives` (torch_hung_rank.py:14) (pid 4105)"
+
+
+@pytest.mark.parametrize("cap, natives", [(None, [2002, 2001]), (2, [2002, 2001]), (1, [2002])])
+def test_a_native_dump_starts_only_where_the_plain_one_asks_for_it(tmp_path, monkeypatch, cap, natives):
+    _echoing_py_spy(tmp_path, monkeypatch)
+    helpers = []
+    asked = []
+
+    def needs_native(dump):
+        asked.append((dump.pid, dump.text.strip()))
+        return dump.pid == 2001
+
+    plain, native = snapshot.dump_all([2000, 2001, 2002], [2002], 5.0, helpers, None, [2000, 2001],
+                                      needs_native, cap)
+    assert [(dump.pid, dump.text.strip()) for dump in plain] == [
+        (pid, f"asked for {pid}") for pid in (2000, 2001, 2002)]
+    assert [dump.pid for dump in native] == natives
+    # Decided on the plain dump, once each, and never for the pid whose native started at once.
+    assert sorted(asked) == ([] if cap == 1 else [(2000, "asked for 2000"), (2001, "asked for 2001")])
+    assert len(helpers) == 3 + len(natives)
+
+
+def test_the_first_process_keeps_its_place_for_a_native_dump(tmp_path, monkeypatch):
+    # Its plain dump ends last, yet the one native dump is the first pid's (the command's), not 2001's.
+    echo = tmp_path / "py-spy"
+    slow_first = '[ "$5" = 2000 ] && [ "$2" = --nonblocking ] && sleep 0.5\n'
+    echo.write_text(f'#!/bin/sh\n{slow_first}echo "asked for $5"\n')
+    echo.chmod(0o755)
+    monkeypatch.setattr(snapshot, "find_tool", lambda name: str(echo))
+    plain, native = snapshot.dump_all([2000, 2001], (), 5.0, [], None, [2000, 2001], lambda d: True, 1)
+    assert [dump.pid for dump in native] == [2000]
+    assert [dump.text.strip() for dump in plain + native] == [f"asked for {p}" for p in (2000, 2001, 2000)]
