@@ -316,8 +316,9 @@ def _profile(sample: bytes, weighed: Iterable[int]) -> Dict[int, int]:
 
 def _count(data: bytes, byte: int) -> int:
     """How often ``byte`` occurs in ``data``. ``bytes.count`` of one byte is a plain loop (about 0.3 ms a
-    MiB, CPython 3.11) where ``in`` is memchr (a tenth of that): a plan weighs about 110 bytes of the
-    catalogue's literals, and half of them, or all but a few on a log of short lines, are not there."""
+    MiB, CPython 3.11) where ``in`` is memchr (0.01 ms where the byte is absent): a plan weighs about 110
+    bytes of the catalogue's literals, and half of them, or all but a few on a log of short lines, are
+    not there."""
     one = bytes((byte,))
     return data.count(one) if one in data else 0
 
