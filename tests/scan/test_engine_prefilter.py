@@ -307,3 +307,82 @@ def test_an_escaped_literal_matches_its_own_bytes_and_no_others():
             other = needle[:at] + bytes([(needle[at] + 1) % 256]) + needle[at + 1:]
             assert not pattern.fullmatch(other), (needle, other)
     assert prefilter._escaped(b"NCCL error:") == b"NCCL\\x20error\\x3a"
+
+
+def test_a_plan_counts_each_byte_as_bytes_count_does():
+    # _count skips the count of a byte the window lacks (memchr first): the plan's weights are unchanged.
+    window = big_window()
+    assert len(set(window)) < 200, "every byte is in the window: the test tests nothing"
+    for byte in range(256):
+        assert prefilter._count(window, byte) == window.count(bytes([byte])), byte
+    assert prefilter._count(b"", 10) == 0
+    assert [prefilter._count(b"\x00ab\x01", byte) for byte in (0, 1, 2)] == [1, 1, 0]  # at either end
+
+
+def _trie_reference(rests):
+    """``_rests_pattern`` as it was written first: a group per byte, one level at a time."""
+    import re
+
+    if any(not rest and not behind for rest, behind in rests):
+        return b""
+    branches = [b"(?<=" + re.escape(behind) + b")" for behind in sorted({b for r, b in rests if not r and b})]
+    by_first = {}
+    for rest, behind in rests:
+        if rest:
+            by_first.setdefault(rest[:1], []).append((rest[1:], behind))
+    branches.extend(re.escape(first) + _trie_reference(by_first[first]) for first in sorted(by_first))
+    return branches[0] if len(branches) == 1 else b"(?:" + b"|".join(branches) + b")"
+
+
+def test_the_rests_pattern_of_a_lone_branch_is_the_tries_own():
+    # A branch that leads to one literal is written at once (its escaped bytes, then its look back), the
+    # same bytes as the trie wrote a level at a time: the compiled searches, and their matches, are unchanged.
+    rng = random.Random(20)
+    alphabet = b"ab.(|)\\ *?-c"
+    for _ in range(400):
+        rests = sorted({(bytes(rng.choice(alphabet) for _ in range(rng.randint(0, 6))),
+                         bytes(rng.choice(alphabet) for _ in range(rng.choice((0, 0, 3)))))
+                        for _ in range(rng.randint(1, 5))})
+        assert prefilter._rests_pattern(rests) == _trie_reference(rests), rests
+    finder = prefilter._PivotFinder([(i, lit.needle, lit.caseless) for i, lit in enumerate(PLAN.literals)])
+    finder._plan(big_window() * 2)
+    for pivot in finder.pivots:
+        for table in (pivot.exact, pivot.caseless):
+            if table:
+                rests = prefilter._rests(table)
+                assert prefilter._rests_pattern(rests) == _trie_reference(rests), pivot.byte
+
+
+@pytest.mark.parametrize("stops", ["measured", "dear"])
+def test_a_pivot_search_that_cannot_pay_is_not_compiled(monkeypatch, stops):
+    # _suffix_search weighs a search against the pivot's memchr pass; where the search loses even with no
+    # match of its own, its pattern is not compiled (nor counted on the sample), and the answer is the same.
+    if stops == "dear":  # a stop in the search as dear as a hit in Python: no search can pay
+        monkeypatch.setattr(prefilter, "_SUFFIX_STOP_COST_S", prefilter._HIT_COST_S)
+    compiled = []
+    real = prefilter._searched_for
+    monkeypatch.setattr(prefilter, "_searched_for", lambda *args: compiled.append(args[0]) or real(*args))
+    sample = big_window() * 2
+    scale = (1 << 20) / len(sample)
+    finder = prefilter._PivotFinder([(i, lit.needle, lit.caseless) for i, lit in enumerate(PLAN.literals)])
+    finder._plan(sample)
+    skipped = searched = 0
+    for pivot in finder.pivots:
+        hits = (sample.count(pivot.byte) + 1) * scale
+        if prefilter._pivot_cost(hits) <= prefilter._SUFFIX_PASS_COST_S_PER_MIB:
+            continue
+        pattern = real(pivot.byte, pivot.exact, pivot.caseless)
+        next_bytes = len({needle[offset + 1] for table in (pivot.exact, pivot.caseless)
+                          for entries in table.values() for needle, offset, _ in entries})
+        stop = prefilter._SUFFIX_STOP_COST_S + next_bytes * prefilter._SUFFIX_ALTERNATIVE_COST_S
+        cost = (prefilter._SUFFIX_PASS_COST_S_PER_MIB + hits * stop
+                + (len(pattern.findall(sample)) + 1) * scale * prefilter._HIT_COST_S)
+        compiled.clear()
+        got = prefilter._suffix_search(pivot.byte, pivot.exact, pivot.caseless, hits, sample, scale)
+        assert (got is not None) == (cost < prefilter._pivot_cost(hits)), pivot.byte
+        skipped += not compiled
+        searched += got is not None
+    if stops == "dear":
+        assert skipped and not searched, "no pivot's search was skipped: the test tests nothing"
+    else:
+        assert searched, "no pivot is searched: the test tests nothing"
