@@ -615,6 +615,15 @@ class LogState:
                 self.run_started = match.line
                 if self.on_run is not None:
                     self.on_run("start", match, False)
+            running = match.progress
+            if not self.depth and self.outer_open and section in FAILING_SECTIONS and running is not None \
+                    and not running.finished and not running.quiet and running.test \
+                    and running.line > self.ctx_line:
+                # The outer run prints its tests' inner sessions glued to their -v lines (-s), and this
+                # test's line has not ended: a section printed here is the test's quiet inner run's
+                # (pytester's runpytest("-q") prints no start), open until its verdict.
+                self._open_inner(match)
+                return
             if not self.depth:
                 # In a passing test's report, or one whose section this log lost (it starts inside the
                 # run), such a section is an inner run's; the verdict and summary judge the test.
