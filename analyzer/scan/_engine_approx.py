@@ -11,7 +11,8 @@ window holds it (ANSI and NULs already stripped, timestamp and logger prefixes s
 holds because cleaning only cuts a prefix and a line ending off the raw line and splits it at ``\\r``:
 every segment is a substring of the raw line, so anchors (``^ $ \\b \\A``), lookarounds and
 backreferences are dropped or widened (a final ``$`` becomes ``LINE_END``: the segment ends where the raw
-line, or its ``\\r`` state, ends, but for the blanks and Markdown marks cleaning cuts), lazy and
+line, or its ``\\r`` state, ends, but for the blanks and Markdown marks cleaning cuts; a leading ``^``
+before a fixed character becomes the places a cleaned line may start, ``_cleaned_start``), lazy and
 possessive repeats become greedy, and a trailing repeat keeps only its minimum. Character classes get
 the meaning they have in ``regex`` on ASCII text, widened where Unicode and ASCII semantics differ
 (``\\s`` also takes ``\\x1c``-``\\x1f``).
@@ -25,7 +26,7 @@ a loosened copy in ``re`` would run without one.
 from __future__ import annotations
 
 import re
-from typing import Any, FrozenSet, List, Optional, Sequence, Set, Tuple
+from typing import Any, Callable, FrozenSet, List, Optional, Sequence, Set, Tuple
 
 from ..rules.model import Rule
 from ._engine_literals import _ATOMIC, _C, _REPEATS, _sre_parse  # Python's own regex parser, per version
@@ -52,18 +53,37 @@ LINE_END = rb"(?=[ \t`*_]*(?:[\r\n]|$))"
 HYPERSCAN_LINE_END = rb"[ \t`*_]*(?:\r|$)"  # the same in Hyperscan's multi-line mode
 
 
+# Where a cleaned line's text starts in the raw line, for a pattern that opens with "^" and a fixed,
+# non-blank character X. Cleaning cuts only prefixes there (``clean.clean_speaking``: GitHub's stamp, the
+# loggers' prefixes, "[rankN]:", progress letters, Markdown's marks), and an indented line loses none, so
+# the byte before X is the line's start, a ``\r``, or the last byte of a cut prefix. Every prefix ends in
+# a non-blank, in one blank after one ("] ", "Z ", "[default0]: "), or in two after a digit (Jenkins'
+# "12:00:00  "), but for pytest's failure mark ("E" and three or more blanks) and Python logging's
+# padded level ("ERROR    ", "INFO     "), which four blanks take in. A traceback's frame line
+# ("  File ...", "Z   File ..." after GitHub's stamp) has two blanks at the line's start or three after
+# another blank: rejected, so frame lines stay in the engine.
+# pytest -v -s's node id may be cut with any blanks after it, but only before a child's header
+# (``clean._CHILD_BLOCK_HEAD``): a pattern whose X may start one of its words is not anchored so.
+# Hyperscan takes the context before X; ``re`` (no lookbehind of varying width) checks it after X.
+_CHILD_HEAD_WORDS = ("Process ", "Exception in thread ", "Traceback (most recent call last):")
+_BLANKS = frozenset(b" \t\r\n\x0b\x0c\x1c\x1d\x1e\x1f")
+
+
 class _Unsupported(Exception):
     """A construct this module does not loosen: the rule keeps the literal prefilter alone."""
 
 
-def rule_line_pattern(rule: Rule, folded: bool = False, within_line: bool = False) -> Optional[bytes]:
-    """The loosened raw-line pattern of ``rule``'s first pattern, or None when there is none."""
+def rule_line_pattern(
+    rule: Rule, folded: bool = False, within_line: bool = False, hyperscan: bool = False
+) -> Optional[bytes]:
+    """The loosened raw-line pattern of ``rule``'s first pattern, or None when there is none;
+    ``hyperscan``: in the form Hyperscan compiles (see ``line_pattern``)."""
     if rule.user_defined:
         return None
     pattern = rule.start if rule.is_block else rule.pattern
     if pattern is None:
         return None
-    return line_pattern(pattern, rule.ignore_case, folded, within_line)
+    return line_pattern(pattern, rule.ignore_case, folded, within_line, hyperscan)
 
 
 def searched_folded(rule: Rule) -> bool:
@@ -73,20 +93,31 @@ def searched_folded(rule: Rule) -> bool:
 
 
 def line_pattern(
-    pattern: str, ignore_case: bool = False, folded: bool = False, within_line: bool = False
+    pattern: str, ignore_case: bool = False, folded: bool = False, within_line: bool = False,
+    hyperscan: bool = False,
 ) -> Optional[bytes]:
     """A bytes pattern (valid for Hyperscan and ``re``) matching every raw line whose text matches
     ``pattern``; None when the pattern uses a construct not handled here or the result matches the
     empty line (it would reject nothing). ``within_line``: no class of it takes a ``\n``, so searched over
     many lines at once it still finds just the matches within one line, and no attempt runs past its
     line (a loosened ``[^']*`` would otherwise read on to the next quote, lines away). A final ``$`` is
-    kept as a lookahead for the raw line's end (``LINE_END``)."""
+    kept as a lookahead for the raw line's end (``LINE_END``). A leading "^" before a fixed character
+    is kept as the place a cleaned line may start (``_cleaned_start``): checked after the character in
+    ``re``, before it where ``hyperscan`` (no lookbehind; "^" at each line's start in multi-line mode)."""
     try:
         parsed = _parse(pattern, re.IGNORECASE if ignore_case else 0)
         flags = parsed.state.flags
-        items = _without_optional_head(list(parsed))
+        caseless, dotall = bool(flags & re.IGNORECASE), bool(flags & re.DOTALL)
         loosener = _Loosener(folded, within_line)
-        loose = loosener.sequence(items, bool(flags & re.IGNORECASE), bool(flags & re.DOTALL), tail=True)
+        whole = list(parsed)
+        head = _anchored_head(whole, caseless)
+        if head:
+            fixed = loosener.sequence(whole[1:1 + head], caseless, dotall, tail=False)
+            rest = loosener.sequence(whole[1 + head:], caseless, dotall, tail=True)
+            loose = _cleaned_start(loosener, fixed, caseless, hyperscan) + rest
+        else:
+            items = _without_optional_head(whole)
+            loose = loosener.sequence(items, caseless, dotall, tail=True)
         compiled = re.compile(loose)
     except (_Unsupported, re.error, RecursionError, OverflowError, ValueError):
         return None
@@ -95,6 +126,81 @@ def line_pattern(
     if compiled.search(b"") is not None:
         return None
     return loose
+
+
+def starts_unblank(pattern: str, ignore_case: bool = False) -> bool:
+    """Whether every match of ``pattern`` starts at the text's start ("^") with a character that is not a
+    blank: it matches no text that starts with one (a traceback's end, "^(?P<exc>...)$", never matches
+    a frame line). False where unsure (a construct not handled, an empty match possible)."""
+    try:
+        parsed = _parse(pattern, re.IGNORECASE if ignore_case else 0)
+        items = list(parsed)
+        if not items or items[0] != (_C.AT, _C.AT_BEGINNING):
+            return False
+        first, nullable = _first_chars(items[1:], bool(parsed.state.flags & re.IGNORECASE))
+    except (_Unsupported, re.error, RecursionError, OverflowError, ValueError):
+        return False
+    except Exception:  # syntax only the ``regex`` module parses
+        return False
+    return not nullable and 0x20 not in first and 0x09 not in first
+
+
+def _first_chars(items: list, caseless: bool) -> Tuple[FrozenSet[int], bool]:
+    """The characters (ASCII; ``_ALL`` for any) a match of the sequence ``items`` may start with, and
+    whether it may match the empty string (then what follows it may start the match)."""
+    loosener = _Loosener(False)
+    found: Set[int] = set()
+    for op, av in items:
+        if op is _C.LITERAL:
+            chars, nullable = loosener.chars(av, caseless) if av < 0x80 else _ALL, False
+        elif op in (_C.NOT_LITERAL, _C.ANY, _C.CATEGORY, _C.IN):
+            chars = _ALL if op is not _C.IN else loosener.members(av, caseless)
+            chars, nullable = (_category(av) if op is _C.CATEGORY else chars), False
+        elif op is _C.SUBPATTERN:
+            chars, nullable = _first_chars(list(av[3]), caseless or bool(av[1] & re.IGNORECASE))
+        elif op is _C.BRANCH:
+            parts = [_first_chars(list(branch), caseless) for branch in av[1]]
+            chars = frozenset().union(*(c for c, _n in parts))
+            nullable = any(n for _c, n in parts)
+        elif op in _REPEATS:
+            chars, nullable = _first_chars(list(av[2]), caseless)
+            nullable = nullable or av[0] == 0
+        elif op in (_C.AT, _C.ASSERT, _C.ASSERT_NOT):
+            chars, nullable = frozenset(), True
+        else:
+            raise _Unsupported(str(op))
+        found |= chars
+        if not nullable:
+            return frozenset(found), False
+    return frozenset(found), True
+
+
+def _anchored_head(items: list, caseless: bool) -> int:
+    """How many fixed characters follow a leading "^" of ``items`` (0: not anchored by ``_cleaned_start``:
+    no "^", no fixed character after it, a blank one, or one that may start a child's header)."""
+    if len(items) < 2 or items[0] != (_C.AT, _C.AT_BEGINNING):
+        return 0
+    count = 0
+    while 1 + count < len(items) and items[1 + count][0] is _C.LITERAL and items[1 + count][1] < 0x80:
+        count += 1
+    if not count or items[1][1] in _BLANKS:
+        return 0
+    fixed = "".join(chr(av) for _op, av in items[1:1 + count])
+    for word in _CHILD_HEAD_WORDS:
+        if word[:len(fixed)].lower() == fixed[:len(word)].lower():
+            return 0
+    return count
+
+
+def _cleaned_start(loosener: "_Loosener", fixed: bytes, caseless: bool, hyperscan: bool) -> bytes:
+    """``fixed`` (a loosened run of fixed characters) where a cleaned line may start (see above)."""
+    e = loosener.cls(loosener.chars(ord("E"), caseless))
+    not_blank = loosener.cls(_ALL - {0x20, 0x0A})
+    digit = loosener.cls(_DIGIT)
+    if hyperscan:
+        return b"(?:^|" + not_blank + b"|" + not_blank + b" |" + digit + b" {2}|" + e + b" {3}| {4})" + fixed
+    return (fixed + b"(?:(?<! " + fixed + b")|(?<=" + not_blank + b" " + fixed + b")|(?<=" + digit
+            + b"  " + fixed + b")|(?<=" + e + b"   " + fixed + b")|(?<=    " + fixed + b"))")
 
 
 def _parse(pattern: str, flags: int):
@@ -287,6 +393,7 @@ class LoosePatterns:
         self.compiled: List[Any] = [_UNSET] * len(rules)
         self.rejects = [0] * len(rules)
         self.noisy: FrozenSet[int] = frozenset()
+        self.ends: List[Any] = [_UNSET] * len(rules)
 
     def matching(self, indices: Sequence[int], buf: bytes, pos: int, stop: int) -> List[int]:
         """The rules of ``indices`` whose loosened pattern matches the ASCII line ``buf[pos:stop]``."""
@@ -315,6 +422,28 @@ class LoosePatterns:
             if self.rejects[index] == NOISY_AFTER_REJECTS:
                 self.noisy = self.noisy | {index}
         return kept
+
+    def end_search(self, index: int) -> Optional[Callable[[bytes, int, int], Any]]:
+        """A search for the lines of ``buf[start:stop]`` (ASCII, whole lines) that block rule ``index``'s
+        end may match, ``search(buf, start, stop)``: None where it finds none. It never misses a line the
+        end matches, as a loosened start never does; None when the end has no loosened pattern."""
+        found = self.ends[index]
+        if found is _UNSET:
+            found = self.ends[index] = self._end_search(self.rules[index])
+        return found
+
+    @staticmethod
+    def _end_search(rule: Rule) -> Optional[Callable[[bytes, int, int], Any]]:
+        if rule.user_defined or rule.end is None:
+            return None
+        folded = rule.ignore_case or "(?i" in rule.end
+        pattern = line_pattern(rule.end, rule.ignore_case, folded, within_line=True)
+        if pattern is None:
+            return None
+        search = re.compile(pattern).search
+        if not folded:
+            return search
+        return lambda buf, start, stop: search(buf[start:stop].lower())
 
     @staticmethod
     def _compile(rule: Rule) -> Optional[Tuple[Any, bool]]:

@@ -826,7 +826,7 @@ def _hyperscan_loose_patterns(rules: Dict[int, Rule]) -> Dict[int, bytes]:
     for index, rule in rules.items():
         # The line's end as Hyperscan can say it (no lookahead; ``$`` before each "\n" in multi-line
         # mode): a match may take the "\r" a segment ends at, never the "\n", so its line is still its own.
-        pattern = rule_line_pattern(rule)
+        pattern = rule_line_pattern(rule, hyperscan=True)
         if pattern is not None:
             patterns[index] = pattern.replace(LINE_END, HYPERSCAN_LINE_END)
     return patterns

@@ -131,9 +131,8 @@ _LOGGING_LEVEL = (
     r"(?![\w.-]+:\d+ -- |[\w./\\-]+\.py(?:::|\s|$)))?"
 )
 # GitHub's stamp.
-_TIMESTAMP = lazy(
-    rb"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d+Z " + (_CRI_STREAM + _GITLAB_STREAM).encode()
-)
+_STAMP = rb"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d+Z " + (_CRI_STREAM + _GITLAB_STREAM).encode()
+_TIMESTAMP = lazy(_STAMP)
 # torchrun's --tee/--log-line-prefix and recent torch print "[rank3]:" before every line of a rank.
 _RANK = lazy(r"\[rank(\d+)\]: ?")
 # pdsh's "host: " before each line of a node: an IPv4 address, or a lower-case host name ending in a
@@ -457,6 +456,33 @@ def clean_speaking(
     # Blanks after the last word: a console or a paste padded the line ("Error: Process completed with
     # exit code 1.   "); no program's wording ends in them.
     return text.rstrip(" \t"), rank, speaker
+
+
+# A line that cleans to one segment that is empty or starts with a blank, told by its bytes alone: after
+# GitHub's stamp it starts with a blank and its first word is no ASCII digit (an indented line:
+# ``clean_speaking`` cuts no prefix off it), it is no Nix log line, and it holds no ``\r`` (a later segment
+# starts anywhere) and no progress bar (checked by ``blank_led_run``: a bar is cut off its segment). No
+# rule anchored at "^" before a non-blank matches it: a traceback's frame and source lines.
+_BLANK_LED_LINES = lazy(
+    rb"(?:(?:" + _STAMP + rb")? (?!      > )(?! *[0-9\x80-\xff])[^\r\n]{0,%d}\n)+" % 4000
+)
+_BAR_MARKS = (b"%|", b"it [")  # what ``split_segments`` looks for before it cuts a bar
+
+
+def blank_led_run(buf: bytes, pos: int, limit: int) -> int:
+    """The end of the run of whole lines from ``buf[pos]`` (a line's start), within ``buf[:limit]``,
+    that each clean to blank-led text (see ``_BLANK_LED_LINES``; lines of at most about 4,000 bytes);
+    ``pos`` when the line there is not one. A shorter run than the longest is no error: its caller
+    reads the lines after it as usual."""
+    m = _BLANK_LED_LINES.match(buf, pos, limit)
+    if m is None:
+        return pos
+    end = m.end()
+    for mark in _BAR_MARKS:
+        at = buf.find(mark, pos, end)
+        if at != -1:
+            end = max(pos, buf.rfind(b"\n", pos, at) + 1)
+    return end
 
 
 def _unemphasised(text: str) -> str:

@@ -31,7 +31,7 @@ from ..durations import format_duration
 from ..model import SCAN_INCOMPLETE_RULE
 from ..rules.budget import MatchBudget
 from ..rules.model import CUT_SHORT_GROUP, DEFAULT_MATCH_BUDGET_S, Catalogue, Rule
-from ._engine_approx import LoosePatterns
+from ._engine_approx import LoosePatterns, starts_unblank
 from ._engine_indent import dedented
 from ._engine_literals import Plan, build_plan
 from .attribution import TestLine, TestTracker
@@ -45,6 +45,7 @@ from .clean import (
     RARE_MARKERS,
     MarkersIn,
     clean_speaking,
+    blank_led_run,
     last_content_line,
     split_segments,
     strip_controls,
@@ -313,7 +314,7 @@ class _Block:
         self.rank = rank
         self.speaker = speaker  # the process prefix of its start (clean_speaking): it reads only its lines
         self.groups = groups
-        self.lines: List[str] = []
+        self.lines: List[str] = []  # excerpt lines, and chunks of lines (``add_lines``)
         self.chars = 0
         self.count = 0
         self.cut_ok = False  # a line matched the rule's cut_short: the block counts even if EOF cuts it
@@ -323,6 +324,32 @@ class _Block:
         if len(self.lines) < EXCERPT_MAX_LINES and self.chars < EXCERPT_MAX_CHARS:
             self.lines.append(excerpt_line)
             self.chars += len(excerpt_line) + 1
+
+    def add_lines(self, chunk: bytes, count: int) -> None:
+        """Add the ``count`` whole lines of ``chunk`` (stripped bytes, each ending in ``\n``), made excerpt
+        lines only by ``excerpt_lines``. ``lines`` counts the chunk as one line and no characters: it may
+        hold more than the excerpt keeps, never less."""
+        self.count += count
+        if len(self.lines) < EXCERPT_MAX_LINES and self.chars < EXCERPT_MAX_CHARS:
+            self.lines.append(chunk)  # type: ignore[arg-type]
+
+    def excerpt_lines(self) -> List[str]:
+        """The excerpt's lines, as ``add`` would have kept them one by one."""
+        kept: List[str] = []
+        chars = 0
+        for entry in self.lines:
+            if isinstance(entry, str):
+                entries: Iterable[str] = (entry,)
+            else:
+                # ASCII lines without "\r" (``blank_led_run``): ``visible_excerpt`` of each is its text
+                entries = (text if len(text) <= EXCERPT_LINE_CHARS else _excerpt_line(text)
+                           for text in entry.decode("ascii").split("\n")[:-1])
+            for text in entries:
+                if len(kept) >= EXCERPT_MAX_LINES or chars >= EXCERPT_MAX_CHARS:
+                    return kept
+                kept.append(text)
+                chars += len(text) + 1
+        return kept
 
 
 class _Seen:
@@ -411,6 +438,7 @@ class _SourceScan:
         self.early_rules: Set[int] = set()
         self.memo: Dict[bytes, _Seen] = {}  # a line's bytes -> what matching them gave (``_line``)
         self.ranks = RankWatch()  # whether a rank printed on after its traceback (``went_on``)
+        self.blank_ends: Dict[int, bool] = {}  # rule index -> whether ``_blank_run`` may feed its blocks
 
     def run(self, source: Source) -> Iterator[Match]:
         try:
@@ -526,6 +554,12 @@ class _SourceScan:
                 # The joined line's match is at this row: an echo on the row must be tried to drop it.
                 self._line(buf, pos, stop, line, lits, riders_too=True)
                 self._joined_line(buf, pos, line, *joined[pos])
+            elif lits is None and self.open and self.window_ascii:
+                run = self._blank_run(buf, pos, keys[ki] if ki < nkeys else n, line)
+                if run is not None:
+                    pos, line = run
+                    continue
+                self._line(buf, pos, stop, line, lits)
             else:
                 self._line(buf, pos, stop, line, lits)
             if self.open and pos in self.cut_lines:
@@ -637,10 +671,85 @@ class _SourceScan:
                 self.early_rules.add(index)
             if progress is _UNKNOWN:
                 progress = self._progress(buf, pos, line)
+            if is_block and not early and self._never_ends(index, buf, pos, seen.speaker):
+                # What opening it would leave once its lines are fed: the earlier start it replaces gone.
+                if (index, seen.speaker) in self.open_rules:
+                    self._drop(index, seen.speaker)
+                continue
             if is_block:
                 self._open(index, line, seg, seen.rank, seen.speaker, m, progress, seen.excerpt_line(), line)
             else:
                 self.pending.append((line, index, line, seg, excerpt, dict(groups), seen.rank, progress))
+
+    def _blank_run(self, buf: bytes, pos: int, limit: int, line: int) -> Optional[Tuple[int, int]]:
+        """Feed the open blocks the run of lines from ``buf[pos]`` (line ``line``), before ``limit`` (the
+        next candidate line), that clean to blank-led text (``clean.blank_led_run``: a traceback's frames
+        and source lines), when none of the blocks can take more from them than their excerpt: no end of
+        theirs matches such a line (``starts_unblank``), and they read no capture, no cut_short and no
+        speaker's lines only. What ``_line`` and ``_feed`` would do with each line, without cleaning it
+        (the excerpt lines are made when the block closes); the run stops before a block's ``max_lines``.
+        Returns where the run ends and the next line's number; None when it fed nothing."""
+        if self.always or self.continued_rows or self.cut_lines or self.early_line >= line:
+            return None
+        blank_ends = self.blank_ends
+        rules = self.rules
+        room = None
+        for block in self.open:
+            index = block.index
+            ok = blank_ends.get(index)
+            if ok is None:
+                rule = rules[index]
+                ok = blank_ends[index] = (
+                    not rule.user_defined and rule.capture_re is None and rule.cut_short_re is None
+                    and rule.end is not None and starts_unblank(rule.end, rule.ignore_case)
+                )
+            if not ok or block.speaker is not None or block.last_row >= line:
+                return None
+            left = rules[index].max_lines - 1 - block.count
+            room = left if room is None else min(room, left)
+        if not room or room < 1:
+            return None
+        end = blank_led_run(buf, pos, limit)
+        if end == pos:
+            return None
+        count = buf.count(b"\n", pos, end)
+        if count > room:
+            end = pos
+            for _ in range(room):
+                end = buf.find(b"\n", end) + 1
+            count = room
+        chunk = buf[pos:end]
+        last = line + count - 1
+        for block in self.open:
+            block.add_lines(chunk, count)
+            block.fed_to = last
+        self.line_now = last
+        return end, line + count
+
+    def _never_ends(self, index: int, buf: bytes, pos: int, speaker: Optional[str]) -> bool:
+        """Whether a block of rule ``index`` starting at the line at ``buf[pos]`` would be dropped unended:
+        none of the ``max_lines - 1`` lines it would be fed (all ended in this window) holds its end, by
+        the end's loosened pattern (``LoosePatterns.end_search``). Such a block is not opened, so the lines
+        after it stay with the finder (c10d-store-call-reset starts at every ``store.set(...)`` frame of a
+        logged traceback). Only for a plain block of no speaker in an unwrapped window: it is fed every
+        line, so it is dropped exactly then, and nothing but its end could have changed what it gives."""
+        if speaker is not None or self.cut_lines or self.continued_rows:
+            return False
+        rule = self.rules[index]
+        if rule.marker is not None or rule.capture_re is not None or rule.cut_short_re is not None:
+            return False
+        search = self.loose.end_search(index)
+        if search is None:
+            return False
+        find = buf.find
+        start = stop = find(b"\n", pos) + 1
+        for _ in range(rule.max_lines - 1):
+            if stop == 0:
+                return False  # its lines go on in the next window
+            stop = find(b"\n", stop) + 1
+        if stop == 0 or not (self.window_ascii or buf[start:stop].isascii()):
+            return False
+        return search(buf, start, stop) is None
 
     def _open(self, index: int, line: int, seg: str, rank: Optional[int], speaker: Optional[str], m,
               progress: Any, excerpt_line: str, last_row: int) -> None:
@@ -845,9 +954,10 @@ class _SourceScan:
     def _close(self, block: _Block, end_line: int) -> None:
         self.open.remove(block)
         self.open_rules.discard((block.index, block.speaker))
-        excerpt = "\n".join(block.lines)
-        if block.count > len(block.lines):
-            excerpt += f"\n[... {block.count - len(block.lines)} more lines not shown]"
+        lines = block.excerpt_lines()
+        excerpt = "\n".join(lines)
+        if block.count > len(lines):
+            excerpt += f"\n[... {block.count - len(lines)} more lines not shown]"
         end_line = max(end_line, block.line)
         if block.rank is not None and self.rules[block.index].marker == TRACEBACK_MARKER:
             self.ranks.watch(block.rank, end_line)
