@@ -86,6 +86,7 @@ from .same_event import (
     peers_lost,
     pid_of,
     raise_site,
+    same_raise,
     signal_of,
     told_with_a_stack,
 )
@@ -133,9 +134,14 @@ CRASH_AT = " at {site}"
 WHOSE_CRASH = " ({who})"
 ALSO_DIED = "; {whom} died of it too ({where})"
 ALSO_EXITED = "; {whom} exited with that code too ({where})"
+ALSO_RAISED = "; {whom} raised it too ({where})"
 RAISED_AT = " (raised at {site})"
 CRASH_HEADER = "--- the crash ({where}) ---"
 TOLD_AGAIN = "; {message} ({where})"
+MORE_OF_IT = "; {count} more lines of it ({where})"
+# Lines of a rule that tells itself (one fault per SM of a GPU, each an Xid line) quoted in a finding's
+# message and excerpt; the rest are counted.
+MAX_OWN_TOLD = 2
 TOLD_AGAIN_HEADER = "--- the same event, told again ({where}) ---"
 CHAINED = "; {how} {message} ({where})"
 CHAINED_HEADER = "--- {how} ({where}) ---"
@@ -236,6 +242,8 @@ def rank(
     told_tracebacks: Set[Tuple[int, int]] = set()  # (log index, line) of tracebacks an error's failure tells
     roots: Dict[int, Set[Optional[Tuple[str, str]]]] = {}  # log index -> whom its root-cause errors name
     root_pids: Dict[int, Dict[Tuple[str, str], str]] = {}  # log index -> a root cause's rank -> its pid
+    # log index -> (ranked index, the rank's traceback) of each root cause that names its rank's exception
+    root_raises: Dict[int, List[Tuple[int, Match]]] = {}
     # a launcher's root-cause row whose rank died of a peer's death, or a rank's own view of that death
     # (gloo's "Connection closed by peer", no launcher's report); the deaths of their own, per log
     peer_views: List[Tuple[int, int, Optional[Tuple[str, str]], str]] = []
@@ -290,6 +298,9 @@ def rank(
                 own_deaths.setdefault(index, []).append((who or ("process", "unnamed"), finding))
         if event.traceback is not None and finding.severity is Severity.ERROR and collateral is None:
             told_tracebacks.add((index, event.traceback[1].line))
+        if rule.root_cause and finding.severity is Severity.ERROR and collateral is None \
+                and event.traceback is not None:
+            root_raises.setdefault(index, []).append((len(ranked) - 1, event.traceback[1]))
         if rule.root_cause and finding.severity is Severity.ERROR:
             root_who = identity_of(event.match, use_rank_prefix=True)
             roots.setdefault(index, set()).add(root_who)
@@ -308,8 +319,8 @@ def rank(
     for index, log in enumerate(kept):
         raised = _ranks_raised(log, catalogue, roots.get(index, set()), lost_peer.get(index, set()),
                                told_tracebacks, index, root_pids.get(index, {}))
-        for finding, tb in raised:
-            finding = _with_attempts_line(finding, _attempt_failed(log, tb), placed, ranked)
+        raised = [(_with_attempts_line(f, _attempt_failed(log, tb), placed, ranked), tb) for f, tb in raised]
+        for finding, tb in _one_per_raise(raised, root_raises.get(index, ()), ranked):
             ranked.append(((finding.severity.rank, 1, 0, _when(tb, index, line_clocks)), finding, None))
             who = identity_of(tb, use_rank_prefix=True)
             if finding.severity is Severity.ERROR and who is not None:
@@ -904,6 +915,8 @@ def _told_again_by(
     own = format_message(match.rule.message, groups)
     said = {_clip(own, MAX_QUOTE_CHARS)}
     repeats = 0
+    own_lines = 0
+    more: List[int] = []  # lines of the teller's own rule past MAX_OWN_TOLD
     for other in again:
         told = _clip(format_message(other.match.rule.message, other.match.groups), MAX_QUOTE_CHARS)
         if told in said:
@@ -922,11 +935,19 @@ def _told_again_by(
         adds_nothing = (restates and all(v in own for v in values)) or (
             same_kind and all(_names_token(own, v.strip()) for v in shown if v and v.strip())
         )
+        if not adds_nothing and other.match.rule is match.rule and other.match.path == match.path:
+            own_lines += 1
+            if own_lines > MAX_OWN_TOLD:  # a driver's fault logged once per SM: counted, not quoted
+                more.append(other.match.line)
+                continue
         if not adds_nothing:
             message += TOLD_AGAIN.format(message=told, where=_where(other.match, match.path))
         if other.match.line < match.line or other.match.end_line > match.end_line:
             header = TOLD_AGAIN_HEADER.format(where=_where(other.match, match.path))
             excerpt = f"{excerpt}\n{header}\n{other.match.excerpt}"
+    if more:
+        where = ("line " if len(more) == 1 else "lines ") + ", ".join(str(line) for line in sorted(more))
+        message += MORE_OF_IT.format(count=len(more), where=_clip(where, MAX_FIELD_CHARS))
     return message, excerpt, repeats
 
 
@@ -1161,6 +1182,66 @@ def _ranks_raised(
                           excerpt=tb.excerpt, test=tb.test)
         out.append((finding, tb))
     return out
+
+
+def _one_per_raise(
+    raised: Sequence[Tuple[Finding, Match]],
+    root_raises: Sequence[Tuple[int, Match]],
+    ranked: List[Tuple[tuple, Optional[Finding], Optional[Match]]],
+) -> List[Tuple[Finding, Match]]:
+    """Ranks that raised the same exception at the same line (``same_event.same_raise``) died of one event:
+    every rank of a job runs one program, and a bad batch or a shape bug raises on all of them at once.
+    A rank's raise of the root cause's (torchrun's report: "rank 0 raised AssertionError: ...") is told
+    by the root cause, and the ranks' raises of another event by the first of them: "; ranks 1, 2, 3
+    raised it too (lines 23, 32, 50)". Each rank's own exception of another kind stays its own finding.
+    ``ranked`` gets the root causes' new messages; the raises left are returned."""
+    joined: Dict[int, List[Match]] = {}  # ranked index of a root cause -> the ranks' tracebacks it tells
+    firsts: List[Tuple[Finding, Match, List[Match]]] = []
+    for finding, tb in sorted(raised, key=lambda item: item[1].seq):
+        if finding.severity is not Severity.ERROR:
+            firsts.append((finding, tb, []))
+            continue
+        root = next((position for position, root_tb in root_raises if same_raise(root_tb, tb)), None)
+        if root is not None:
+            joined.setdefault(root, []).append(tb)
+            continue
+        first = next((item for item in firsts
+                      if item[0].severity is Severity.ERROR and same_raise(item[1], tb)), None)
+        if first is not None:
+            first[2].append(tb)
+        else:
+            firsts.append((finding, tb, []))
+    for position, tbs in joined.items():
+        key, finding, shutdown = ranked[position]
+        if finding is not None:
+            message = _one_line(finding.message + _also_raised(tbs, finding.path))
+            ranked[position] = (key, dataclasses.replace(finding, message=message), shutdown)
+    out = []
+    for finding, tb, tbs in firsts:
+        if tbs:
+            message = _one_line(finding.message + _also_raised(tbs, finding.path))
+            finding = dataclasses.replace(finding, message=message)
+        out.append((finding, tb))
+    return out
+
+
+def _also_raised(tracebacks: Sequence[Match], path: str) -> str:
+    """The other ranks that raised an exception a finding tells, each with its exception's line in the
+    same order: "; ranks 1, 2, 3 raised it too (lines 23, 32, 50)"; "" for none."""
+    if not tracebacks:
+        return ""
+    by_rank = sorted(((int(who[1]), tb) for who, tb in ((identity_of(tb, use_rank_prefix=True), tb)
+                                                        for tb in tracebacks) if who is not None),
+                     key=lambda item: (item[0], item[1].end_line))
+    ranks = list(dict.fromkeys(str(rank) for rank, _ in by_rank))
+    whom = ("rank " if len(ranks) == 1 else "ranks ") + ", ".join(ranks)
+    tracebacks = [tb for _, tb in by_rank]
+    if all(tb.path == path for tb in tracebacks):
+        where = ("line " if len(tracebacks) == 1 else "lines ") + ", ".join(str(tb.end_line)
+                                                                          for tb in tracebacks)
+    else:
+        where = ", ".join(_where(tb, path) for tb in tracebacks)
+    return ALSO_RAISED.format(whom=_clip(whom, MAX_FIELD_CHARS), where=_clip(where, MAX_FIELD_CHARS))
 
 
 def _an_earlier_attempt(attempt: Optional[LogEvent], root_pid: Optional[str]) -> bool:

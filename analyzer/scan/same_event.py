@@ -13,6 +13,7 @@ A chained traceback is one death too: ``ChainReader`` finds its lines as the log
 from __future__ import annotations
 
 import dataclasses
+import re
 import signal
 from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
@@ -22,6 +23,10 @@ from .match import Match
 from .state import TRACEBACK_MARKER, Identity, LogEvent, LogFindings, identity_of, stack_frames
 
 EXCEPTION_GROUPS = ("exception", "exc")
+_DIGITS = re.compile(r"\d+")
+# Groups that, named by two matches with different values, make them two events: the GPU channel (context)
+# and the process an NVIDIA driver's line names (its pid, kept apart from a worker's ``pid`` group)
+_APART_GROUPS = ("channel", "client")
 MERGE_KINDS = (Kind.CRASH, Kind.SIGNAL_EXIT, Kind.WORKER_FAILURE)
 WORKER_KINDS = (Kind.SIGNAL_EXIT, Kind.WORKER_FAILURE)
 _EXIT_GROUPS = ("exitcode", "exit_code", "code", "returncode", "status", "signal", "what")
@@ -344,7 +349,8 @@ def _exception_text(block: Match) -> Optional[str]:
 
 def _same_event(item: Item, other: Item, lines: int) -> bool:
     """Whether ``other`` is at most ``lines`` lines from ``item``, in its test, of its rank, pid, device
-    (a ``device`` group) or kind of bug (a ``bug`` group) when both name one. An event on no test's
+    (a ``device`` group), GPU channel or client process (``channel``, ``client``) or kind of bug (a
+    ``bug`` group) when both name one. An event on no test's
     lines may tell one in a test or be told by it: the session's "Interrupted: 1 error during
     collection" tells the modules' failures, and a crashed pytest-xdist worker's report tells its
     "[gw2] node down", which xdist prints among other workers' results. Two events that name the same
@@ -365,6 +371,10 @@ def _same_event(item: Item, other: Item, lines: int) -> bool:
     device, other_device = _device_of(first), _device_of(second)
     if device is not None and other_device is not None and device != other_device:
         return False  # a K80's two GPUs that both fell off the bus: two events
+    for name in _APART_GROUPS:  # a GPU's faults on two channels, or of two processes: two events
+        one, another = _group_of(first, name), _group_of(second, name)
+        if one is not None and another is not None and one != another:
+            return False
     bug, other_bug = _bug_of(first), _bug_of(second)
     if bug is not None and other_bug is not None and bug != other_bug:
         return False  # a sanitizer's heap-use-after-free report and its next, heap-buffer-overflow: two
@@ -676,6 +686,22 @@ def raise_site(traceback: Match) -> Optional[str]:
     return _own_frame(reversed(traceback.excerpt.split("\n")))
 
 
+def same_raise(one: Match, other: Match) -> bool:
+    """Whether two ranks' tracebacks tell one event: the same exception type raised at the same line of
+    the user's code (``raise_site``; the message may differ in what each rank holds: "rank 3: shard 3",
+    "got 4"), or, where neither shows a frame of the user's, the same exception line but for its numbers.
+    Every rank runs one program, so the same raise at the same line is one bug hit on every rank."""
+    said = [next((tb.groups[g] for g in EXCEPTION_GROUPS if tb.groups.get(g)), None) for tb in (one, other)]
+    if not said[0] or not said[1]:
+        return False
+    if said[0].split(":", 1)[0].strip() != said[1].split(":", 1)[0].strip():
+        return False
+    sites = raise_site(one), raise_site(other)
+    if sites[0] is not None or sites[1] is not None:
+        return sites[0] == sites[1]
+    return _DIGITS.sub("#", said[0].strip()) == _DIGITS.sub("#", said[1].strip())
+
+
 def _own_frame(lines: Iterable[str]) -> Optional[str]:
     for frame in stack_frames(lines):
         if not any(part in frame.group("path") for part in _LIBRARY_PATHS):
@@ -752,6 +778,12 @@ def _bug_of(match: Match) -> Optional[str]:
     """The kind of bug a match names in a ``bug`` group (a sanitizer's "heap-use-after-free"), if any."""
     bug = (match.groups.get("bug") or "").strip().lower()
     return bug or None
+
+
+def _group_of(match: Match, name: str) -> Optional[str]:
+    """A group of a match, stripped and in lower case; None when it is absent or blank."""
+    value = (match.groups.get(name) or "").strip().lower()
+    return value or None
 
 
 def _device_of(match: Match) -> Optional[str]:
