@@ -617,6 +617,7 @@ class LogState:
                         kind == "test" and (progress is None or progress.line == 0 or not progress.finished)):
                     self._open_inner(match)
                     return
+                self._headers_failed()  # a run before it that ended without its verdict (killed)
                 self.run_events = {}  # the log's own run starts: what came before is not in it
                 self.run_failed = []
                 self.run_sandboxed = False
@@ -1045,7 +1046,9 @@ class LogState:
         for name, header in reported.items():
             if "::" not in name and name.endswith(".py"):
                 continue
-            if any(name in _names_of(test) for test in self.failed):
+            # (a failed subtest's report is headed "T.test_m [msg] (i=1)": its test's failure)
+            if any(name in names or name.partition(" ")[0] in names
+                   for names in map(_names_of, self.failed)):
                 continue
             reason = header.groups.get("reason")
             if reason is None:

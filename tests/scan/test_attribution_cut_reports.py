@@ -5,7 +5,8 @@ short summary and verdict that would say so never came (``LogState._headers_fail
 Real runs: pytest 9 over a suite with a failing test, an erroring fixture and a passing test that prints, its
 log cut at every line. A header names its test's failure from its line on, once: the summary and -v lines
 that name it too make no second one; a passing test's report (PASSES) and a report headed by a file alone
-(xdist's crash report before its line) name none. xdist's crash report, from the committed capture.
+(xdist's crash report before its line) name none. xdist's crash report, from the committed capture. A cut
+run's headers stay failures when another run follows in the log and passes.
 """
 
 from __future__ import annotations
@@ -109,3 +110,36 @@ def test_xdists_crash_report_names_the_test_its_file_header_stands_for(engine):
             assert found["test_shapes16.py::test_e_worker_dies"] == (
                 "test_shapes16.py::test_e_worker_dies failed: worker 'gw0' crashed while running"
                 " 'test_shapes16.py::test_e_worker_dies'")
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_cut_runs_headers_stay_failures_when_another_run_follows_and_passes(tmp_path, engine):
+    log = pytest_log(tmp_path, "test_cut.py", SUITE, ["-rA"])
+    summary = next(n for n, line in enumerate(log.splitlines(), 1) if "short test summary info" in line)
+    cut = cut_at(log, summary + 1)  # a step's first command, killed after its summary's first line
+    assert cut.endswith("PASSED test_cut.py::test_a_pass_prints\n")
+    again = pytest_log(tmp_path, "test_ok.py", "def test_ok():\n    pass\n", ["-rA"])
+    assert "test session starts" in again and "1 passed" in again
+    found = failures(cut + again, engine)
+    assert set(found) == {"test_c_store", "test_b_fail"}, found
+    # the second run's verdict judges its own tests only: without the cut run before it, nothing failed
+    assert failures(again, engine) == {}
+
+
+SUBTESTS = """
+    def test_each(subtests):
+        for i in range(3):
+            with subtests.test(msg="custom message", i=i):
+                assert i == 0
+"""
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_failed_subtests_report_is_its_tests_failure_once(tmp_path, engine):
+    log = pytest_log(tmp_path, "test_sub.py", SUBTESTS, ["-v"])
+    header = header_line(log, "test_each [custom message] (i=1)")
+    assert "test_sub.py::test_each FAILED" in log  # pytest 9's own line for the test, before the reports
+    assert set(failures(cut_at(log, header + 1), engine)) == {"test_sub.py::test_each"}
+    log = pytest_log(tmp_path, "test_sub.py", SUBTESTS, ["-q"])
+    header = header_line(log, "test_each [custom message] (i=1)")
+    assert set(failures(cut_at(log, header + 1), engine)) == {"test_each [custom message] (i=1)"}
