@@ -9,7 +9,8 @@ call last):``). ``python -m unittest`` without ``-v`` does the same on stderr (`
 
 A test's output may itself look like letters (``....`` printed without a newline before the test
 failed reads ``....F``), and a genuine letter glued to the end of a test's output is not at a line's
-start. So letters are believed only when they account for the run's verdict exactly: as many of each
+start. So letters are believed only when they account for the run's verdict exactly (a letter glued to the
+start of a word, ``.srank 1 starting``, is a word's start unless only counting it makes them): as many of each
 letter, from the run's first letter to the next separator line (pytest's ``=== FAILURES ===`` and
 verdict lines, unittest's ``=====`` and ``-----`` rules), as the verdict counts of each outcome. A run
 where they do not tell nothing, and its events keep the conservative reading (an error with no test).
@@ -105,6 +106,9 @@ class _Region:
     who: str = ""  # the launcher's prefix before its lines (``speaker``)
     end: int = 0  # the separator's line (0: none seen yet)
     rows: List[tuple] = field(default_factory=list)  # (line, letters)
+    # (row index, the letters ``_WORD_START`` took off the end of that row as a word's start)
+    glued: List[Tuple[int, str]] = field(default_factory=list)
+    restored = False  # its letters added up only with those glued ones (``outcome_after``)
 
     @functools.cached_property
     def counts(self) -> Dict[str, int]:
@@ -114,6 +118,23 @@ class _Region:
             for letter in letters:
                 counts[letter] = counts.get(letter, 0) + 1
         return counts
+
+    @functools.cached_property
+    def restored_counts(self) -> Dict[str, int]:
+        """``counts`` with the glued letters taken for letters."""
+        counts = dict(self.counts)
+        for _, letters in self.glued:
+            for letter in letters:
+                counts[letter] = counts.get(letter, 0) + 1
+        return counts
+
+    def restored_rows(self) -> List[tuple]:
+        """``rows`` with each one's glued letters after its own (where it wrote them)."""
+        rows = list(self.rows)
+        for index, letters in self.glued:
+            line, own = rows[index]
+            rows[index] = (line, own + letters)
+        return rows
 
 
 def is_unittest_verdict(verdict_text: str) -> bool:
@@ -201,14 +222,18 @@ class ProgressLetters:
             letters = strip_controls(m.group("run"))
             if m.group("who"):
                 letters = letters.replace(m.group("who"), b"")
+            glued = b""
             if m.group("next"):
-                letters = _WORD_START.sub(b"", letters)
-            if not letters:
-                continue
+                kept = _WORD_START.sub(b"", letters)
+                letters, glued = kept, letters[len(kept):]
+            if not letters and not (glued and region is not None and not region.end):
+                continue  # (a word's start before a run's first letter starts no run)
             if region is None or region.end:
                 region = _Region(line, self._sep.get(who, 0), who)
                 self.regions.append(region)
                 self._last[who] = region
+            if glued:
+                region.glued.append((len(region.rows), glued.decode("ascii")))
             region.rows.append((line, letters.decode("ascii")))
             self.rows += 1
         self._in_summary = summary_from >= 0
@@ -264,15 +289,25 @@ class ProgressLetters:
         expected = verdict_letters(verdict_text, fixture_errors)
         if expected is None:
             return None
-        if {k: v for k, v in region.counts.items() if v} != {k: v for k, v in expected.items() if v}:
-            return None
+        wanted = {k: v for k, v in expected.items() if v}
+        counts, rows = region.counts, region.rows
+        if {k: v for k, v in counts.items() if v} != wanted:
+            # A test's output glued to a letter (".srank 1 starting": a skip's s, then what the next test
+            # printed) reads as a word's start. Those letters count only if, all taken for letters, the
+            # letters add up to the verdict exactly: had any of them been a word's start, that reading
+            # would count one letter more than the verdict does.
+            counts = region.restored_counts
+            if not region.glued or {k: v for k, v in counts.items() if v} != wanted:
+                return None
+            region.restored = True
+            rows = region.restored_rows()
         # pytest-rerunfailures runs a failed test again at once: its R letters come before that test's
         # own outcome, the first other letter after them.
         seen: Dict[str, int] = {}
-        for at, letters in region.rows:
+        for at, letters in rows:
             outcome = letters.lstrip("R") if at > line else ""
             if outcome:
-                return at, outcome[0], seen.get(outcome[0], 0) + 1, dict(region.counts)
+                return at, outcome[0], seen.get(outcome[0], 0) + 1, dict(counts)
             for letter in letters:
                 seen[letter] = seen.get(letter, 0) + 1
         return None
@@ -290,6 +325,7 @@ class ProgressLetters:
         for each dot, or reran a test (``R``), or its letters are a launcher's process's."""
         region = self._region(since, who)
         if region is None or region.who or not region.end or region.counts.get("R") \
+                or region.restored and region.restored_counts.get("R") \
                 or self.passed_count > MAX_ROWS:
             return None
         summary = max((i for i, s in enumerate(self.summaries) if region.end <= s < verdict_line), default=-1)

@@ -131,6 +131,9 @@ PROCESS_GROUPS = ("process", "name", "worker")  # "worker": pytest-xdist's gw2
 EXCEPTION_GROUPS = ("exception", "exc")
 MAX_PER_RULE = 100
 MAX_FAILED_TESTS = 10_000
+# The test-failure rule a run cut before its summary makes its report headers' failures of
+# (``LogState._headers_failed``).
+PYTEST_OUTCOME_RULE = "pytest-test-outcome"
 MAX_SUBTESTS = 10_000
 MAX_REASON_CHARS = 1000  # distinct failed subtests counted per test
 MAX_IDENTITIES = 1024
@@ -391,6 +394,12 @@ class LogState:
         self.ignore_timeouts = [0] * len(catalogue.ignore_lines)
         self.failed: Dict[str, None] = {}
         self.failed_overflow = False
+        # The report headers of the log's own run under FAILURES or ERRORS since its last verdict (name ->
+        # header match; a crashed xdist worker's report, headed by the file, under the test it names): pytest
+        # writes a report only for a test that failed, so a run cut before its summary and verdict (a job
+        # killed, a log cut) names its failures by them (``_headers_failed``).
+        self.reported: Dict[str, Match] = {}
+        self.outcome_rule = next((r for r in catalogue.rules if r.id == PYTEST_OUTCOME_RULE), None)
         # Context from markers: the latest one's kind ("header", "uheader", "reset", "verdict"), line
         # and test (a header's); the verdict in force; inner runs' depth and the outer test's context.
         self.ctx_kind = "reset"
@@ -571,6 +580,9 @@ class LogState:
                 # under no section or another one (an inner run's summary) is in a section this log
                 # lost (it starts inside the run): the run's verdict says how the test ended.
                 self.ctx_unsure = not self.ctx_passed and self.section not in FAILING_SECTIONS
+                if self.ctx_test and self.section in FAILING_SECTIONS \
+                        and len(self.reported) < MAX_FAILED_TESTS:
+                    self.reported[self.ctx_test] = match
         elif marker == REPORT_REASON_MARKER:
             self._report_line(match)
         elif marker == SECTION_MARKER:
@@ -605,6 +617,7 @@ class LogState:
                         kind == "test" and (progress is None or progress.line == 0 or not progress.finished)):
                     self._open_inner(match)
                     return
+                self._headers_failed()  # a run before it that ended without its verdict (killed)
                 self.run_events = {}  # the log's own run starts: what came before is not in it
                 self.run_failed = []
                 self.run_sandboxed = False
@@ -674,6 +687,7 @@ class LogState:
             self.closed_sandboxed = self.closed_sandboxed or self.run_sandboxed
             self.run_sandboxed = False
             self.run_failed = []
+            self.reported = {}  # the run's summary and verdict came: they say how its tests ended
             self.verdict = match
             self.outer_open = False
             self._set_context("verdict", match.line)
@@ -1029,6 +1043,34 @@ class LogState:
         for match in held or ():
             self._failed(match, normal_test_id(match.groups.get("test") or ""))
 
+    def _headers_failed(self) -> None:
+        """The log ended after report headers of its own run and before that run's verdict: each test a
+        header names failed (pytest reports only failures under FAILURES and ERRORS), unless a line that
+        names it (its -v or summary line) already said so. Its reason is the last exception its report
+        shows ("E   RuntimeError: ..."), as its summary line would, or the crash line of xdist's report; a
+        report headed by a file alone names no test."""
+        reported, self.reported = self.reported, {}
+        if self.outcome_rule is None:
+            return
+        for name, header in reported.items():
+            if "::" not in name and name.endswith(".py"):
+                continue
+            # (a failed subtest's report is headed "T.test_m [msg] (i=1)": its test's failure)
+            if any(name in names or name.partition(" ")[0] in names
+                   for names in map(_names_of, self.failed)):
+                continue
+            reason = header.groups.get("reason")
+            if reason is None:
+                # (the summary's reason is the exception's first line, not a plain assert's restatement)
+                reasons = self.report_reasons.get(name) or [""]
+                reason = next((r for r in reversed(reasons) if not r.startswith("assert ")), reasons[-1])
+            outcome = "ERROR" if header.text.lstrip("_ ").startswith("ERROR at ") else "FAILED"
+            if self.want_id is not None and "::" not in name:
+                self.want_id(name, header.line)
+            self._failed(dataclasses.replace(
+                header, rule=self.outcome_rule, groups={"test": name, "outcome": outcome, "reason": reason},
+            ), name)
+
     def _unreported_passed(self) -> None:
         """A unittest verdict came: a test whose failure only an outcome line told, with no "FAIL:" or
         "ERROR:" report in its run, did not fail (it printed the word itself, then passed: "FAIL", then
@@ -1083,6 +1125,11 @@ class LogState:
         if named is not None and test is not None and test.endswith(".py") and named.startswith(test + "::"):
             # The event names the test it ended ("worker 'gw1' crashed while running 'x.py::t'") under a
             # report xdist heads with that test's file: the log may show no other line of the test.
+            header = self.reported.pop(self.ctx_test or "", None) if self.ctx_kind == "header" else None
+            if header is not None and len(self.reported) < MAX_FAILED_TESTS:
+                # xdist's crash report is that test's failure (dsession.py handle_crashitem: outcome "failed",
+                # the line its longrepr): its reason
+                self.reported[named] = dataclasses.replace(header, groups={"reason": match.text.strip()})
             test = named
         across = None
         arrived = None
@@ -1249,6 +1296,7 @@ class LogState:
                 for dropped in held:
                     self._take(dropped)
         self._commit_tentative()
+        self._headers_failed()
         final_verdict = None
         unfinished = None
         last = self.last_verdict
