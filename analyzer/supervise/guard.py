@@ -471,7 +471,10 @@ class _Run:
                                               pausable, needs_native, MAX_NATIVE_DUMPS)
             if gpu_thread is not None:
                 gpu_thread.join(deadline.within(0.5))
-        return diagnosis.Evidence(tuple(infos), tuple(dumps), tuple(native), gpu_box[0], skipped)
+        # The same judgement for every dump (its source lines are read by now): where_it_hung names a
+        # process waiting in C or on a lock before ranks idle in a sleep.
+        unexplained = tuple(dump.pid for dump in dumps if needs_native(dump))
+        return diagnosis.Evidence(tuple(infos), tuple(dumps), tuple(native), gpu_box[0], skipped, unexplained)
 
     def apply(self, result: diagnosis.Diagnosis) -> None:
         """Take a diagnosis's findings and diagnostics, and write its evidence files."""
