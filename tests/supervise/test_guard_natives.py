@@ -22,6 +22,13 @@ from .conftest import program
 HEAD = re.compile(r"^=== pid (\d+)( \(native frames\))?: ", re.M)
 
 
+@pytest.fixture(autouse=True)
+def whole_bound_for_natives(monkeypatch):
+    # Which processes get a native dump, and what it shows: on 2 loaded CPUs a native dump can take
+    # longer than its share (test_snapshot covers the share), so here it has the dumps' whole bound.
+    monkeypatch.setattr(guard_module, "NATIVE_DUMP_SHARE_S", guard_module.DUMP_TIMEOUT_S)
+
+
 def run_launcher(guard, ranks: int):
     result, took = guard(program("launcher_c_sleep.py", str(ranks)), idle_timeout_s=1.5, timeout_s=120.0,
                          kill_grace_s=1.0)
