@@ -488,27 +488,25 @@ def dump_all(
     plain_helpers = started[: len(pids)]
     natives: List[Tuple[int, _Helper]] = list(zip(at_once, started[len(pids):]))
     read: dict = {}  # index in pids -> its plain dump, read early to choose the natives
-    not_taken: List[StackDump] = []
+    undecided: List[int] = []
+    room = 0
     if deferred and needs_native is not None:
         room = len(deferred) if max_native is None else max_native - len(natives)
         undecided = [pids.index(pid) for pid in deferred]
         first = undecided[0] if undecided else -1
-        while undecided and room > 0 and time.monotonic() < deadline:
+        while undecided and room > 0 and time.monotonic() < natives_by:
             done = [index for index in undecided if plain_helpers[index].ended(0.0)]
             if not done:
-                plain_helpers[undecided[0]].ended(min(deadline, time.monotonic() + _DECIDE_POLL_S))
+                plain_helpers[undecided[0]].ended(min(natives_by, time.monotonic() + _DECIDE_POLL_S))
                 continue
             for index in done:
                 undecided.remove(index)
                 dump = read[index] = _dump_from(pids[index], plain_helpers[index])
                 kept = 1 if first in undecided else 0
                 if room > kept and needs_native(dump):
-                    room -= 1
-                    if time.monotonic() >= natives_by:
-                        not_taken.append(StackDump(pids[index], "", NATIVE_NOT_STARTED.format(share=share)))
-                        continue
                     natives.extend((pids[index], helper) for helper in start_helpers(
                         [argv(pids[index], True)], pass_fds, tools.env, helper_pids))
+                    room -= 1
     unread = [h for i, h in enumerate(plain_helpers) if i not in read]
     if natives_by < deadline:  # natives first, by their share; the plain dumps keep the whole bound
         end_together([h for _, h in natives], natives_by)
@@ -520,6 +518,10 @@ def dump_all(
         end_together(unread + [h for _, h in natives], deadline)
     plain = [read[index] if index in read else _dump_from(pid, helper)
              for index, (pid, helper) in enumerate(zip(pids, plain_helpers))]
+    # A plain dump read after the natives' share that asks for one: said, not taken.
+    late = [plain[index] for index in undecided
+            if room > 0 and natives_by < deadline and needs_native is not None and needs_native(plain[index])]
+    not_taken = [StackDump(dump.pid, "", NATIVE_NOT_STARTED.format(share=share)) for dump in late[:room]]
     return plain, [_dump_from(pid, helper) for pid, helper in natives] + not_taken
 
 
