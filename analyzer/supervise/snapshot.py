@@ -490,6 +490,7 @@ def dump_all(
     read: dict = {}  # index in pids -> its plain dump, read early to choose the natives
     undecided: List[int] = []
     room = 0
+    not_taken: List[StackDump] = []
     if deferred and needs_native is not None:
         room = len(deferred) if max_native is None else max_native - len(natives)
         undecided = [pids.index(pid) for pid in deferred]
@@ -504,9 +505,12 @@ def dump_all(
                 dump = read[index] = _dump_from(pids[index], plain_helpers[index])
                 kept = 1 if first in undecided else 0
                 if room > kept and needs_native(dump):
+                    room -= 1
+                    if time.monotonic() >= natives_by:  # its result could not arrive within the share
+                        not_taken.append(StackDump(pids[index], "", NATIVE_NOT_STARTED.format(share=share)))
+                        continue
                     natives.extend((pids[index], helper) for helper in start_helpers(
                         [argv(pids[index], True)], pass_fds, tools.env, helper_pids))
-                    room -= 1
     unread = [h for i, h in enumerate(plain_helpers) if i not in read]
     if natives_by < deadline:  # natives first, by their share; the plain dumps keep the whole bound
         end_together([h for _, h in natives], natives_by)
@@ -521,7 +525,7 @@ def dump_all(
     # A plain dump read after the natives' share that asks for one: said, not taken.
     late = [plain[index] for index in undecided
             if room > 0 and natives_by < deadline and needs_native is not None and needs_native(plain[index])]
-    not_taken = [StackDump(dump.pid, "", NATIVE_NOT_STARTED.format(share=share)) for dump in late[:room]]
+    not_taken += [StackDump(dump.pid, "", NATIVE_NOT_STARTED.format(share=share)) for dump in late[:room]]
     return plain, [_dump_from(pid, helper) for pid, helper in natives] + not_taken
 
 
