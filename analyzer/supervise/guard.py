@@ -58,8 +58,8 @@ MAX_DUMPS = 32  # a tree of thousands of Python processes gets the first 32 in t
 MAX_NATIVE_DUMPS = 4
 # ... and must be done this long after the clock ran out (issue 8: deadline to exit within the kill
 # grace + 1 s; after the dumps the escalation's last wait, the report and the interpreter's exit took
-# 0.1-0.3 s on 2 loaded CPUs): one still running then is abandoned, one not yet started is not taken,
-# and stacks.txt says so. Every plain dump keeps DUMP_TIMEOUT_S.
+# 0.1-0.3 s on 2 loaded CPUs): one still running then, once every plain dump is in, is abandoned, one
+# not yet started is not taken, and stacks.txt says so. Every plain dump keeps DUMP_TIMEOUT_S.
 NATIVE_DUMP_SHARE_S = 0.7
 # The runner's cancel sends SIGINT, SIGTERM 7.5 s later and SIGKILL 2.5 s after that
 # (actions/runner src/Runner.Sdk/ProcessInvoker.cs, CancelAndKillProcessTree): the guard's part

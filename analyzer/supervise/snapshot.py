@@ -460,8 +460,8 @@ def dump_all(
     ``max_native`` native dumps at most in all, ``native_pids`` first, and a place kept for the first of
     ``maybe_native`` (the command) until its plain dump is read. Natives come back in the order they
     were started. ``native_s`` (at most ``timeout_s``) is the share of native dumps: one still running
-    that long after the call is abandoned and one needed later is not started, each dump saying so,
-    while the plain dumps keep ``timeout_s``.
+    that long after the call, and after every plain dump, is abandoned, and one needed later is not
+    started, each dump saying so; the plain dumps keep ``timeout_s``.
     """
     tools = tools or _tools_now()
     tool = tools.py_spy
@@ -512,12 +512,14 @@ def dump_all(
                     natives.extend((pids[index], helper) for helper in start_helpers(
                         [argv(pids[index], True)], pass_fds, tools.env, helper_pids))
     unread = [h for i, h in enumerate(plain_helpers) if i not in read]
-    if natives_by < deadline:  # natives first, by their share; the plain dumps keep the whole bound
-        end_together([h for _, h in natives], natives_by)
+    if natives_by < deadline:
+        # The plain dumps keep the whole bound. A native is abandoned only past its share and once it
+        # alone holds the stage: ending it while plain dumps still run would lose it and gain nothing.
+        end_together(unread, deadline)
+        end_together([h for _, h in natives], max(natives_by, time.monotonic()))
         for _, helper in natives:
             if helper.error == _TIMED_OUT:
                 helper.error = NATIVE_ABANDONED.format(share=share)
-        end_together(unread, deadline)
     else:
         end_together(unread + [h for _, h in natives], deadline)
     plain = [read[index] if index in read else _dump_from(pid, helper)

@@ -317,3 +317,13 @@ def test_without_a_share_native_dumps_have_the_whole_bound(tmp_path, monkeypatch
     _slow_py_spy(tmp_path, monkeypatch, 0.5, (0, 0))
     plain, native = snapshot.dump_all([3000], (), 4.0, [], None, [3000], lambda dump: True, None)
     assert [(d.pid, d.text.strip(), d.error) for d in native] == [(3000, "--native 3000", "")]
+
+
+def test_a_native_dump_past_its_share_is_kept_while_a_plain_dump_still_runs(tmp_path, monkeypatch):
+    # Share 0.2 s, native 0.6 s, pid 3001's plain dump 1.2 s: ending the native at 0.2 s would gain nothing.
+    _slow_py_spy(tmp_path, monkeypatch, 0.6, (3001, 1.2))
+    plain, native = snapshot.dump_all([3000, 3001], (), 4.0, [], None, [3000, 3001],
+                                      lambda dump: dump.pid == 3000, None, 0.2)
+    assert [(d.pid, d.text.strip()) for d in plain] == [
+        (3000, "--nonblocking 3000"), (3001, "--nonblocking 3001")]
+    assert [(d.pid, d.text.strip(), d.error) for d in native] == [(3000, "--native 3000", "")]
