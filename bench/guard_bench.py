@@ -169,7 +169,9 @@ def _dumps(log_dir: str) -> str:
     text = (Path(log_dir) / "stacks.txt").read_text()
     native = text.count(" (native frames): ")
     failed = text.count("(py-spy: ")
-    return f"{text.count('=== pid ') - native} Python + {native} native stack dumps ({failed} failed)"
+    cut = text.count("(py-spy: abandoned: ") + text.count("(py-spy: not taken: ")
+    return (f"{text.count('=== pid ') - native} Python + {native} native stack dumps ({failed} failed, "
+            f"of them {cut} natives past their share)")
 
 
 def cancel_to_exit(kill_grace: float, workdir: str, processes: int):

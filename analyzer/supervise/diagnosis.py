@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass
-from typing import Callable, List, Optional, Sequence, Tuple
+from typing import Callable, Collection, List, Optional, Sequence, Tuple
 
 from ..durations import format_duration
 from ..model import (
@@ -119,6 +119,9 @@ class Evidence:
     native: Tuple[StackDump, ...] = ()
     gpu: Optional[GpuSnapshot] = None
     skipped_dumps: int = 0  # Python processes not dumped for lack of time
+    # Pids whose Python stack does not explain their wait (``explains_wait``: a call into C, a lock),
+    # where the others only sleep or join; empty when the guard did not judge them.
+    unexplained: Tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -207,8 +210,8 @@ def _hang_message(hang: Hang, where: str) -> str:
 
 def hang_finding(hang: Hang, evidence: Evidence, log_dir: str) -> Finding:
     """The guard's hang finding: where the tree hung, how long, and what ended it."""
-    chosen, where = where_it_hung(hang.root_pid, evidence.infos, evidence.dumps)
-    _, described = _hung_process(hang.root_pid, evidence.infos, evidence.dumps)
+    chosen, where = where_it_hung(hang.root_pid, evidence.infos, evidence.dumps, evidence.unexplained)
+    _, described = _hung_process(hang.root_pid, evidence.infos, evidence.dumps, evidence.unexplained)
     message = _hang_message(hang, where)
     others = [
         f"pid {dump.pid} in {Frame.where(_own_frames(dump))}"
@@ -469,25 +472,45 @@ def _bare_name(function: str) -> str:
 
 
 def where_it_hung(
-    root_pid: int, infos: Sequence[ProcessInfo], dumps: Sequence[StackDump]
+    root_pid: int, infos: Sequence[ProcessInfo], dumps: Sequence[StackDump], unexplained: Collection[int] = ()
 ) -> Tuple[Optional[StackDump], str]:
     """The dump to quote and where its main thread is: the command's own, unless it only waits for a child.
 
-    Then the first descendant that is neither waiting for children nor for its peers in a collective;
-    without such a Python process, the first process with no stack to show that is not waiting for a
-    child either (a test binary under the step's shell), described by the kernel (dump ``None``).
+    Then the first descendant that is neither waiting for children nor for its peers in a collective,
+    one of ``unexplained`` (its Python frames do not explain its wait: a call into C, a lock) before
+    one idle in a sleep, and the message says why; without such a Python process, the first process
+    with no stack to show that is not waiting for a child either (a test binary under the step's
+    shell), described by the kernel (dump ``None``).
     """
-    chosen, info = _hung_process(root_pid, infos, dumps)
+    chosen, info = _hung_process(root_pid, infos, dumps, unexplained)
     if chosen is not None:
         where = Frame.where(_own_frames(chosen))
-        return chosen, (where if chosen.pid == root_pid else f"{where} (pid {chosen.pid})")
+        if chosen.pid == root_pid:
+            return chosen, where
+        idle = [d.pid for d in _candidates(root_pid, infos, dumps) if d.pid not in unexplained
+                and _innermost(d) not in _WAITING_ON_PEERS]
+        if chosen.pid in unexplained and idle:
+            asleep = ", ".join(f"pid {pid}" for pid in idle[:_MAX_OTHERS_NAMED])
+            asleep += f" and {len(idle) - _MAX_OTHERS_NAMED} more" if len(idle) > _MAX_OTHERS_NAMED else ""
+            return chosen, (f"{where} (pid {chosen.pid}: its Python frames do not explain its wait, a call "
+                            f"into C or a lock, while {asleep} only sleep{'s' if len(idle) == 1 else ''})")
+        return chosen, f"{where} (pid {chosen.pid})"
     if info is None:
         return None, "an unknown place (the command was gone before it could be inspected)"
     return None, f"`{info.cmdline}` (pid {info.pid}, state {info.state}, wchan {info.wchan or '?'})"
 
 
-def _hung_process(
+def _candidates(
     root_pid: int, infos: Sequence[ProcessInfo], dumps: Sequence[StackDump]
+) -> List[StackDump]:
+    """Descendants with frames of their own that wait neither for children nor in the kernel's wait4."""
+    waiting = {info.pid for info in infos if info.wchan in KERNEL_CHILD_WAITS}
+    return [d for d in dumps if d.pid != root_pid and _own_frames(d) and not _runtime_helper(d)
+            and not _only_waits(d) and d.pid not in waiting]
+
+
+def _hung_process(
+    root_pid: int, infos: Sequence[ProcessInfo], dumps: Sequence[StackDump], unexplained: Collection[int] = ()
 ) -> Tuple[Optional[StackDump], Optional[ProcessInfo]]:
     """``where_it_hung``'s choice: the dump to quote, else the process to describe by the kernel."""
     waiting = {info.pid for info in infos if info.wchan in KERNEL_CHILD_WAITS}
@@ -496,8 +519,10 @@ def _hung_process(
     root_info = next((i for i in infos if i.pid == root_pid), infos[0] if infos else None)
     if root is not None and not _only_waits(root) and root_pid not in waiting:
         return root, root_info
-    busy = [d for d in with_frames if d.pid != root_pid and not _only_waits(d) and d.pid not in waiting]
-    busy.sort(key=lambda d: _innermost(d) in _WAITING_ON_PEERS)  # stable: tree order otherwise
+    busy = _candidates(root_pid, infos, dumps)
+    # Stable: tree order otherwise. A rank in a collective waits for the one that never arrived; of the
+    # rest, one whose wait its Python frames leave unexplained (C, a lock) before one asleep in Python.
+    busy.sort(key=lambda d: (_innermost(d) in _WAITING_ON_PEERS, d.pid not in unexplained))
     if busy:
         return busy[0], None
     shown = {dump.pid for dump in dumps if _own_frames(dump)}

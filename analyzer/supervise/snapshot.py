@@ -26,6 +26,8 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
+from ..durations import format_duration
+
 PY_SPY_NAME = "py-spy"
 NVIDIA_SMI_NAME = "nvidia-smi"
 GPU_QUERY = (
@@ -38,6 +40,10 @@ _HELPER_TERM_WAIT_S = 0.3
 START_THREADS = 4  # helpers started at once: each start mostly waits for its exec
 SOURCE_READ_BYTES = 1 << 20
 SOURCE_READ_S = 0.2
+# What a native dump's block says when the deadline's share for native stacks ran out first.
+NATIVE_ABANDONED = "abandoned: no result within the {share} the deadline leaves native stacks"
+NATIVE_NOT_STARTED = "not taken: its plain dump was read after the {share} the deadline leaves native stacks"
+_TIMED_OUT = "timed out"
 _DECIDE_POLL_S = 0.01  # how often the plain dumps are looked at while natives are chosen from them
 # Where the interpreter's own modules and installed packages live, whatever the prefix or venv.
 _LIBRARY_PATH_PARTS = ("/lib/python3", "/site-packages/", "/dist-packages/", "/lib64/python3")
@@ -370,7 +376,7 @@ def end_together(helpers: Sequence[_Helper], deadline: float) -> None:
     """
     late = [helper for helper in helpers if not helper.ended(deadline)]
     for helper in late:
-        helper.error = "timed out"
+        helper.error = _TIMED_OUT
         helper.send(signal.SIGTERM)
     for signum in (signal.SIGKILL, None):
         bound = time.monotonic() + _HELPER_TERM_WAIT_S
@@ -444,6 +450,7 @@ def dump_all(
     maybe_native: Sequence[int] = (),
     needs_native: Optional[Callable[[StackDump], bool]] = None,
     max_native: Optional[int] = None,
+    native_s: Optional[float] = None,
 ) -> Tuple[List[StackDump], List[StackDump]]:
     """Non-blocking dumps of ``pids`` and native dumps of ``native_pids``, every helper started at once.
 
@@ -452,7 +459,9 @@ def dump_all(
     does not explain its wait, started the moment that plain dump is read while the others still run;
     ``max_native`` native dumps at most in all, ``native_pids`` first, and a place kept for the first of
     ``maybe_native`` (the command) until its plain dump is read. Natives come back in the order they
-    were started.
+    were started. ``native_s`` (at most ``timeout_s``) is the share of native dumps: one still running
+    that long after the call, and after every plain dump, is abandoned, and one needed later is not
+    started, each dump saying so; the plain dumps keep ``timeout_s``.
     """
     tools = tools or _tools_now()
     tool = tools.py_spy
@@ -460,7 +469,10 @@ def dump_all(
         missing = "py-spy is not installed"
         return ([StackDump(pid, "", missing) for pid in pids],
                 [StackDump(pid, "", missing) for pid in native_pids][:max_native])
-    deadline = time.monotonic() + timeout_s
+    now = time.monotonic()
+    deadline = now + timeout_s
+    natives_by = now + min(timeout_s, timeout_s if native_s is None else native_s)
+    share = format_duration(natives_by - now)
     at_once = list(native_pids)[:max_native]
     deferred = [pid for pid in maybe_native if needs_native and pid in pids and pid not in at_once]
     wanted = [(pid, False) for pid in pids] + [(pid, True) for pid in at_once]
@@ -476,28 +488,47 @@ def dump_all(
     plain_helpers = started[: len(pids)]
     natives: List[Tuple[int, _Helper]] = list(zip(at_once, started[len(pids):]))
     read: dict = {}  # index in pids -> its plain dump, read early to choose the natives
+    undecided: List[int] = []
+    room = 0
+    not_taken: List[StackDump] = []
     if deferred and needs_native is not None:
         room = len(deferred) if max_native is None else max_native - len(natives)
         undecided = [pids.index(pid) for pid in deferred]
         first = undecided[0] if undecided else -1
-        while undecided and room > 0 and time.monotonic() < deadline:
+        while undecided and room > 0 and time.monotonic() < natives_by:
             done = [index for index in undecided if plain_helpers[index].ended(0.0)]
             if not done:
-                plain_helpers[undecided[0]].ended(min(deadline, time.monotonic() + _DECIDE_POLL_S))
+                plain_helpers[undecided[0]].ended(min(natives_by, time.monotonic() + _DECIDE_POLL_S))
                 continue
             for index in done:
                 undecided.remove(index)
                 dump = read[index] = _dump_from(pids[index], plain_helpers[index])
                 kept = 1 if first in undecided else 0
                 if room > kept and needs_native(dump):
+                    room -= 1
+                    if time.monotonic() >= natives_by:  # its result could not arrive within the share
+                        not_taken.append(StackDump(pids[index], "", NATIVE_NOT_STARTED.format(share=share)))
+                        continue
                     natives.extend((pids[index], helper) for helper in start_helpers(
                         [argv(pids[index], True)], pass_fds, tools.env, helper_pids))
-                    room -= 1
-    end_together([h for i, h in enumerate(plain_helpers) if i not in read] + [h for _, h in natives],
-                 deadline)
+    unread = [h for i, h in enumerate(plain_helpers) if i not in read]
+    if natives_by < deadline:
+        # The plain dumps keep the whole bound. A native is abandoned only past its share and once it
+        # alone holds the stage: ending it while plain dumps still run would lose it and gain nothing.
+        end_together(unread, deadline)
+        end_together([h for _, h in natives], max(natives_by, time.monotonic()))
+        for _, helper in natives:
+            if helper.error == _TIMED_OUT:
+                helper.error = NATIVE_ABANDONED.format(share=share)
+    else:
+        end_together(unread + [h for _, h in natives], deadline)
     plain = [read[index] if index in read else _dump_from(pid, helper)
              for index, (pid, helper) in enumerate(zip(pids, plain_helpers))]
-    return plain, [_dump_from(pid, helper) for pid, helper in natives]
+    # A plain dump read after the natives' share that asks for one: said, not taken.
+    late = [plain[index] for index in undecided
+            if room > 0 and natives_by < deadline and needs_native is not None and needs_native(plain[index])]
+    not_taken += [StackDump(dump.pid, "", NATIVE_NOT_STARTED.format(share=share)) for dump in late[:room]]
+    return plain, [_dump_from(pid, helper) for pid, helper in natives] + not_taken
 
 
 def _dump_from(pid: int, helper: _Helper) -> StackDump:

@@ -14,11 +14,19 @@ from pathlib import Path
 
 import pytest
 
+from analyzer.model import Kind
 from analyzer.supervise import diagnosis, guard as guard_module, snapshot
 
 from .conftest import program
 
 HEAD = re.compile(r"^=== pid (\d+)( \(native frames\))?: ", re.M)
+
+
+@pytest.fixture(autouse=True)
+def whole_bound_for_natives(monkeypatch):
+    # Which processes get a native dump, and what it shows: on 2 loaded CPUs a native dump can take
+    # longer than its share (test_snapshot covers the share), so here it has the dumps' whole bound.
+    monkeypatch.setattr(guard_module, "NATIVE_DUMP_SHARE_S", guard_module.DUMP_TIMEOUT_S)
 
 
 def run_launcher(guard, ranks: int):
@@ -42,6 +50,13 @@ def test_the_native_dumps_go_to_the_ranks_waiting_in_c_not_to_the_launcher(guard
     assert natives == {pids[1], pids[2]}, stacks
     native_of_2 = stacks.split(f"=== pid {pids[2]} (native frames): ", 1)[1].split("\n=== ", 1)[0]
     assert "ffi_call" in native_of_2 and "sleep" in native_of_2, native_of_2
+    # The hang finding names a rank its Python frames leave unexplained (rank 1, first in tree order),
+    # not rank 0 asleep in time.sleep, and says why; main named rank 0.
+    hang = next(f for f in result.findings if f.kind == Kind.HANG)
+    assert hang.message.startswith("hung in `rank` (launcher_c_sleep.py:"), hang.message
+    assert (f"(pid {pids[1]}: its Python frames do not explain its wait, a call into C or a lock, while "
+            f"pid {pids[0]} only sleeps)") in hang.message, hang.message
+    assert hang.excerpt.startswith(f"Process {pids[1]}:"), hang.excerpt
 
 
 def test_a_rank_in_c_gets_its_native_dump_past_the_cap_in_tree_order(guard):
@@ -98,3 +113,20 @@ def test_source_lines_are_read_from_regular_files_only(tmp_path):
     assert lines.line(snapshot.Frame("<module>", str(source), 9)) == ""
     assert lines.line(snapshot.Frame("<module>", str(fifo), 1)) == ""
     assert lines.line(snapshot.Frame("<module>", "<string>", 1)) == ""
+
+
+def test_where_it_hung_prefers_a_rank_waiting_in_c_but_not_over_one_that_never_reached_the_collective():
+    sleeps = dump('Thread 21 (idle): "MainThread"\n    rank (/w/r.py:4)\n', 21)
+    in_c = dump('Thread 22 (idle): "MainThread"\n    rank (/w/r.py:6)\n', 22)
+    collective = dump('Thread 23 (idle): "MainThread"\n    all_reduce (/t/distributed_c10d.py:3252)\n'
+                      "    rank (/w/r.py:8)\n", 23)
+    launcher = dump(WAITS.replace("Thread 10", "Thread 20"), 20)
+    tree = (launcher, sleeps, in_c)
+    assert diagnosis.where_it_hung(20, (), tree)[0] is sleeps  # not judged: tree order, as before
+    chosen, where = diagnosis.where_it_hung(20, (), tree, (22,))
+    assert chosen is in_c
+    assert where == ("`rank` (r.py:6) (pid 22: its Python frames do not explain its wait, a call into C or a "
+                     "lock, while pid 21 only sleeps)")
+    # Every rank unexplained: no reason to give. A rank asleep outside the collective still comes first.
+    assert diagnosis.where_it_hung(20, (), tree, (21, 22)) == (sleeps, "`rank` (r.py:4) (pid 21)")
+    assert diagnosis.where_it_hung(20, (), (launcher, collective, sleeps), (23,))[0] is sleeps

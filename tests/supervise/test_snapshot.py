@@ -279,3 +279,51 @@ def test_the_first_process_keeps_its_place_for_a_native_dump(tmp_path, monkeypat
     plain, native = snapshot.dump_all([2000, 2001], (), 5.0, [], None, [2000, 2001], lambda d: True, 1)
     assert [dump.pid for dump in native] == [2000]
     assert [dump.text.strip() for dump in plain + native] == [f"asked for {p}" for p in (2000, 2001, 2000)]
+
+
+def _slow_py_spy(tmp_path, monkeypatch, native_s, plain_s_for):
+    """A stand-in py-spy whose native dumps take ``native_s`` and whose plain dump of pid
+    ``plain_s_for[0]`` takes ``plain_s_for[1]``; each prints the mode and pid it was asked for."""
+    script = tmp_path / "py-spy"  # one process (no shell's child left when the helper is killed)
+    script.write_text(
+        f"#!{sys.executable}\n"
+        "import sys, time\n"
+        "mode, pid = sys.argv[2], sys.argv[5]\n"
+        f"slow = {plain_s_for[1]} if pid == '{plain_s_for[0]}' else 0\n"
+        f"time.sleep({native_s} if mode == '--native' else slow)\n"
+        "print(mode, pid)\n")
+    script.chmod(0o755)
+    monkeypatch.setattr(snapshot, "find_tool", lambda name: str(script))
+
+
+def test_native_dumps_past_their_share_are_abandoned_and_say_so_while_plain_dumps_keep_the_bound(
+        tmp_path, monkeypatch):
+    # Pid 3001's native dump would take 5 s, its share is 0.4 s; pid 3002's plain dump ends after the
+    # share, so its native dump is not started. Pid 3000's plain dump is there, slow or not.
+    _slow_py_spy(tmp_path, monkeypatch, 5, (3002, 0.8))
+    start = time.monotonic()
+    plain, native = snapshot.dump_all([3000, 3001, 3002], (), 4.0, [], None, [3000, 3001, 3002],
+                                      lambda dump: dump.pid != 3000, None, 0.4)
+    took = time.monotonic() - start
+    assert [(d.pid, d.text.strip(), d.error) for d in plain] == [
+        (3000, "--nonblocking 3000", ""), (3001, "--nonblocking 3001", ""), (3002, "--nonblocking 3002", "")]
+    assert [(d.pid, d.error) for d in native] == [
+        (3001, "abandoned: no result within the 0.4s the deadline leaves native stacks"),
+        (3002, "not taken: its plain dump was read after the 0.4s the deadline leaves native stacks")]
+    assert 0.8 <= took < 3.0, took  # the slow plain dump was waited for, the 5 s native was not
+
+
+def test_without_a_share_native_dumps_have_the_whole_bound(tmp_path, monkeypatch):
+    _slow_py_spy(tmp_path, monkeypatch, 0.5, (0, 0))
+    plain, native = snapshot.dump_all([3000], (), 4.0, [], None, [3000], lambda dump: True, None)
+    assert [(d.pid, d.text.strip(), d.error) for d in native] == [(3000, "--native 3000", "")]
+
+
+def test_a_native_dump_past_its_share_is_kept_while_a_plain_dump_still_runs(tmp_path, monkeypatch):
+    # Share 0.2 s, native 0.6 s, pid 3001's plain dump 1.2 s: ending the native at 0.2 s would gain nothing.
+    _slow_py_spy(tmp_path, monkeypatch, 0.6, (3001, 1.2))
+    plain, native = snapshot.dump_all([3000, 3001], (), 4.0, [], None, [3000, 3001],
+                                      lambda dump: dump.pid == 3000, None, 0.2)
+    assert [(d.pid, d.text.strip()) for d in plain] == [
+        (3000, "--nonblocking 3000"), (3001, "--nonblocking 3001")]
+    assert [(d.pid, d.text.strip(), d.error) for d in native] == [(3000, "--native 3000", "")]
