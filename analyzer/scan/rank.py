@@ -1097,7 +1097,13 @@ def _died_in_traceback(log: LogFindings, catalogue: Catalogue, found: Sequence[F
     comes after it (``LogFindings.last_content``), no error of the log already tells a failure, and no
     rule matched the traceback's lines (its grading stands: a DataLoader worker's exit is a warning)."""
     last = log.last_traceback
-    if last is None or not log.last_content or last.end_line < log.last_content:
+    if last is None:
+        return None
+    if CUT_SHORT_GROUP in last.groups.values():
+        # cut before its exception line: the end of the log when nothing after its head says anything
+        if log.last_content >= last.line:
+            return None
+    elif not log.last_content or last.end_line < log.last_content:
         return None
     if TRACEBACK_ENDS_LOG_RULE in catalogue.ignore_rules:
         return None

@@ -58,7 +58,7 @@ from typing import (
 
 from ..lazy_re import lazy_regex
 from ..model import Finding, Kind
-from ..rules.model import Catalogue, LineIgnore, Rule
+from ..rules.model import CUT_SHORT_GROUP, Catalogue, LineIgnore, Rule
 from .attribution import TestLine, is_unittest_fixture, is_unittest_id, normal_test_id
 from .clean import clean_line
 from .letters import ProgressLetters, is_unittest_verdict
@@ -721,9 +721,14 @@ class LogState:
         elif marker in (RUN_STARTED, ATTEMPT_RESTARTED, RUN_SUCCEEDED):
             self._attempt_marker(match, marker)
         elif marker == TRACEBACK_MARKER:
-            self.last_traceback = match
-            self._traceback(match)
-            self._report_reason(match)
+            if CUT_SHORT_GROUP in match.groups.values():
+                # the log ends inside it: the last traceback only when the log shows no whole one
+                if self.last_traceback is None:
+                    self.last_traceback = match
+            else:
+                self.last_traceback = match
+                self._traceback(match)
+                self._report_reason(match)
         elif marker == CRASH_STACK_MARKER:
             last = self.last_crash
             self.last_crash = None

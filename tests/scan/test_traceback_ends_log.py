@@ -87,6 +87,46 @@ def test_a_fence_a_prompt_or_another_ranks_cut_traceback_after_it_still_leaves_i
     assert [(f.rule, f.line) for f in _errors(log)] == [(RULE, _line_of(log, "ValueError: "))]
 
 
+STACKS = """
+import faulthandler
+import logging
+import sys
+import traceback
+import warnings
+
+def step():
+    warnings.warn("TypedStorage is deprecated", UserWarning)
+    logging.warning("slow step, where it was:", stack_info=True)
+    faulthandler.dump_traceback(sys.stdout)
+    traceback.print_stack(file=sys.stdout)
+
+logging.basicConfig(stream=sys.stdout)
+step()
+"""
+
+
+def test_a_traceback_cut_before_its_exception_line_that_ends_the_log_is_a_death(tmp_path):
+    # a paste (or a log) cut inside the traceback: its head says an exception was being printed
+    log = _run(tmp_path, DIES)
+    lines = log.read_text().splitlines(keepends=True)
+    assert lines[-1].startswith("ValueError: ")
+    log.write_text("".join(lines[:-1]))
+    errors = _errors(log)
+    assert [(f.rule, f.line) for f in errors] == [(RULE, len(lines) - 1)]
+    assert "an exception whose line was cut from the log" in errors[0].message
+    assert "raised at prog.py:" in errors[0].message
+    assert errors[0].excerpt.startswith("Traceback (most recent call last):")
+
+
+def test_stacks_a_healthy_run_prints_last_are_no_death(tmp_path):
+    # warnings' source line, logging's stack_info, faulthandler's dump, traceback.print_stack: no head
+    log = _run(tmp_path, STACKS)
+    text = log.read_text()
+    assert "UserWarning: TypedStorage is deprecated" in text and "Stack (most recent call last):" in text
+    assert "(most recent call first):" in text and text.rstrip().splitlines()[-1].startswith("    ")
+    assert _errors(log) == []
+
+
 def test_a_handled_traceback_the_run_goes_on_after_is_no_death(tmp_path):
     log = _run(tmp_path, HANDLES)
     assert "Traceback (most recent call last):" in log.read_text()
