@@ -20,7 +20,6 @@ time and memory and every error is one short line:
 from __future__ import annotations
 
 import reprlib
-from dataclasses import dataclass
 from typing import Any, Callable, Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple, Union
 
 from ..durations import parse_duration
@@ -41,7 +40,6 @@ _KEBAB = lazy_regex(r"[a-z0-9]+(?:-[a-z0-9]+)*\Z")
 _COMPILE_ERRORS = (ValueError, OverflowError, RecursionError, TypeError, MemoryError)  # and regex.error
 
 
-@dataclass(frozen=True)
 class Key:
     """One key of a table: its value type and where it may or must appear.
 
@@ -49,15 +47,27 @@ class Key:
     shapes where it must be given (``True``: every shape it belongs to). ``hint`` follows "missing;"
     in the error for a missing key. ``misplaced``: the error for a key given in a shape it does not
     belong to (default: the table's).
+
+    A plain class, not a dataclass, as ``Table``: never compared or copied, and a frozen dataclass's
+    generated methods cost every run's start-up about half a millisecond (perf22).
     """
 
-    name: str
-    check: Checker
-    default: Any = None
-    required: Any = False
-    shapes: Optional[FrozenSet[str]] = None
-    hint: str = ""
-    misplaced: str = ""
+    __slots__ = ("name", "check", "default", "required", "shapes", "hint", "misplaced")
+
+    def __init__(
+        self, name: str, check: Checker, default: Any = None, required: Any = False,
+        shapes: Optional[FrozenSet[str]] = None, hint: str = "", misplaced: str = "",
+    ) -> None:
+        self.name = name
+        self.check = check
+        self.default = default
+        self.required = required
+        self.shapes = shapes
+        self.hint = hint
+        self.misplaced = misplaced
+
+    def __repr__(self) -> str:
+        return f"Key({self.name!r})"
 
     def belongs(self, shape: str) -> bool:
         return self.shapes is None or shape in self.shapes
@@ -68,14 +78,24 @@ class Key:
         return bool(self.required) and shape in self.required
 
 
-@dataclass(frozen=True)
 class Table:
-    """The keys of one kind of mapping, in checking order, and how its errors read."""
+    """The keys of one kind of mapping, in checking order, and how its errors read.
 
-    keys: Tuple[Key, ...]
-    not_mapping: str = "must be a mapping, not {type}"
-    unknown: str = "unknown key; expected one of: {names}"
-    misplaced: Mapping[str, str] = None  # type: ignore[assignment]  # shape -> error for a misplaced key
+    A plain class, not a dataclass, as ``Key``: never compared or copied, and a frozen dataclass's
+    generated methods cost every run's start-up about half a millisecond (perf22).
+    """
+
+    __slots__ = ("keys", "not_mapping", "unknown", "misplaced")
+
+    def __init__(
+        self, keys: Tuple[Key, ...], not_mapping: str = "must be a mapping, not {type}",
+        unknown: str = "unknown key; expected one of: {names}",
+        misplaced: Mapping[str, str] = None,  # type: ignore[assignment]  # shape -> error for a misplaced key
+    ) -> None:
+        self.keys = keys
+        self.not_mapping = not_mapping
+        self.unknown = unknown
+        self.misplaced = misplaced
 
     @property
     def names(self) -> Tuple[str, ...]:

@@ -379,6 +379,11 @@ _UNSET = object()
 # A rule whose loosened pattern has rejected this many lines is "noisy": its literal is common in
 # this log (``exitcode`` in a launcher's every ``exitcode: 0``), and Hyperscan may take it over.
 NOISY_AFTER_REJECTS = 5_000
+# A rule whose loosened pattern has rejected a tenth of that (``WARM_SHARE``) is "warm". Taking over a
+# noisy rule recompiles the one Hyperscan pass anyway (30-60 ms, what some 6,000-10,000 rejected lines
+# cost in Python), so the warm rules ride along for next to nothing, rather than each costing a
+# recompile of its own when it turns noisy later (a test-heavy log's XFAIL and FAILED lines).
+WARM_SHARE = 10
 
 
 class LoosePatterns:
@@ -422,6 +427,12 @@ class LoosePatterns:
             if self.rejects[index] == NOISY_AFTER_REJECTS:
                 self.noisy = self.noisy | {index}
         return kept
+
+    def warm(self) -> FrozenSet[int]:
+        """The rules whose loosened pattern has rejected at least ``NOISY_AFTER_REJECTS // WARM_SHARE``
+        lines so far (the noisy ones among them)."""
+        least = max(1, NOISY_AFTER_REJECTS // WARM_SHARE)
+        return frozenset(index for index, count in enumerate(self.rejects) if count >= least)
 
     def end_search(self, index: int) -> Optional[Callable[[bytes, int, int], Any]]:
         """A search for the lines of ``buf[start:stop]`` (ASCII, whole lines) that block rule ``index``'s

@@ -620,10 +620,15 @@ class _LooseSwitch:
     def with_hints(self, window: bytes, ascii: Optional[bool] = None) -> Tuple[Candidates, HintEnds]:
         """The candidates of ``window``, and the ends of the hints' matches where the pass found them;
         ``ascii``: whether the window is ASCII, where the caller knows (a pass over it saved)."""
-        if self.loose.noisy != self.loosened and self.rebuilds < _MAX_REBUILDS:
+        if not self.loose.noisy <= self.loosened and self.rebuilds < _MAX_REBUILDS:
             with self.lock:
                 noisy = self.loose.noisy
-                if noisy != self.loosened and self.rebuilds < _MAX_REBUILDS:
+                if not noisy <= self.loosened and self.rebuilds < _MAX_REBUILDS:
+                    # One Hyperscan pass is recompiled for them: the warm rules come too (``WARM_SHARE``).
+                    # The pure-Python path searches each taken rule's pattern over every window, which a
+                    # rule of few candidate lines would not repay.
+                    if self.merged is not None:
+                        noisy = noisy | self.loose.warm()
                     self.state = self._build(noisy)
                     self.loosened = noisy
                     self.rebuilds += 1
@@ -647,6 +652,10 @@ class _LooseSwitch:
                 if rule in needles:
                     needles[rule].append((index, lit.needle, lit.caseless))
         rules = {rule: self.loose.rules[rule] for rule in sorted(noisy) if needles[rule]}
+        if self.merged is not None:
+            state = self._build_merged(rules, needles)
+            if state is not None:
+                return state
         found = self.matcher(rules, self.loose)
         if found is None:
             return None
@@ -668,6 +677,36 @@ class _LooseSwitch:
             _inherit(rest_finder, planned)
         gone_finder = self.literals([literals[i] for i in gone], gone)
         _inherit(gone_finder, self.literal)
+        return line_hits, rest_finder, gone_finder, {rule: tuple(needles[rule]) for rule in taken}
+
+    def _build_merged(self, rules: Dict[int, Rule], needles: Dict[int, List[Tuple[int, bytes, bool]]]):
+        """``_build``'s state when every one of ``rules``' loosened patterns compiles in Hyperscan's one
+        merged pass, whose matches are then the line hits; None otherwise (``_build`` then finds which
+        compile on their own). It saves compiling the loosened patterns in a database of their own
+        first (about 10 ms a rebuild), which only a failed merge needs."""
+        patterns = _hyperscan_loose_patterns(rules)
+        if not patterns or self.merged is None:
+            return None
+        taken = sorted(patterns)
+        literals = self.plan.literals
+        gone = [i for i, lit in enumerate(literals) if lit.rules and set(lit.rules) <= set(taken)]
+        rest = [i for i, lit in enumerate(literals) if not (lit.rules and set(lit.rules) <= set(taken))]
+        try:
+            rest_finder = self.merged([literals[i] for i in rest], rest, patterns)
+        except Exception:  # hyperscan.error, as in ``_build``: there they get a pass of their own
+            return None
+        gone_finder = self.literals([literals[i] for i in gone], gone)
+        _inherit(gone_finder, self.literal)
+        loose = self.loose
+        own: List[LineHits] = []
+
+        def line_hits(window: bytes) -> Iterable[Tuple[int, int]]:
+            # Unused while the merged pass holds the patterns (``with_hints``); kept for the state's shape.
+            if not own:
+                found = self.matcher(rules, loose)
+                own.append(found[0] if found is not None else (lambda window: ()))
+            return own[0](window)
+
         return line_hits, rest_finder, gone_finder, {rule: tuple(needles[rule]) for rule in taken}
 
     @staticmethod

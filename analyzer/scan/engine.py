@@ -23,7 +23,6 @@ from __future__ import annotations
 import dataclasses
 import time
 import zlib
-from dataclasses import dataclass
 from typing import IO, Any, Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tuple
 
 from ..errors import InputError, UsageError
@@ -111,21 +110,40 @@ def rule_lookups(rules: Sequence[Rule]) -> List[RuleLookup]:
     ]
 
 
-@dataclass(frozen=True)
 class Prepared:
-    """A catalogue's rules compiled for one engine, shared by every source scanned with them."""
+    """A catalogue's rules compiled for one engine, shared by every source scanned with them.
 
-    rules: Tuple[Rule, ...]
-    plan: Plan
-    finder: Finder
-    timeout_s: float
-    budget: Optional[MatchBudget] = None  # mutable: the user patterns' time over the whole scan
-    incomplete: Optional[Rule] = None  # the scan-incomplete rule in force
-    loose: Optional[LoosePatterns] = None  # mutable: compiled as lines need them, shared by sources
-    long_lines: Optional[MatchBudget] = None  # mutable: the built-in patterns' time on long lines
-    first: Sequence[RuleLookup] = ()  # rule_lookups(rules)
-    hyperscan: bool = False  # whether the engine is Hyperscan: the progress letters' hints then use it too
-    markers_in: Optional[MarkersIn] = None  # clean.strip_controls' rare markers in one pass
+    A plain class, not a dataclass: one is made per scan and never compared, and a frozen dataclass's
+    generated methods cost every run's start-up about half a millisecond (perf22)."""
+
+    __slots__ = ("rules", "plan", "finder", "timeout_s", "budget", "incomplete", "loose", "long_lines",
+                 "first", "hyperscan", "markers_in")
+
+    def __init__(
+        self,
+        rules: Tuple[Rule, ...],
+        plan: Plan,
+        finder: Finder,
+        timeout_s: float,
+        budget: Optional[MatchBudget] = None,  # mutable: the user patterns' time over the whole scan
+        incomplete: Optional[Rule] = None,  # the scan-incomplete rule in force
+        loose: Optional[LoosePatterns] = None,  # mutable: compiled as lines need them, shared by sources
+        long_lines: Optional[MatchBudget] = None,  # mutable: the built-in patterns' time on long lines
+        first: Sequence[RuleLookup] = (),  # rule_lookups(rules)
+        hyperscan: bool = False,  # whether the engine is Hyperscan: the letters' hints then use it too
+        markers_in: Optional[MarkersIn] = None,  # clean.strip_controls' rare markers in one pass
+    ) -> None:
+        self.rules = rules
+        self.plan = plan
+        self.finder = finder
+        self.timeout_s = timeout_s
+        self.budget = budget
+        self.incomplete = incomplete
+        self.loose = loose
+        self.long_lines = long_lines
+        self.first = first
+        self.hyperscan = hyperscan
+        self.markers_in = markers_in
 
 
 def prepare(catalogue: Catalogue, engine: str = "auto") -> Prepared:

@@ -29,7 +29,6 @@ from __future__ import annotations
 import functools
 import re
 import threading
-from dataclasses import dataclass, field
 from typing import Any, Dict, Iterator, List, Match, Optional, Tuple
 
 from ..lazy_re import lazy
@@ -97,18 +96,20 @@ _UNITTEST_LETTER = {"failures": "F", "errors": "E", "skipped": "s", "expected fa
                     "unexpected successes": "u"}
 
 
-@dataclass
 class _Region:
-    """The letters from a run's first letter row to the separator line after it."""
+    """The letters from a run's first letter row to the separator line after it. A plain class: regions
+    are never compared, and a dataclass's generated methods cost every run's start-up (perf22)."""
 
-    start: int
-    after: int = 0  # the separator line before it (pytest's session start; 0: none, as under -q)
-    who: str = ""  # the launcher's prefix before its lines (``speaker``)
-    end: int = 0  # the separator's line (0: none seen yet)
-    rows: List[tuple] = field(default_factory=list)  # (line, letters)
-    # (row index, the letters ``_WORD_START`` took off the end of that row as a word's start)
-    glued: List[Tuple[int, str]] = field(default_factory=list)
     restored = False  # its letters added up only with those glued ones (``outcome_after``)
+
+    def __init__(self, start: int, after: int = 0, who: str = "") -> None:
+        self.start = start
+        self.after = after  # the separator line before it (pytest's session start; 0: none, as under -q)
+        self.who = who  # the launcher's prefix before its lines (``speaker``)
+        self.end = 0  # the separator's line (0: none seen yet)
+        self.rows: List[tuple] = []  # (line, letters)
+        # (row index, the letters ``_WORD_START`` took off the end of that row as a word's start)
+        self.glued: List[Tuple[int, str]] = []
 
     @functools.cached_property
     def counts(self) -> Dict[str, int]:

@@ -173,10 +173,16 @@ class ChainReader:
         return LogFindingsWithChains(**fields, chains=tuple(self.chains))
 
 
-@dataclasses.dataclass(frozen=True)
 class Chained:
-    absorbed: Set[int]  # id() of events on a chain's lines that a later one tells
-    causes: Dict[int, List[Tuple[LogEvent, str]]]  # id() of the teller -> (event it tells, how it came of it)
+    """What ``events_chained`` found. This and ``ToldAgain`` and ``Merged`` are plain classes: made once
+    per report, never compared or copied, where a dataclass's generated methods cost every run's
+    start-up (perf22)."""
+
+    __slots__ = ("absorbed", "causes")
+
+    def __init__(self, absorbed: Set[int], causes: Dict[int, List[Tuple[LogEvent, str]]]) -> None:
+        self.absorbed = absorbed  # id() of events on a chain's lines that a later one tells
+        self.causes = causes  # id() of the teller -> (event it tells, how it came of it)
 
 
 def events_chained(items: Sequence[Item]) -> Chained:
@@ -209,10 +215,14 @@ def events_chained(items: Sequence[Item]) -> Chained:
     return Chained(absorbed, causes)
 
 
-@dataclasses.dataclass(frozen=True)
 class ToldAgain:
-    absorbed: Set[int]  # id() of events another rule's finding tells
-    told: Dict[int, List[LogEvent]]  # id() of the telling event -> the events it absorbed
+    """What ``events_told_again`` found (a plain class, as ``Chained``)."""
+
+    __slots__ = ("absorbed", "told")
+
+    def __init__(self, absorbed: Set[int], told: Dict[int, List[LogEvent]]) -> None:
+        self.absorbed = absorbed  # id() of events another rule's finding tells
+        self.told = told  # id() of the telling event -> the events it absorbed
 
 
 def events_told_again(items: Sequence[Item]) -> ToldAgain:
@@ -382,16 +392,28 @@ def _same_event(item: Item, other: Item, lines: int) -> bool:
     return pid is None or other_pid is None or pid == other_pid
 
 
-@dataclasses.dataclass(frozen=True)
 class Merged:
-    absorbed: Set[int]  # id() of events told by another finding
-    crash_of: Dict[int, Tuple[str, LogEvent]]  # id() of a worker's event -> (signal, its crash)
-    stack_of: Dict[int, LogEvent]  # id() of a crash line without a stack -> a line of its crash with one
-    told: Dict[int, List[LogEvent]] = dataclasses.field(default_factory=dict)  # teller -> crash lines it told
-    # a report's root cause -> the other rows of its signal (``_same_signal_rows``), also in ``told``
-    rows: Dict[int, List[LogEvent]] = dataclasses.field(default_factory=dict)
-    # a report's row kept apart from the root cause, the only one -> the one other rank's own traceback
-    row_traceback: Dict[int, Tuple[str, Match]] = dataclasses.field(default_factory=dict)
+    """What ``one_event_one_finding`` found (a plain class, as ``Chained``)."""
+
+    __slots__ = ("absorbed", "crash_of", "stack_of", "told", "rows", "row_traceback")
+
+    def __init__(
+        self,
+        absorbed: Set[int],  # id() of events told by another finding
+        crash_of: Dict[int, Tuple[str, LogEvent]],  # id() of a worker's event -> (signal, its crash)
+        stack_of: Dict[int, LogEvent],  # id() of a crash line without a stack -> a line of its crash with one
+        told: Optional[Dict[int, List[LogEvent]]] = None,  # teller -> crash lines it told
+        # a report's root cause -> the other rows of its signal (``_same_signal_rows``), also in ``told``
+        rows: Optional[Dict[int, List[LogEvent]]] = None,
+        # a report's row kept apart from the root cause, the only one -> the one other rank's own traceback
+        row_traceback: Optional[Dict[int, Tuple[str, Match]]] = None,
+    ) -> None:
+        self.absorbed = absorbed
+        self.crash_of = crash_of
+        self.stack_of = stack_of
+        self.told = {} if told is None else told
+        self.rows = {} if rows is None else rows
+        self.row_traceback = {} if row_traceback is None else row_traceback
 
 
 def one_event_one_finding(

@@ -291,3 +291,53 @@ def test_rules_that_open_alike_share_one_search_and_find_what_each_finds_alone()
         assert set(line_hits(case)) == expected
         found = found or bool(expected)
     assert found, "no example line matched: the test tests nothing"
+
+
+def _noisy_and_warm_log() -> bytes:
+    # A launcher's "exitcode: 0" on every line turns its rules noisy in the first window; pytest's XFAIL
+    # (the literal FAIL of unittest's outcome rule) on every 100th line is warm by then, noisy later.
+    lines = []
+    for i in range(60_000):
+        stamp = f"2024-01-09T10:00:{i % 60:02d}.0000000Z"
+        lines.append(f"{stamp} step {i} timed_out=False exitcode: 0 loss 1\n")
+        if i % 100 == 0:
+            lines.append(f"2024-01-09T10:00:00.0000000Z tests/t.py::test_case_{i} XFAIL [ 5%]\n")
+        if i % 15_000 == 14_999:
+            lines.append(f"2024-01-09T10:00:00.0000000Z Worker-{i} exitcode: -9\n")
+            lines.append(f"{stamp} test_b_{i} (test_glog.StoreTest.test_b_{i}) ... FAIL\n")
+    return "".join(lines).encode()
+
+
+@pytest.mark.skipif("hyperscan" not in ENGINES, reason="hyperscan is not installed for this Python")
+def test_warm_rules_ride_along_the_one_hyperscan_recompile_and_find_the_same(monkeypatch, tmp_path):
+    # Taking over a noisy rule recompiles Hyperscan's one pass (30-60 ms): a rule that has rejected a
+    # tenth as many lines by then comes along, rather than costing a recompile of its own later. The
+    # merged pass is compiled without the loosened patterns' database of their own (only a failed merge
+    # needs it). The matches must not change.
+    monkeypatch.setattr(approx, "NOISY_AFTER_REJECTS", 200)
+    builds = []
+    alone = []
+    real_build = prefilter._LooseSwitch._build
+    real_matcher = prefilter._hyperscan_loose_matcher
+
+    def spy(self, noisy):
+        state = real_build(self, noisy)
+        builds.append(sorted(self.loose.rules[i].id for i in (state[3] if state is not None else ())))
+        return state
+
+    def matcher_spy(rules, loose):
+        alone.append(sorted(rules))
+        return real_matcher(rules, loose)
+
+    monkeypatch.setattr(prefilter._LooseSwitch, "_build", spy)
+    monkeypatch.setattr(prefilter, "_hyperscan_loose_matcher", matcher_spy)
+    log = _noisy_and_warm_log()
+    real = load_catalogue()
+    switched = summary(scan_bytes(tmp_path, log, real, "hyperscan"))
+    assert len(builds) == 1 and {"process-exitcode-signal", "unittest-test-outcome"} <= set(builds[0]), builds
+    assert alone == []
+    assert switched == summary(scan_bytes(tmp_path, log, real, "python"))
+    monkeypatch.setattr(prefilter._LooseSwitch, "_build", _no_takeover)
+    assert summary(scan_bytes(tmp_path, log, real, "hyperscan")) == switched
+    assert len([m for m in switched if m[0] == "process-exitcode-signal"]) == 4
+    assert len([m for m in switched if m[0] == "unittest-test-outcome"]) == 4
