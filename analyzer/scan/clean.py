@@ -44,7 +44,8 @@ a failed Nix build's log tail, ``       > FAILED tests/x.py::t``, Nix's mark and
 quoted as code (```` `Killed` ````, a fence glued to its first line) the backticks, and one pasted as
 emphasis (``_Killed_``, ``**Killed**``, or only its start in bold: ``**RuntimeError: ...** Tried``) its
 markers, and so do the first and last lines of a bold span over several lines (``**Traceback ...`` ...
-``_queue.Empty**``).
+``_queue.Empty**``). At the end of a line, Ray's log deduplication's `` [repeated 6x across cluster]``
+goes (with the note Ray adds to its first one), so a folded line reads as the worker wrote it.
 
 Container logs stored as data: Docker's json-file driver (the raw
 ``/var/lib/docker/containers/ID/ID-json.log`` that CI systems and people attach; ``docker logs`` shows the
@@ -135,6 +136,15 @@ _STAMP = rb"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d+Z " + (_CRI_STREAM + _GITLAB
 _TIMESTAMP = lazy(_STAMP)
 # torchrun's --tee/--log-line-prefix and recent torch print "[rank3]:" before every line of a rank.
 _RANK = lazy(r"\[rank(\d+)\]: ?")
+# Ray's log deduplication: the driver prints a line that other workers repeated within its window once
+# more, with how often (ray python/ray/_private/ray_logging/__init__.py, DedupState.formatted:
+# line + " [repeated {count}x across cluster]" + _warn_once(), the first time followed by
+# " (Ray deduplicates logs by default. Set RAY_DEDUP_LOGS=0 to disable log deduplication, or see
+# https://docs.ray.io/... for more options.)"). The words are the worker's; the count is Ray's.
+_RAY_REPEATED = lazy(
+    r" \[repeated \d+x across cluster\](?: \(Ray deduplicates logs by default\.[^()]*\))?$"
+)
+_RAY_REPEATED_END = ("cluster]", "options.)")
 # pdsh's "host: " before each line of a node: an IPv4 address, or a lower-case host name ending in a
 # digit ("worker-1", "gpu003"), which no exception's or logger's name is.
 _HOST = r"(?:\d{1,3}(?:\.\d{1,3}){3}|[a-z][a-z\d.-]*\d)"
@@ -455,7 +465,12 @@ def clean_speaking(
             text = text[m.end():]
     # Blanks after the last word: a console or a paste padded the line ("Error: Process completed with
     # exit code 1.   "); no program's wording ends in them.
-    return text.rstrip(" \t"), rank, speaker
+    text = text.rstrip(" \t")
+    if text.endswith(_RAY_REPEATED_END):
+        m = _RAY_REPEATED.search(text)
+        if m is not None:
+            text = text[: m.start()].rstrip(" \t")
+    return text, rank, speaker
 
 
 # A line that cleans to one segment that is empty or starts with a blank, told by its bytes alone: after
@@ -578,3 +593,46 @@ def last_content_line(buf: bytes, first_line: int, last_line: Optional[int] = No
             return pending or number
     looked_at_all = last - _TRAILER_LOOK_BACK + 1 <= first_line
     return pending or (0 if looked_at_all else last - _TRAILER_LOOK_BACK)
+
+
+# When the kernel logged a line, by the stamp before its words (the line as the log shows it, after
+# GitHub's stamp if any): dmesg's seconds since boot "[ 1399.140318] ", dmesg -T's "[Fri Aug 30 11:43:09
+# 2024] ", syslog's and journalctl's "Apr 19 13:16:41 host kernel: " (its precise form with microseconds
+# too; before a dmesg stamp, the dmesg stamp tells), and --time-format iso's
+# "2025-01-25T10:34:54,859532+00:00".
+_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+_KERNEL_CLOCK = lazy(
+    r"(?:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+Z )?"
+    r"(?:(?P<mon>[A-Z][a-z]{2}) +(?P<day>\d{1,2}) (?P<hms>\d\d:\d\d:\d\d(?:\.\d+)?) \S+ kernel: )?"
+    r"(?:\[ *(?P<boot>\d+\.\d+)\]"
+    r"|\[[A-Z][a-z]{2} (?P<cmon>[A-Z][a-z]{2}) +(?P<cday>\d{1,2}) (?P<chms>\d\d:\d\d:\d\d) (?P<cyear>\d{4})\]"
+    r"|(?P<iso>\d{4}-\d\d-\d\d)T(?P<ihms>\d\d:\d\d:\d\d(?:[.,]\d+)?))?"
+)
+
+
+def kernel_clock(line: str) -> Optional[Tuple[str, float]]:
+    """The kind of a kernel line's stamp ("boot", "ctime", "iso", "journal": only stamps of one kind
+    compare) and its seconds, or None when the line has none. Never raises."""
+    m = _KERNEL_CLOCK.match(line)
+    if m is None:
+        return None
+    if m.group("boot"):
+        return "boot", float(m.group("boot"))
+    if m.group("chms"):
+        year, day = int(m.group("cyear")), int(m.group("cday"))
+        return "ctime", _seconds(year, m.group("cmon"), day, m.group("chms"))
+    if m.group("iso"):
+        year, month, day = (int(part) for part in m.group("iso").split("-"))
+        return "iso", _seconds(year, _MONTHS[min(max(month, 1), 12) - 1], day, m.group("ihms"))
+    if m.group("hms"):
+        return "journal", _seconds(0, m.group("mon"), int(m.group("day")), m.group("hms"))
+    return None
+
+
+def _seconds(year: int, month: str, day: int, hms: str) -> float:
+    """Seconds from a fixed origin of a calendar stamp (every month 31 days long: stamps a day apart or
+    more stay at least a day apart; stamps of one day differ by their true distance)."""
+    hours, minutes, seconds = hms.replace(",", ".").split(":")
+    months = _MONTHS.index(month) if month in _MONTHS else 0
+    days = year * 372 + months * 31 + day
+    return ((days * 24 + int(hours)) * 60 + int(minutes)) * 60 + float(seconds)

@@ -60,7 +60,7 @@ from ..lazy_re import lazy_regex
 from ..model import Finding, Kind
 from ..rules.model import CUT_SHORT_GROUP, Catalogue, LineIgnore, Rule
 from .attribution import TestLine, is_unittest_fixture, is_unittest_id, normal_test_id
-from .clean import clean_line
+from .clean import clean_line, kernel_clock
 from .letters import ProgressLetters, is_unittest_verdict
 from .letters import speaker as letters_speaker
 from .match import Match
@@ -476,6 +476,13 @@ class LogState:
         # (repeat key, event) of each xdist worker whose loss ("[gw5] node down: ...") names no test yet:
         # xdist fails the test that worker ran on the next line it reports for it
         self.lost_workers: Dict[str, Tuple[tuple, _Open]] = {}
+        # The repeat key of the one rank whose "[rankN]:" line first told a ``fold_groups`` event, by that
+        # key without its rank (None once two ranks told the same values): C++'s "what():" after
+        # "terminate called after throwing ..." repeats the rank's own line with no prefix (``_spoken``).
+        self.spoken: Dict[tuple, Optional[tuple]] = {}
+        # The repeat key of the latest event of a rule that tells itself again, by its first key, once a
+        # repeat came apart in the kernel's time (``kernel_apart``): the next repeat is that one's
+        self.latest: Dict[tuple, tuple] = {}
         # A supervisor's attempts (torch elastic): the current one's number, the events that happened in
         # it outside any test, and the events of restarted attempts with the restart that ended each.
         self.attempt = 0
@@ -1150,6 +1157,18 @@ class LogState:
             self.want_id(test, match.line)  # a report header's name (a header's context has no progress line)
         key = _repeat_key(match, test)
         found = self.events.get(key)
+        if found is None and match.rank is None and match.rule.fold_groups:
+            spoken = self.spoken.get(_unspoken(key))
+            if spoken is not None and spoken in self.events:
+                key, found = spoken, self.events[spoken]
+        if found is not None and match.rule.id in match.rule.same_event_as:
+            first, key = key, self.latest.get(key, key)
+            found = self.events.get(key)
+            if found is not None and kernel_apart(found.event.match, match) \
+                    and len(self.latest) < MAX_PER_RULE * 10:
+                key = first + (match.line,)
+                self.latest[first] = key
+                found = None
         if found is not None:
             found.repeats += 1
             # Told again after its run succeeded or printed its verdict: whether it was handled is open again.
@@ -1194,6 +1213,10 @@ class LogState:
         if match.groups.get("local_rank") is not None and pid.isdigit() and not match.rule.root_cause:
             self.attempt_ends.append((match.line, pid))
         opened = self._add(key, match, event, identity)
+        if opened is not None and match.rank is not None and match.rule.fold_groups \
+                and len(self.spoken) < MAX_PER_RULE * 10:
+            unspoken = _unspoken(key)
+            self.spoken[unspoken] = key if self.spoken.get(unspoken, key) == key else None
         if opened is not None:
             if self.line_events[0] != match.line:
                 self.line_events = (match.line, [])
@@ -1516,6 +1539,29 @@ def _repeat_key(match: Match, test: Optional[str]) -> tuple:
         return (match.rule.id, tuple(match.groups.get(name) for name in fold), match.rank, test)
     groups = tuple(sorted((k, _ADDRESS.sub("0x?", v)) for k, v in match.groups.items() if v is not None))
     return (match.rule.id, _ADDRESS.sub("0x?", match.text.strip()), groups, test)
+
+
+# The kernel logs the lines of one fault in one burst: an Xid per SM within 0.3 ms (3dem/relion#436),
+# three Xid 13 lines in one second (leptonai/gpud#46). Ten seconds leave a stamp of whole seconds room.
+KERNEL_BURST_S = 10.0
+
+
+def kernel_apart(one: Match, other: Match) -> bool:
+    """Whether two matches' kernel stamps (``clean.kernel_clock``, of one kind) are more than a burst
+    apart: the same Xid line of one GPU hours later is another fault. False when either has none."""
+    clock, other_clock = kernel_clock(one.excerpt), kernel_clock(other.excerpt)
+    if clock is None or other_clock is None or clock[0] != other_clock[0]:
+        return False
+    return abs(clock[1] - other_clock[1]) > KERNEL_BURST_S
+
+
+def _unspoken(key: tuple) -> tuple:
+    """A ``fold_groups`` repeat key without the rank whose prefix spoke it: one rank's line, and the same
+    words with no prefix ("  what():  [Rank 1] ... Watchdog caught collective operation timeout: ..."
+    after "terminate called after throwing an instance of 'c10::DistBackendError'": the C++ runtime
+    writes the exception's text to stderr itself, past torch's "[rankN]:" logging prefix), are one event
+    when the fold groups (the rank of its process group, the work, the milliseconds) are the same."""
+    return key[:2] + key[3:]
 
 
 def _search(ignore: LineIgnore, text: str, timeout_s: float) -> bool:
