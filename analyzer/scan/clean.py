@@ -113,6 +113,8 @@ _QUOTE = lazy(r"(?:> )+")
 # BuildError's message), the message's lines indented under "error: " (google/flax#2554: a pytest short
 # summary's FAILED lines and verdict read "       > FAILED tests/x.py::T::t").
 _NIX_LOG_LINE = "       > "
+# The same behind a prefix that took some of its blanks (torchrun --tee's "[default0]:" takes one).
+_NIX_BEHIND_PREFIX = lazy(r" {1,7}> (?=\S)")
 # A Kubernetes container log file's stream and whether the line is whole or a part of a longer one,
 # after its stamp (the CRI format: "... stderr F ", containerd's stamp as GitHub's, CRI-O's +00:00).
 _CRI_STREAM = r"(?:std(?:out|err) [FP] )?"
@@ -429,6 +431,7 @@ def clean_speaking(
     # blank; the others, _RANK's and the progress marks start with a word's byte or a bracket. Trying
     # them cost about 2 us a line.
     indented = text[:1] == " " and not text.lstrip(" ")[:1].isdigit()
+    unprefixed = text
     # e.g. srun's task, journald, [rankN]:, progress dots, torch's [E... file.cpp:N]
     for _ in range(0 if indented else 6):
         if not glued and text[:1] in _PROGRESS_CHARS:
@@ -455,6 +458,10 @@ def clean_speaking(
             text = text[m.end():]
             continue
         break
+    if text[:1] == " " and text is not unprefixed:
+        m = _NIX_BEHIND_PREFIX.match(text)  # a Nix build's tail behind a collector's prefix (journald)
+        if m is not None:
+            text = text[m.end():]
     if not keep_progress and " ... " in text:
         m = _UNITTEST_CONTINUED.match(text)
         if m is not None:

@@ -347,6 +347,15 @@ def test_a_failed_nix_builds_log_tail_loses_nixs_mark_and_indent_and_a_code_line
     assert clean_line(b"      > 3")[0] == "      > 3"
 
 
+@pytest.mark.parametrize("prefix", [b"[18:41:23] ", b"Nov 29 17:59:56 gpu-node-3 python3[1234]: ",
+                                    b"[default0]:", b"[pod/trainer-0/main] ", b"[rank0]: "])
+def test_a_nix_builds_log_tail_behind_a_collectors_prefix_loses_nixs_mark_too(prefix):
+    line = b"       > FAILED tests/checkpoints_test.py::CheckpointsTest::test_keep0"
+    assert clean_line(prefix + line)[0] == "FAILED tests/checkpoints_test.py::CheckpointsTest::test_keep0"
+    # an indented line without a prefix in front is no Nix log line
+    assert clean_line(b"    " + line)[0] == "    " + line.decode()
+
+
 def test_a_line_pasted_as_markdown_emphasis_loses_its_markers_and_lookalikes_keep_theirs():
     # microsoft/Swin-Transformer#267 pasted its error line in italics.
     assert clean_line(b"_subprocess.CalledProcessError: Command died._") == (
