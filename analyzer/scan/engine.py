@@ -70,6 +70,9 @@ EARLY_BYTES = 64 * 1024
 EXCERPT_MAX_LINES = 200
 EXCERPT_MAX_CHARS = 64 * 1024
 EXCERPT_LINE_CHARS = 4096
+# How many lines ``_fed_span`` reads past a block of a speaker's start (other processes' lines among its own)
+# before it leaves the block to be opened and fed as usual.
+FED_SPAN_LINES = 256
 # User patterns: each search runs under ``match_timeout_s`` and all searches of one pattern, over the
 # whole scan, under ``match_budget_s`` (``rules.budget.MatchBudget``, shared through ``Prepared``); a
 # pattern that spends it is switched off with a scan-incomplete finding and the scan goes on.
@@ -789,10 +792,12 @@ class _SourceScan:
 
     def _fed_span(self, buf: bytes, start: int, lines: int, speaker: str) -> int:
         """Where the line ends after which a block of ``speaker`` was fed ``lines`` lines from ``buf[start]``
-        (``_feed_open``: a line of no speaker or of ``speaker``); 0 when the window ends first. Runs of
-        frame lines are told by their bytes (``blank_led_run``, ``speaker_led_run``), other lines cleaned."""
+        (``_feed_open``: a line of no speaker or of ``speaker``); 0 when the window ends first, or when more
+        than ``FED_SPAN_LINES`` lines pass first. Runs of frame lines are told by their bytes
+        (``blank_led_run``: no speaker; ``speaker_led_run``: its speaker), other lines cleaned."""
         find = buf.find
         at = start
+        left = FED_SPAN_LINES
         while lines > 0:
             limit = at
             for _ in range(lines):  # the fed lines are among the next ``lines`` lines
@@ -800,19 +805,19 @@ class _SourceScan:
                 if limit == 0:
                     return 0
             end = blank_led_run(buf, at, limit)
+            said: Optional[str] = None
             if end == at:
                 end, said = speaker_led_run(buf, at, limit)
-                if said != speaker:
-                    end = at
-            if end > at:
-                lines -= buf.count(b"\n", at, end)
-                at = end
-                continue
-            stop = find(b"\n", at) + 1
-            said = clean_speaking(buf[at:stop], task_labels=self.task_labels)[2]
+            if end == at:
+                end = find(b"\n", at) + 1
+                said = clean_speaking(buf[at:end], task_labels=self.task_labels)[2]
+            passed = buf.count(b"\n", at, end)
             if said is None or said == speaker:
-                lines -= 1
-            at = stop
+                lines -= passed
+            left -= passed
+            if left < 0:
+                return 0
+            at = end
         return at
 
     def _open(self, index: int, line: int, seg: str, rank: Optional[int], speaker: Optional[str], m,
