@@ -491,6 +491,30 @@ _BLANK_LED_LINES = lazy(
 _BAR_MARKS = (b"%|", b"it [")  # what ``split_segments`` looks for before it cuts a bar
 
 
+# The same lines behind a process's prefix with nothing between its parts, up to three: torchrun --tee's
+# "[default0]:" (``_LOGGER_PREFIX``'s tee group) and torch's "[rank3]:" (``_RANK``), which ``clean_speaking``
+# cuts whole with one blank after it and names as the line's speaker, the prefix's own bytes. A second blank
+# keeps the rest blank-led; after that blank it reads as an unprefixed run's line after its first. Every
+# line of a run has the first line's prefix (the backreference).
+_SPEAKER_UNITS = rb"(?:\[(?:rank\d+|(?:[A-Za-z_]\w*?)?\d+)\]:){1,3}"
+_SPEAKER_LED_REST = rb"  (?!      > )(?! *[0-9\x80-\xff])[^\r\n]{0,%d}\n" % 4000
+_SPEAKER_LED_LINES = lazy(
+    rb"(?:" + _STAMP + rb")?(?P<speaker>" + _SPEAKER_UNITS + rb")" + _SPEAKER_LED_REST
+    + rb"(?:(?:" + _STAMP + rb")?(?P=speaker)" + _SPEAKER_LED_REST + rb")*"
+)
+
+
+def speaker_led_run(buf: bytes, pos: int, limit: int) -> Tuple[int, Optional[str]]:
+    """``blank_led_run`` for lines behind one process's prefix (``_SPEAKER_LED_LINES``): the end of the run
+    from ``buf[pos]`` within ``buf[:limit]``, and the speaker ``clean_speaking`` gives each of its lines;
+    ``(pos, None)`` when the line there is not one."""
+    m = _SPEAKER_LED_LINES.match(buf, pos, limit)
+    if m is None:
+        return pos, None
+    end = _unbarred(buf, pos, m.end())
+    return (end, m.group("speaker").decode("ascii")) if end > pos else (pos, None)
+
+
 def blank_led_run(buf: bytes, pos: int, limit: int) -> int:
     """The end of the run of whole lines from ``buf[pos]`` (a line's start), within ``buf[:limit]``,
     that each clean to blank-led text (see ``_BLANK_LED_LINES``; lines of at most about 4,000 bytes);
@@ -499,7 +523,11 @@ def blank_led_run(buf: bytes, pos: int, limit: int) -> int:
     m = _BLANK_LED_LINES.match(buf, pos, limit)
     if m is None:
         return pos
-    end = m.end()
+    return _unbarred(buf, pos, m.end())
+
+
+def _unbarred(buf: bytes, pos: int, end: int) -> int:
+    """The end of the run ``buf[pos:end]`` cut before its first line that holds a progress bar's mark."""
     for mark in _BAR_MARKS:
         at = buf.find(mark, pos, end)
         if at != -1:

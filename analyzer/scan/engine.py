@@ -45,6 +45,7 @@ from .clean import (
     MarkersIn,
     clean_speaking,
     blank_led_run,
+    speaker_led_run,
     last_content_line,
     split_segments,
     strip_controls,
@@ -68,6 +69,9 @@ EARLY_BYTES = 64 * 1024
 EXCERPT_MAX_LINES = 200
 EXCERPT_MAX_CHARS = 64 * 1024
 EXCERPT_LINE_CHARS = 4096
+# How many lines ``_fed_span`` reads past a block of a speaker's start (other processes' lines among its own)
+# before it leaves the block to be opened and fed as usual.
+FED_SPAN_LINES = 256
 # User patterns: each search runs under ``match_timeout_s`` and all searches of one pattern, over the
 # whole scan, under ``match_budget_s`` (``rules.budget.MatchBudget``, shared through ``Prepared``); a
 # pattern that spends it is switched off with a scan-incomplete finding and the scan goes on.
@@ -360,8 +364,16 @@ class _Block:
                 entries: Iterable[str] = (entry,)
             else:
                 # ASCII lines without "\r" (``blank_led_run``): ``visible_excerpt`` of each is its text
-                entries = (text if len(text) <= EXCERPT_LINE_CHARS else _excerpt_line(text)
-                           for text in entry.decode("ascii").split("\n")[:-1])
+                text = entry.decode("ascii")
+                whole = text.split("\n")
+                whole.pop()
+                # Every line kept whole, as ``add`` keeps it: none reaches the caps, none is cut.
+                if (len(kept) + len(whole) <= EXCERPT_MAX_LINES and chars + len(text) <= EXCERPT_MAX_CHARS
+                        and (len(text) <= EXCERPT_LINE_CHARS or max(map(len, whole)) <= EXCERPT_LINE_CHARS)):
+                    kept.extend(whole)
+                    chars += len(text)
+                    continue
+                entries = (line if len(line) <= EXCERPT_LINE_CHARS else _excerpt_line(line) for line in whole)
             for text in entries:
                 if len(kept) >= EXCERPT_MAX_LINES or chars >= EXCERPT_MAX_CHARS:
                     return kept
@@ -572,7 +584,10 @@ class _SourceScan:
                 # The joined line's match is at this row: an echo on the row must be tried to drop it.
                 self._line(buf, pos, stop, line, lits, riders_too=True)
                 self._joined_line(buf, pos, line, *joined[pos])
-            elif lits is None and self.open and self.window_ascii:
+            elif self.open and self.window_ascii and (
+                lits is None or not self._kept(self._candidate_rules(lits), buf, pos, stop)
+            ):
+                # A line no rule may match (no literal, or none its loosened patterns keep) is only fed.
                 run = self._blank_run(buf, pos, keys[ki] if ki < nkeys else n, line)
                 if run is not None:
                     pos, line = run
@@ -702,33 +717,40 @@ class _SourceScan:
     def _blank_run(self, buf: bytes, pos: int, limit: int, line: int) -> Optional[Tuple[int, int]]:
         """Feed the open blocks the run of lines from ``buf[pos]`` (line ``line``), before ``limit`` (the
         next candidate line), that clean to blank-led text (``clean.blank_led_run``: a traceback's frames
-        and source lines), when none of the blocks can take more from them than their excerpt: no end of
-        theirs matches such a line (``starts_unblank``), and they read no capture, no cut_short and no
-        speaker's lines only. What ``_line`` and ``_feed`` would do with each line, without cleaning it
-        (the excerpt lines are made when the block closes); the run stops before a block's ``max_lines``.
-        Returns where the run ends and the next line's number; None when it fed nothing."""
+        and source lines; ``clean.speaker_led_run``: the same behind one process's prefix, which only the
+        blocks of no speaker or that one read), when none of the blocks that read them can take more from
+        them than their excerpt: no end of theirs matches such a line (``starts_unblank``), and they read
+        no capture and no cut_short. What ``_line`` and ``_feed`` would do with each line, without cleaning
+        it (the excerpt lines are made when the block closes); the run stops before a block's
+        ``max_lines``. Returns where the run ends and the next line's number; None when it fed nothing."""
         if self.always or self.continued_rows or self.cut_lines or self.early_line >= line:
             return None
-        blank_ends = self.blank_ends
+        speakers = False
+        for block in self.open:
+            if block.speaker is not None:
+                speakers = True
+            elif not self._blank_ends(block.index):
+                return None  # a block of no speaker reads every line
+        speaker = None
+        end = blank_led_run(buf, pos, limit)
+        if end == pos and speakers:
+            end, speaker = speaker_led_run(buf, pos, limit)
+        if end == pos:
+            return None
         rules = self.rules
         room = None
+        fed = []
         for block in self.open:
-            index = block.index
-            ok = blank_ends.get(index)
-            if ok is None:
-                rule = rules[index]
-                ok = blank_ends[index] = (
-                    not rule.user_defined and rule.capture_re is None and rule.cut_short_re is None
-                    and rule.end is not None and starts_unblank(rule.end, rule.ignore_case)
-                )
-            if not ok or block.speaker is not None or block.last_row >= line:
+            if speaker is not None and block.speaker not in (None, speaker):
+                continue  # not its process's line: ``_feed_open`` passes it by
+            if block.last_row >= line or not self._blank_ends(block.index):
                 return None
-            left = rules[index].max_lines - 1 - block.count
+            fed.append(block)
+            left = rules[block.index].max_lines - 1 - block.count
             room = left if room is None else min(room, left)
-        if not room or room < 1:
+        if not fed:
             return None
-        end = blank_led_run(buf, pos, limit)
-        if end == pos:
+        if room < 1:
             return None
         count = buf.count(b"\n", pos, end)
         if count > room:
@@ -738,20 +760,34 @@ class _SourceScan:
             count = room
         chunk = buf[pos:end]
         last = line + count - 1
-        for block in self.open:
+        for block in fed:
             block.add_lines(chunk, count)
             block.fed_to = last
         self.line_now = last
         return end, line + count
+
+    def _blank_ends(self, index: int) -> bool:
+        """Whether ``_blank_run`` may feed the blocks of rule ``index``: a built-in rule with an end that
+        matches no blank-led line, and no capture or cut_short."""
+        ok = self.blank_ends.get(index)
+        if ok is None:
+            rule = self.rules[index]
+            ok = self.blank_ends[index] = (
+                not rule.user_defined and rule.capture_re is None and rule.cut_short_re is None
+                and rule.end is not None and starts_unblank(rule.end, rule.ignore_case)
+            )
+        return ok
 
     def _never_ends(self, index: int, buf: bytes, pos: int, speaker: Optional[str]) -> bool:
         """Whether a block of rule ``index`` starting at the line at ``buf[pos]`` would be dropped unended:
         none of the ``max_lines - 1`` lines it would be fed (all ended in this window) holds its end, by
         the end's loosened pattern (``LoosePatterns.end_search``). Such a block is not opened, so the lines
         after it stay with the finder (c10d-store-call-reset starts at every ``store.set(...)`` frame of a
-        logged traceback). Only for a plain block of no speaker in an unwrapped window: it is fed every
-        line, so it is dropped exactly then, and nothing but its end could have changed what it gives."""
-        if speaker is not None or self.cut_lines or self.continued_rows:
+        logged traceback). Only for a plain block in an unwrapped window: it is dropped exactly then, and
+        nothing but its end could have changed what it gives. A block of no speaker is fed every line; one
+        of a speaker only the lines of no speaker or its own (``_fed_span``), and none of the lines up to
+        its last may hold the end."""
+        if self.cut_lines or self.continued_rows:
             return False
         rule = self.rules[index]
         if rule.marker is not None or rule.capture_re is not None or rule.cut_short_re is not None:
@@ -761,13 +797,46 @@ class _SourceScan:
             return False
         find = buf.find
         start = stop = find(b"\n", pos) + 1
-        for _ in range(rule.max_lines - 1):
-            if stop == 0:
-                return False  # its lines go on in the next window
-            stop = find(b"\n", stop) + 1
+        if speaker is not None:
+            stop = self._fed_span(buf, start, rule.max_lines - 1, speaker) if start else 0
+        else:
+            for _ in range(rule.max_lines - 1):
+                if stop == 0:
+                    return False  # its lines go on in the next window
+                stop = find(b"\n", stop) + 1
         if stop == 0 or not (self.window_ascii or buf[start:stop].isascii()):
             return False
         return search(buf, start, stop) is None
+
+    def _fed_span(self, buf: bytes, start: int, lines: int, speaker: str) -> int:
+        """Where the line ends after which a block of ``speaker`` was fed ``lines`` lines from ``buf[start]``
+        (``_feed_open``: a line of no speaker or of ``speaker``); 0 when the window ends first, or when more
+        than ``FED_SPAN_LINES`` lines pass first. Runs of frame lines are told by their bytes
+        (``blank_led_run``: no speaker; ``speaker_led_run``: its speaker), other lines cleaned."""
+        find = buf.find
+        at = start
+        left = FED_SPAN_LINES
+        while lines > 0:
+            limit = at
+            for _ in range(lines):  # the fed lines are among the next ``lines`` lines
+                limit = find(b"\n", limit) + 1
+                if limit == 0:
+                    return 0
+            end = blank_led_run(buf, at, limit)
+            said: Optional[str] = None
+            if end == at:
+                end, said = speaker_led_run(buf, at, limit)
+            if end == at:
+                end = find(b"\n", at) + 1
+                said = clean_speaking(buf[at:end], task_labels=self.task_labels)[2]
+            passed = buf.count(b"\n", at, end)
+            if said is None or said == speaker:
+                lines -= passed
+            left -= passed
+            if left < 0:
+                return 0
+            at = end
+        return at
 
     def _open(self, index: int, line: int, seg: str, rank: Optional[int], speaker: Optional[str], m,
               progress: Any, excerpt_line: str, last_row: int) -> None:
