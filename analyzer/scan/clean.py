@@ -495,9 +495,10 @@ _BAR_MARKS = (b"%|", b"it [")  # what ``split_segments`` looks for before it cut
 # "[default0]:" (``_LOGGER_PREFIX``'s tee group) and torch's "[rank3]:" (``_RANK``), which ``clean_speaking``
 # cuts whole with one blank after it and names as the line's speaker, the prefix's own bytes. A second blank
 # keeps the rest blank-led; after that blank it reads as an unprefixed run's line after its first. Every
-# line of a run has the first line's prefix (the backreference).
+# line of a run has the first line's prefix (the backreference). Blanks then "> " are no such line: behind
+# a prefix they are a Nix build's mark (``_NIX_BEHIND_PREFIX``), cut.
 _SPEAKER_UNITS = rb"(?:\[(?:rank\d+|(?:[A-Za-z_]\w*?)?\d+)\]:){1,3}"
-_SPEAKER_LED_REST = rb"  (?!      > )(?! *[0-9\x80-\xff])[^\r\n]{0,%d}\n" % 4000
+_SPEAKER_LED_REST = rb"  (?! *> )(?! *[0-9\x80-\xff])[^\r\n]{0,%d}\n" % 4000
 _SPEAKER_LED_LINES = lazy(
     rb"(?:" + _STAMP + rb")?(?P<speaker>" + _SPEAKER_UNITS + rb")" + _SPEAKER_LED_REST
     + rb"(?:(?:" + _STAMP + rb")?(?P=speaker)" + _SPEAKER_LED_REST + rb")*"
