@@ -719,10 +719,11 @@ class _SourceScan:
         next candidate line), that clean to blank-led text (``clean.blank_led_run``: a traceback's frames
         and source lines; ``clean.speaker_led_run``: the same behind one process's prefix, which only the
         blocks of no speaker or that one read), when none of the blocks that read them can take more from
-        them than their excerpt: no end of theirs matches such a line (``starts_unblank``), and they read
-        no capture and no cut_short. What ``_line`` and ``_feed`` would do with each line, without cleaning
-        it (the excerpt lines are made when the block closes); the run stops before a block's
-        ``max_lines``. Returns where the run ends and the next line's number; None when it fed nothing."""
+        them than their excerpt: no end of theirs matches such a line (``starts_unblank``), they read
+        no capture, and a cut_short of theirs already matched (``cut_ok``). What ``_line`` and ``_feed``
+        would do with each line, without cleaning it (the excerpt lines are made when the block closes);
+        the run stops before a block's ``max_lines``. Returns where the run ends and the next line's
+        number; None when it fed nothing."""
         if self.always or self.continued_rows or self.cut_lines or self.early_line >= line:
             return None
         speakers = False
@@ -745,6 +746,8 @@ class _SourceScan:
                 continue  # not its process's line: ``_feed_open`` passes it by
             if block.last_row >= line or not self._blank_ends(block.index):
                 return None
+            if not block.cut_ok and rules[block.index].cut_short_re is not None:
+                return None  # the line that says it was cut (a traceback's first frame) is read as usual
             fed.append(block)
             left = rules[block.index].max_lines - 1 - block.count
             room = left if room is None else min(room, left)
@@ -768,12 +771,12 @@ class _SourceScan:
 
     def _blank_ends(self, index: int) -> bool:
         """Whether ``_blank_run`` may feed the blocks of rule ``index``: a built-in rule with an end that
-        matches no blank-led line, and no capture or cut_short."""
+        matches no blank-led line, and no capture (a cut_short is read line by line until it matched)."""
         ok = self.blank_ends.get(index)
         if ok is None:
             rule = self.rules[index]
             ok = self.blank_ends[index] = (
-                not rule.user_defined and rule.capture_re is None and rule.cut_short_re is None
+                not rule.user_defined and rule.capture_re is None
                 and rule.end is not None and starts_unblank(rule.end, rule.ignore_case)
             )
         return ok

@@ -162,6 +162,20 @@ def test_matches_equal_the_line_by_line_path(tmp_path, monkeypatch, engine, seed
     assert [row[:1] + row[2:] for row in fast] == [row[:1] + row[2:] for row in slow]
 
 
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("frames", [1, 40, 300])
+def test_a_log_cut_inside_its_traceback_gives_what_the_line_by_line_path_gives(tmp_path, monkeypatch, engine,
+                                                                               frames):
+    # python-traceback's cut_short (its first frame) is read line by line; the frames after it go in runs
+    data = _traceback_log(random.Random(frames), 6) + b"Traceback (most recent call last):\n" + b"".join(
+        b'  File "/w/m.py", line %d, in f\n    x = %d\n' % (i, i) for i in range(frames))
+    fast = summary(scan_bytes(tmp_path, data, CATALOGUE, engine))
+    monkeypatch.setattr(engine_module._SourceScan, "_blank_run", lambda *args: None)
+    monkeypatch.setattr(engine_module._SourceScan, "_never_ends", lambda *args: False)
+    slow = summary(scan_bytes(tmp_path, data, CATALOGUE, engine, name="again.log"))
+    assert [row[:1] + row[2:] for row in fast] == [row[:1] + row[2:] for row in slow]
+
+
 def test_a_long_tracebacks_excerpt_is_cut_as_line_by_line(tmp_path):
     frames = "".join(f'  File "/w/m.py", line {i}, in f\n    x = {i}\n' for i in range(150))
     data = ("Traceback (most recent call last):\n" + frames + "ValueError: bad\n").encode()
