@@ -32,8 +32,6 @@ from .state import (
 
 EXCEPTION_GROUPS = ("exception", "exc")
 _DIGITS = re.compile(r"\d+")
-# The name an exception line starts with: "subprocess.TimeoutExpired: Command ...", "_queue.Empty"
-_EXCEPTION_NAME = re.compile(r"[A-Za-z_][\w.]*(?=:|$)")
 # Groups that, named by two matches with different values, make them two events: the GPU channel (context)
 # and the process an NVIDIA driver's line names (its pid, kept apart from a worker's ``pid`` group)
 _APART_GROUPS = ("channel", "client")
@@ -390,8 +388,6 @@ def _same_event(item: Item, other: Item, lines: int) -> bool:
     same_process = who is not None and who == whom and who[0] == "process"
     if item[4] != other[4] and item[4] is not None and other[4] is not None and not same_process:
         return False
-    if item[4] is None and other[4] is not None and not _outcome_repeats(second, first):
-        return False
     device, other_device = _device_of(first), _device_of(second)
     if device is not None and other_device is not None and device != other_device:
         return False  # a K80's two GPUs that both fell off the bus: two events
@@ -404,19 +400,6 @@ def _same_event(item: Item, other: Item, lines: int) -> bool:
         return False  # a sanitizer's heap-use-after-free report and its next, heap-buffer-overflow: two
     pid, other_pid = pid_of(first), pid_of(second)
     return pid is None or other_pid is None or pid == other_pid
-
-
-def _outcome_repeats(outcome: Match, teller: Match) -> bool:
-    """Whether a test's outcome line may be the event of a match on no test's lines: unless the outcome
-    gives a reason and the teller's line starts with an exception's name ("subprocess.TimeoutExpired:
-    ..."), yes (lines decide); then only when that reason repeats the name. pytest -q shows no test's
-    name before the short summary, where "FAILED t.py::test_x - subprocess.TimeoutExpired: ..." names the
-    failure of that test; another test's "FAILED t.py::test_y - assert 2 == 3" is its own."""
-    if outcome.rule.kind is not Kind.TEST_FAILURE:
-        return True
-    reason = outcome.groups.get("reason")
-    name = _EXCEPTION_NAME.match(teller.text)
-    return not reason or name is None or name.group() in reason
 
 
 class Merged:

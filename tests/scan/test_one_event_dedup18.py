@@ -84,10 +84,11 @@ def test_each_workers_failed_constructor_of_one_class_is_one_event(engine):
 @pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("path, teller", [(XDIST, "xdist-worker-crashed"),
                                           (JOBLIB, "result-wait-timeout-uncaught")])
-def test_a_tests_outcome_is_told_by_the_crash_or_timeout_in_that_test(engine, path, teller):
+def test_a_tests_outcome_stays_its_test_failure_ranked_after_the_crash_or_timeout(engine, path, teller):
+    # issue 7: one test-failure per test id, ranked after the finding that explains it, which names the test
     errors = _errors(path, engine)
-    assert [f.rule for f in errors] == [teller]
-    assert " FAILED (line " in errors[0].message
+    assert [f.rule for f in errors] == [teller, "pytest-test-outcome"]
+    assert errors[0].test is not None and errors[0].test == errors[1].test
 
 
 def test_an_outcome_whose_reason_is_another_exception_stays_its_own():
