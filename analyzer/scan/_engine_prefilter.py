@@ -661,8 +661,7 @@ class _LooseSwitch:
             return None
         line_hits, taken = found
         literals = self.plan.literals
-        gone = [i for i, lit in enumerate(literals) if lit.rules and set(lit.rules) <= set(taken)]
-        rest = [i for i, lit in enumerate(literals) if not (lit.rules and set(lit.rules) <= set(taken))]
+        gone, rest = self._split_literals(taken)
         rest_finder: Optional[Finder] = None
         if self.merged is not None:
             try:
@@ -679,6 +678,16 @@ class _LooseSwitch:
         _inherit(gone_finder, self.literal)
         return line_hits, rest_finder, gone_finder, {rule: tuple(needles[rule]) for rule in taken}
 
+    def _split_literals(self, taken: Iterable[int]) -> Tuple[List[int], List[int]]:
+        """The plan's literals whose rules are all ``taken`` over (no longer searched for themselves), and
+        the rest, by index."""
+        taken = set(taken)
+        gone: List[int] = []
+        rest: List[int] = []
+        for i, lit in enumerate(self.plan.literals):
+            (gone if lit.rules and set(lit.rules) <= taken else rest).append(i)
+        return gone, rest
+
     def _build_merged(self, rules: Dict[int, Rule], needles: Dict[int, List[Tuple[int, bytes, bool]]]):
         """``_build``'s state when every one of ``rules``' loosened patterns compiles in Hyperscan's one
         merged pass, whose matches are then the line hits; None otherwise (``_build`` then finds which
@@ -689,8 +698,7 @@ class _LooseSwitch:
             return None
         taken = sorted(patterns)
         literals = self.plan.literals
-        gone = [i for i, lit in enumerate(literals) if lit.rules and set(lit.rules) <= set(taken)]
-        rest = [i for i, lit in enumerate(literals) if not (lit.rules and set(lit.rules) <= set(taken))]
+        gone, rest = self._split_literals(taken)
         try:
             rest_finder = self.merged([literals[i] for i in rest], rest, patterns)
         except Exception:  # hyperscan.error, as in ``_build``: there they get a pass of their own
