@@ -22,7 +22,6 @@ s; a line whose only spelling of a caseless literal uses such characters is not 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..rules.model import Rule
@@ -42,37 +41,49 @@ _REPEATS = tuple(
 _ATOMIC = getattr(_C, "ATOMIC_GROUP", None)
 
 
-@dataclass(frozen=True)
+# Requirement, Literal and Plan are plain classes, not frozen dataclasses: making the three cost about
+# 1 ms of every run's start-up (the generated methods' ``exec``), and none of them is compared, hashed,
+# ``replace``d or read with ``fields()``; they are never changed after they are made.
 class Requirement:
     """A line can match only if it contains one of ``alternatives`` (ASCII-caseless if ``caseless``)."""
 
-    alternatives: Tuple[str, ...]
-    caseless: bool
+    __slots__ = ("alternatives", "caseless")
+
+    def __init__(self, alternatives: Tuple[str, ...], caseless: bool) -> None:
+        self.alternatives = alternatives
+        self.caseless = caseless
 
     @property
     def score(self) -> Tuple[int, int]:
         return (min(len(a) for a in self.alternatives), -len(self.alternatives))
 
 
-@dataclass(frozen=True)
 class Literal:
     """One distinct needle of the plan and the indices of the rules it makes candidates."""
 
-    needle: bytes  # lowercased when caseless
-    caseless: bool
-    rules: Tuple[int, ...]
+    __slots__ = ("needle", "caseless", "rules")
+
+    def __init__(self, needle: bytes, caseless: bool, rules: Tuple[int, ...]) -> None:
+        self.needle = needle  # lowercased when caseless
+        self.caseless = caseless
+        self.rules = rules
 
 
-@dataclass(frozen=True)
 class Plan:
     """The prefilter for a catalogue: distinct literals, rules that must see every line, and rules
     tried on every line another rule is a candidate of (``riders``). A probe is a literal of no rule
     that the engine wants to hear of in the same pass (a line holding it is a candidate)."""
 
-    literals: Tuple[Literal, ...]
-    always: Tuple[int, ...]
-    riders: Tuple[int, ...] = ()
-    probes: Tuple[bytes, ...] = ()  # the last literals, in this order
+    __slots__ = ("literals", "always", "riders", "probes")
+
+    def __init__(
+        self, literals: Tuple[Literal, ...], always: Tuple[int, ...], riders: Tuple[int, ...] = (),
+        probes: Tuple[bytes, ...] = (),
+    ) -> None:
+        self.literals = literals
+        self.always = always
+        self.riders = riders
+        self.probes = probes  # the last literals, in this order
 
     def probe(self, needle: bytes) -> Optional[int]:
         """The index of the probe literal ``needle`` (``build_plan``'s ``probes``), None if not one."""
