@@ -33,7 +33,7 @@ from ..rules.model import CUT_SHORT_GROUP, DEFAULT_MATCH_BUDGET_S, Catalogue, Ru
 from ._engine_approx import LoosePatterns, starts_unblank
 from ._engine_indent import dedented
 from ._engine_literals import Plan, build_plan
-from .attribution import TestLine, TestTracker
+from .attribution import _MAY_PARSE, TestLine, TestTracker
 from ._engine_prefilter import (
     Candidates, Finder, hyperscan_available, hyperscan_finder, hyperscan_markers, python_finder,
 )
@@ -43,6 +43,7 @@ from .clean import (
     CTEST_VERBOSE,
     RARE_MARKERS,
     MarkersIn,
+    _TIMESTAMP,
     clean_speaking,
     blank_led_run,
     speaker_led_run,
@@ -52,7 +53,7 @@ from .clean import (
     visible_excerpt,
 )
 from .match import Match
-from .state import ECHO_MARKER, TRACEBACK_MARKER
+from .state import ECHO_MARKER, TRACEBACK_MARKER, is_line_echo
 from .went_on import RankWatch
 from .sources import Source, Unscannable, zip_errors
 
@@ -408,6 +409,15 @@ class _Seen:
             self.segments = split_segments(text)
         return self.segments
 
+    def moved(self, raw: bytes) -> "_Seen":
+        """What the line ``raw`` gave, which cleans as this one (another runner stamp before the same
+        bytes): the same reading and rules; the excerpts, cut from the original text, are its own."""
+        seen = _Seen(raw, self.lits, self.task_labels)
+        seen.segments, seen.rank, seen.speaker = self.segments, self.rank, self.speaker
+        seen.hits = [hit if hit[1] else (*hit[:4], _single_excerpt(raw, hit[2], hit[3].start()), hit[5])
+                     for hit in self.hits]
+        return seen
+
     def excerpt_line(self) -> str:
         if self.excerpt is None:
             self.excerpt = _excerpt_line(visible_excerpt(self.raw))
@@ -467,7 +477,9 @@ class _SourceScan:
         self.early_line = 0
         self.early_rules: Set[int] = set()
         self.memo: Dict[bytes, _Seen] = {}  # a line's bytes -> what matching them gave (``_line``)
+        self.memo_stamped: Dict[bytes, _Seen] = {}  # the same behind the runner's stamp, by what follows it
         self.ranks = RankWatch()  # whether a rank printed on after its traceback (``went_on``)
+        self.line_echoes = {index for index, rule in enumerate(rules) if is_line_echo(rule)}
         self.blank_ends: Dict[int, bool] = {}  # rule index -> whether ``_blank_run`` may feed its blocks
 
     def run(self, source: Source) -> Iterator[Match]:
@@ -608,13 +620,21 @@ class _SourceScan:
         blocks are not fed and whose test is the one in force before it.
 
         A line whose bytes were matched before under the same literals (``self.memo``) is not cleaned or
-        searched again: only what depends on where it is (open blocks, its test, its number) is done."""
+        searched again: only what depends on where it is (open blocks, its test, its number) is done. Behind
+        the runner's stamp, which cleaning removes, its bytes after the stamp are the key
+        (``self.memo_stamped``): a logged traceback's lines repeat under a new stamp each time."""
         self.line_now = line
-        key = None
+        key = raw = None
+        memo = self.memo
         if stop - pos <= MEMO_LINE_BYTES and not (early or riders_too) and line != self.early_line:
-            key = buf[pos:stop]
-            seen = self.memo.get(key)
+            raw = key = buf[pos:stop]
+            stamp = _TIMESTAMP.match(raw) if raw[:1].isdigit() else None
+            if stamp is not None:
+                memo, key = self.memo_stamped, raw[stamp.end():]
+            seen = memo.get(key)
             if seen is not None and seen.lits == lits and seen.task_labels == self.task_labels:
+                if seen.raw != raw:
+                    seen = seen.moved(raw)
                 if self.open:
                     self._feed_open(seen, pos, line)
                 if seen.hits:
@@ -627,10 +647,10 @@ class _SourceScan:
         if line == self.early_line and not early:
             indices = [index for index in indices if index not in self.early_rules]
             riders = [index for index in riders if index not in self.early_rules]
-        seen = _Seen(buf[pos:stop] if key is None else key, lits, self.task_labels)
+        seen = _Seen(buf[pos:stop] if raw is None else raw, lits, self.task_labels)
         if not indices and (early or not self.open):
             if key is not None:
-                self._remember(key, seen)
+                self._remember(memo, key, seen)
             return
         segments = seen.clean()
         if self.open and not early:
@@ -642,7 +662,7 @@ class _SourceScan:
             pure = self._search_line(riders, seen, segments) and pure
             seen.hits.sort(key=lambda hit: hit[0])
         if key is not None and pure:
-            self._remember(key, seen)
+            self._remember(memo, key, seen)
         if seen.hits:
             self._matched(buf, pos, line, seen, early)
 
@@ -678,10 +698,11 @@ class _SourceScan:
                 seen.hits.append((index, False, seg, m, excerpt, _groups(m)))
         return pure
 
-    def _remember(self, key: bytes, seen: _Seen) -> None:
-        if len(self.memo) >= MEMO_LINES:
-            self.memo.clear()  # bounded; a log whose lines repeat fills it again at once
-        self.memo[key] = seen
+    @staticmethod
+    def _remember(memo: Dict[bytes, _Seen], key: bytes, seen: _Seen) -> None:
+        if len(memo) >= MEMO_LINES:
+            memo.clear()  # bounded; a log whose lines repeat fills it again at once
+        memo[key] = seen
 
     def _feed_open(self, seen: _Seen, pos: int, line: int) -> None:
         """Give the open blocks line ``line`` (starting at ``pos``), unless it is not theirs."""
@@ -702,17 +723,47 @@ class _SourceScan:
                 continue  # the join of the cut line holding this row told it, with more (``_joined_line``)
             if early:
                 self.early_rules.add(index)
-            if progress is _UNKNOWN:
-                progress = self._progress(buf, pos, line)
             if is_block and not early and self._never_ends(index, buf, pos, seen.speaker):
+                # No finding, so no test to name; the tracker still reads up to here unless it is idle.
+                if progress is _UNKNOWN and not self._tracker_idle(buf, pos):
+                    progress = self._progress(buf, pos, line)
                 # What opening it would leave once its lines are fed: the earlier start it replaces gone.
                 if (index, seen.speaker) in self.open_rules:
                     self._drop(index, seen.speaker)
                 continue
+            if progress is _UNKNOWN:
+                if not is_block and index in self.line_echoes and self._tracker_idle(buf, pos):
+                    # Nothing reads a line echo's test (``LogState._take`` reads its groups and lines): a
+                    # logged traceback's every source line is one (python-source-line).
+                    self.pending.append((line, index, line, seg, excerpt, dict(groups), seen.rank, None))
+                    continue
+                progress = self._progress(buf, pos, line)
             if is_block:
                 self._open(index, line, seg, seen.rank, seen.speaker, m, progress, seen.excerpt_line(), line)
             else:
                 self.pending.append((line, index, line, seg, excerpt, dict(groups), seen.rank, progress))
+
+    def _tracker_idle(self, buf: bytes, pos: int) -> bool:
+        """Whether ``TestTracker.at`` for the line at ``buf[pos]`` would change nothing but how far it read;
+        if so, moves that on as ``at`` would. It entered this window already, holds no test in force and
+        watches none, and no line between where it read to and this line's end may parse as a progress
+        line (``_MAY_PARSE``, which each candidate line of ``_last_progress`` must match): ``at`` would
+        find no progress line, leave its test and watch as they are, and read the fixture and ``--tb=line``
+        owners (pure, its caches only remember where needles are). ``at`` was a fifth of a scan of logged
+        tracebacks, where a start opens at every ``store.set(...)`` frame (c10d-store-call-reset) for
+        ``_never_ends`` to drop, and each source line is a line echo."""
+        tracker = self.tracker
+        if self.view is not None or tracker._buf is not buf or tracker._here is not None \
+                or tracker._watch is not None:
+            return False
+        end = buf.find(b"\n", pos)
+        if end == -1:
+            end = len(buf)
+        if end > tracker._to:
+            if _MAY_PARSE.search(buf, tracker._to, end) is not None:
+                return False
+            tracker._to = end
+        return True
 
     def _blank_run(self, buf: bytes, pos: int, limit: int, line: int) -> Optional[Tuple[int, int]]:
         """Feed the open blocks the run of lines from ``buf[pos]`` (line ``line``), before ``limit`` (the
