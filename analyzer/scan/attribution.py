@@ -265,12 +265,50 @@ def _fixture_after(buf: bytes, lo: int, needle_at: int) -> Optional[Tuple[str, i
 # summary (both in report order).
 FAILURES_NEEDLE = b" FAILURES ="
 _TS = rb"(?:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+Z )?"
-_FAILURES_SEP = lazy(rb"(?m)^" + _TS + rb"=+ FAILURES =+\r?$")
-_REPORT_HEADER = lazy(rb"(?m)^" + _TS + rb"_{3,} .+ _{3,}\r?$")
-_CRASH_LINE = lazy(rb"(?m)^" + _TS + rb"[^\s:]*\.py:\d+: \S")
-_SUMMARY_SEP = lazy(rb"(?m)^" + _TS + rb"=+ short test summary info =+\r?$")
-_SUMMARY_FAILED = lazy(rb"(?m)^" + _TS + rb"FAILED (" + _NODE_ID.encode() + rb")")
-_SECTION_EDGE = lazy(rb"(?m)^" + _TS + rb"=+ [^=\n]+ =+\r?$")
+# A collector's prefix before each line of the section (torchrun --tee's "[default0]:", its
+# TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE's "[rank0]:", kubectl logs --prefix's "[pod/NAME/CONTAINER] ",
+# journald's "Dec 07 01:01:16 host python3[42]: "): read off the FAILURES line, each line of the section then
+# starts with the same, its date and time excepted (they go on).
+_PREFIX_STAMP = lazy(rb"\d{4}-\d\d-\d\d|\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?")
+MAX_PREFIX = 200
+
+
+@dataclass(frozen=True)
+class _Section:
+    """The patterns ``_tb_line_owner`` reads a ``--tb=line`` FAILURES section with, each line's start
+    (``lead``: an optional GitHub timestamp, or a collector's prefix) before their words."""
+
+    failures_sep: "re.Pattern[bytes]"
+    report_header: "re.Pattern[bytes]"
+    crash_line: "re.Pattern[bytes]"
+    summary_sep: "re.Pattern[bytes]"
+    summary_failed: "re.Pattern[bytes]"
+    section_edge: "re.Pattern[bytes]"
+
+
+def _section(lead: bytes) -> _Section:
+    """The section's patterns with ``lead`` (a regex) at each line's start; ``re``'s cache keeps them."""
+    head = rb"(?m)^" + lead
+    return _Section(*(re.compile(head + tail) for tail in (
+        rb"=+ FAILURES =+\r?$", rb"_{3,} .+ _{3,}\r?$", rb"[^\s:]*\.py:\d+: \S",
+        rb"=+ short test summary info =+\r?$", rb"FAILED (" + _NODE_ID.encode() + rb")",
+        rb"=+ [^=\n]+ =+\r?$")))
+
+
+def _prefix_lead(buf: bytes, start: int, at: int) -> Optional[bytes]:
+    """The regex for the prefix before ``buf[start:]``'s FAILURES line (whose ``FAILURES_NEEDLE`` is at
+    ``at``), its stamps read as any stamp; None when the line is not such a line behind a prefix."""
+    eq = at
+    while eq > start and buf[eq - 1] == 0x3D:  # "="
+        eq -= 1
+    if eq == at or not 0 < eq - start <= MAX_PREFIX:
+        return None
+    prefix = buf[start:eq]
+    parts, last = [], 0
+    for m in _PREFIX_STAMP.finditer(prefix):
+        parts += [re.escape(prefix[last:m.start()]), rb"\d[\d:.,TZ+-]*"]
+        last = m.end()
+    return b"".join(parts) + re.escape(prefix[last:])
 
 
 def _tb_line_owner(buf: bytes, lo: int, hi: int, at: Optional[int] = None) -> Optional[Tuple[str, int]]:
@@ -278,29 +316,37 @@ def _tb_line_owner(buf: bytes, lo: int, hi: int, at: Optional[int] = None) -> Op
     where its crash line starts: the k-th test of the short summary when ``k - 1`` crash lines come before
     it in the section; None when the line is not in such a section (a report header came), the section's
     end and the summary are not within ``FIXTURE_AHEAD`` bytes, or the counts of crash lines in the section
-    and FAILED lines in the summary differ. ``at``: where the last ``FAILURES_NEEDLE`` that ends by ``lo``
+    and FAILED lines in the summary differ. Behind a collector's prefix (``_prefix_lead``) every line the
+    section is read by must start with it. ``at``: where the last ``FAILURES_NEEDLE`` that ends by ``lo``
     starts (-1: none), when the caller knows (``TestTracker._failures_before``)."""
     if at is None:
         at = buf.rfind(FAILURES_NEEDLE, 0, lo)
     if at == -1 or at < lo - FIXTURE_AHEAD:
         return None
     start = _line_around(buf, at)[0]
-    sep = _FAILURES_SEP.match(buf, start)
+    pats = _section(_TS)
+    sep = pats.failures_sep.match(buf, start)
     if sep is None:
-        return None
+        lead = _prefix_lead(buf, start, at)
+        if lead is None:
+            return None
+        pats = _section(lead)
+        sep = pats.failures_sep.match(buf, start)
+        if sep is None:
+            return None
     start = sep.end()
-    if _REPORT_HEADER.search(buf, start, lo) or _SECTION_EDGE.search(buf, start, lo):
+    if pats.report_header.search(buf, start, lo) or pats.section_edge.search(buf, start, lo):
         return None
     ahead = min(len(buf), hi + FIXTURE_AHEAD)
-    end = _SECTION_EDGE.search(buf, hi, ahead)  # the next section (PASSES under -rA, or the summary)
-    summary = _SUMMARY_SEP.search(buf, end.start(), ahead) if end is not None else None
+    end = pats.section_edge.search(buf, hi, ahead)  # the next section (PASSES under -rA, or the summary)
+    summary = pats.summary_sep.search(buf, end.start(), ahead) if end is not None else None
     if summary is None:
         return None
-    before = len(list(_CRASH_LINE.finditer(buf, start, lo)))
-    after = list(_CRASH_LINE.finditer(buf, hi, end.start()))
-    edge = _SECTION_EDGE.search(buf, summary.end(), ahead)
+    before = len(list(pats.crash_line.finditer(buf, start, lo)))
+    after = list(pats.crash_line.finditer(buf, hi, end.start()))
+    edge = pats.section_edge.search(buf, summary.end(), ahead)
     failed = [m.group(1).decode("utf-8", "replace")
-              for m in _SUMMARY_FAILED.finditer(buf, summary.end(), edge.start() if edge else ahead)]
+              for m in pats.summary_failed.finditer(buf, summary.end(), edge.start() if edge else ahead)]
     if not after or before + len(after) != len(failed):
         return None
     return normal_test_id(failed[before]), after[0].start()
