@@ -37,6 +37,8 @@ log from that event on is searched for the node id it spells the name with (the 
 x.py::TestC::test_y[p]``, which comes after every report), so the finding names ``x.py::TestC::test_y[p]``;
 only what follows, so the answer does not depend on where windows end. A name two files share stays as it
 is: which one it was, the log does not say.
+A ``pytest --collect-only -q`` list printed before the run (``_collected_list``) spells them too: CI
+scripts print it to log what will run, and a run cut before its summary has no other place that does.
 
 ``event_handled`` reads the same lines for the guard's ``--abort-on``: whether the test a live event
 happened in went on to pass within the grace, so the event was handled and the run must not be ended.
@@ -528,6 +530,56 @@ def node_ids_ending(buf: bytes, tail: bytes, limit: int = 2, start: int = 0) -> 
     return found
 
 
+# pytest --collect-only -q prints each node id on its own line, then (after a blank line) how many
+# (_pytest/terminal.py, _build_collect_only_summary_stats_line: "9 tests collected in 1.62s", "4/9 tests
+# collected (5 deselected) in 0.01s"). CI scripts print it before the run to log what will run: a report
+# header's name under -q ("TestC.test_y[p]") is then found there when the run was cut before its summary.
+COLLECTED_NEEDLE = b" collected "
+_COLLECTED_LINE = lazy(rb"\b\d+(?:/\d+)? tests? collected (?:\(\d+ deselected\) )?in \d+(?:\.\d+)?s\b")
+# A longer list (or one that began before the window before its count) is not kept: a list seen in part
+# could make a name two files share look like one file's.
+MAX_COLLECTED = 1024 * 1024
+
+
+def _collected_list(buf: bytes, before: Optional[bytes]) -> Optional[bytes]:
+    """The node id lines of the last ``--collect-only -q`` list that ends in ``buf`` (its count line
+    there), with ``before`` (the window before, or None) when the list began in it; None when ``buf`` has
+    no such list or it is longer than ``MAX_COLLECTED`` bytes or began before ``before``."""
+    at = buf.rfind(COLLECTED_NEEDLE)
+    found = None
+    while at != -1 and found is None:
+        start, end = _line_around(buf, at)
+        found = _COLLECTED_LINE.search(buf, start, end) and (start, end)
+        at = buf.rfind(COLLECTED_NEEDLE, 0, start)
+    if not found:
+        return None
+    end = found[0] - 1  # the "\n" before the count line
+    start, stop = _line_around(buf, end - 1) if end > 0 else (0, 0)
+    if PYTEST_NEEDLE not in buf[start:stop]:  # the blank line between
+        end = start - 1
+    block = end
+    while block > 0:
+        start, stop = _line_around(buf, block - 1)
+        if buf.find(PYTEST_NEEDLE, start, stop) == -1:
+            break
+        block = start
+    if block >= end or end - block > MAX_COLLECTED:
+        return None
+    if block > 0:
+        return buf[block:end]
+    if before is None:
+        return buf[:end]
+    head = len(before)
+    while head > 0:
+        start, stop = _line_around(before, head - 1)
+        if before.find(PYTEST_NEEDLE, start, stop) == -1:
+            break
+        head = start
+    if head == 0 or len(before) - head + end > MAX_COLLECTED:
+        return None
+    return before[head:] + b"\n" + buf[:end]
+
+
 class TestTracker:
     """Per source: the last progress line of the windows already scanned, and the outcome of the one
     test a finding waits on (mutable, engine-internal).
@@ -540,7 +592,7 @@ class TestTracker:
     __slots__ = (
         "carry", "outcomes", "_watch", "_watch_from", "_watch_depth", "_buf", "_to", "_here", "_here_start",
         "_here_old", "_bare_to", "_head", "ids", "_wanted", "_last", "row", "letters", "_needle_from",
-        "_needle_at", "_failures_last", "_failures_next", "_failures_lo",
+        "_needle_at", "_failures_last", "_failures_next", "_failures_lo", "_collected",
     )
 
     def __init__(self, hyperscan: bool = False) -> None:
@@ -579,6 +631,8 @@ class TestTracker:
         # the names still looked for (with the tail their id ends in), and the last window ended.
         self.ids: Dict[str, Optional[str]] = {}
         self._wanted: Dict[str, bytes] = {}
+        # The node ids of the last --collect-only -q list (``_collected_list``), and its count line's number.
+        self._collected: Optional[Tuple[bytes, int]] = None
         # (its text, its first line's number, where each of its lines starts in a wrapped window's view)
         self._last: Optional[Tuple[bytes, int, Optional[List[int]]]] = None
         # pytest's and unittest's progress letters without -v (``analyzer.scan.letters``)
@@ -590,6 +644,10 @@ class TestTracker:
         if name in self._wanted or name in self.ids or len(self._wanted) >= MAX_WANTED:
             return
         self._wanted[name] = header_tail(name)
+        if self._collected is not None and self._collected[1] < line:
+            listed = node_ids_ending(self._collected[0], self._wanted[name])
+            if len(listed) == 1:  # two: two files' tests of that name, which the run may still say
+                self.ids[name] = listed.pop()
         if self._last is not None:
             buf, first, starts = self._last
             index = max(0, line - first)
@@ -734,6 +792,10 @@ class TestTracker:
         ``hint_ends``: where the engine's pass over that window found the letters' hints (None: not looked
         for there))."""
         self._buf = self._here = None
+        if buf.find(COLLECTED_NEEDLE) != -1:
+            listed = _collected_list(buf, self._last[0] if self._last is not None else None)
+            if listed is not None:
+                self._collected = (listed, first_line + listed.count(b"\n"))
         self._last = (buf, first_line, starts)
         self.letters.feed(buf if raw is None else raw, first_line, hint_ends)
         if self._wanted:
