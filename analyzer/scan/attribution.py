@@ -38,7 +38,8 @@ x.py::TestC::test_y[p]``, which comes after every report), so the finding names 
 only what follows, so the answer does not depend on where windows end. A name two files share stays as it
 is: which one it was, the log does not say.
 A ``pytest --collect-only -q`` list printed before the run (``_collected_list``) spells them too: CI
-scripts print it to log what will run, and a run cut before its summary has no other place that does.
+scripts print it to log what will run, and a run cut before its summary has no other place that does. It
+is looked for only when a header wants its node id, in the header's window and the one before.
 
 ``event_handled`` reads the same lines for the guard's ``--abort-on``: whether the test a live event
 happened in went on to pass within the grace, so the event was handled and the run must not be ended.
@@ -46,6 +47,7 @@ happened in went on to pass within the grace, so the event was handled and the r
 
 from __future__ import annotations
 
+import bisect
 import re
 import dataclasses
 from dataclasses import dataclass
@@ -541,19 +543,21 @@ _COLLECTED_LINE = lazy(rb"\b\d+(?:/\d+)? tests? collected (?:\(\d+ deselected\) 
 MAX_COLLECTED = 1024 * 1024
 
 
-def _collected_list(buf: bytes, before: Optional[bytes]) -> Optional[bytes]:
-    """The node id lines of the last ``--collect-only -q`` list that ends in ``buf`` (its count line
-    there), with ``before`` (the window before, or None) when the list began in it; None when ``buf`` has
-    no such list or it is longer than ``MAX_COLLECTED`` bytes or began before ``before``."""
-    at = buf.rfind(COLLECTED_NEEDLE)
+def _collected_list(buf: bytes, hi: int, before: Optional[bytes]) -> Optional[Tuple[bytes, int]]:
+    """The node id lines of the last ``--collect-only -q`` list whose count line ends by ``buf[hi]``, with
+    ``before`` (the window before, or None) when the list began in it, and where that count line starts;
+    None when there is no such list, or it is longer than ``MAX_COLLECTED`` bytes or began before
+    ``before``."""
+    at = buf.rfind(COLLECTED_NEEDLE, 0, hi)
     found = None
     while at != -1 and found is None:
         start, end = _line_around(buf, at)
         found = _COLLECTED_LINE.search(buf, start, end) and (start, end)
         at = buf.rfind(COLLECTED_NEEDLE, 0, start)
-    if not found:
+    if not found or found[1] > hi:
         return None
-    end = found[0] - 1  # the "\n" before the count line
+    count_at = found[0]
+    end = count_at - 1  # the "\n" before the count line
     start, stop = _line_around(buf, end - 1) if end > 0 else (0, 0)
     if PYTEST_NEEDLE not in buf[start:stop]:  # the blank line between
         end = start - 1
@@ -566,9 +570,9 @@ def _collected_list(buf: bytes, before: Optional[bytes]) -> Optional[bytes]:
     if block >= end or end - block > MAX_COLLECTED:
         return None
     if block > 0:
-        return buf[block:end]
+        return buf[block:end], count_at
     if before is None:
-        return buf[:end]
+        return buf[:end], count_at
     head = len(before)
     while head > 0:
         start, stop = _line_around(before, head - 1)
@@ -577,7 +581,7 @@ def _collected_list(buf: bytes, before: Optional[bytes]) -> Optional[bytes]:
         head = start
     if head == 0 or len(before) - head + end > MAX_COLLECTED:
         return None
-    return before[head:] + b"\n" + buf[:end]
+    return before[head:] + b"\n" + buf[:end], count_at
 
 
 class TestTracker:
@@ -592,7 +596,7 @@ class TestTracker:
     __slots__ = (
         "carry", "outcomes", "_watch", "_watch_from", "_watch_depth", "_buf", "_to", "_here", "_here_start",
         "_here_old", "_bare_to", "_head", "ids", "_wanted", "_last", "row", "letters", "_needle_from",
-        "_needle_at", "_failures_last", "_failures_next", "_failures_lo", "_collected",
+        "_needle_at", "_failures_last", "_failures_next", "_failures_lo", "_collected", "_before",
     )
 
     def __init__(self, hyperscan: bool = False) -> None:
@@ -631,8 +635,10 @@ class TestTracker:
         # the names still looked for (with the tail their id ends in), and the last window ended.
         self.ids: Dict[str, Optional[str]] = {}
         self._wanted: Dict[str, bytes] = {}
-        # The node ids of the last --collect-only -q list (``_collected_list``), and its count line's number.
-        self._collected: Optional[Tuple[bytes, int]] = None
+        # The node ids of the last --collect-only -q list (``_collected_list``), its count line's number and
+        # the first line of the window it was looked for from; the window before ``_last`` (None: none).
+        self._collected: Optional[Tuple[bytes, int, int]] = None
+        self._before: Optional[Tuple[bytes, int, Optional[List[int]]]] = None
         # (its text, its first line's number, where each of its lines starts in a wrapped window's view)
         self._last: Optional[Tuple[bytes, int, Optional[List[int]]]] = None
         # pytest's and unittest's progress letters without -v (``analyzer.scan.letters``)
@@ -644,24 +650,46 @@ class TestTracker:
         if name in self._wanted or name in self.ids or len(self._wanted) >= MAX_WANTED:
             return
         self._wanted[name] = header_tail(name)
-        if self._collected is not None and self._collected[1] < line:
-            listed = node_ids_ending(self._collected[0], self._wanted[name])
-            if len(listed) == 1:  # two: two files' tests of that name, which the run may still say
-                self.ids[name] = listed.pop()
-        if self._last is not None:
-            buf, first, starts = self._last
-            index = max(0, line - first)
-            if starts is not None:
-                if index >= len(starts):
-                    return
-                self._look(buf, starts[index])
+        if self._last is None:
+            return
+        buf, first, starts = self._last
+        index = max(0, line - first)
+        if starts is not None:
+            if index >= len(starts):
                 return
+            at = starts[index]
+        else:
             at = 0
             for _ in range(index):
                 at = buf.find(b"\n", at) + 1
                 if not at:
                     return
-            self._look(buf, at)
+        self._listed(name, line, buf, at)
+        self._look(buf, at)
+
+    def _listed(self, name: str, line: int, buf: bytes, at: int) -> None:
+        """Take the node id of report header ``name`` (on line ``line``, at ``buf[at]`` in the window
+        ``_last``) from the last ``--collect-only -q`` list before it, when one file's test has that
+        name there. The list is looked for (``_collected_list``) only now, in this window up to the
+        header and the window before (``_before``): an innocent window costs nothing."""
+        first = self._last[1] if self._last is not None else 0
+        if self._collected is None or self._collected[2] != first or self._collected[1] > line:
+            before = self._before[0] if self._before is not None else None
+            window = self._last
+            found = _collected_list(buf, at, before)
+            if found is None and self._before is not None:
+                window = self._before
+                found = _collected_list(window[0], len(window[0]), None)
+            if found is not None and window is not None:
+                listed, count_at = found
+                where, starts = window[0], window[2]
+                count_line = window[1] + (bisect.bisect_right(starts, count_at) - 1 if starts is not None
+                                          else where.count(b"\n", 0, count_at))
+                self._collected = (listed, count_line, first)
+        if self._collected is not None and self._collected[1] < line:
+            ids = node_ids_ending(self._collected[0], self._wanted[name])
+            if len(ids) == 1:  # two: two files' tests of that name, which the run may still say
+                self.ids[name] = ids.pop()
 
     def _look(self, buf: bytes, start: int = 0) -> None:
         for name, tail in list(self._wanted.items()):
@@ -792,10 +820,7 @@ class TestTracker:
         ``hint_ends``: where the engine's pass over that window found the letters' hints (None: not looked
         for there))."""
         self._buf = self._here = None
-        if buf.find(COLLECTED_NEEDLE) != -1:
-            listed = _collected_list(buf, self._last[0] if self._last is not None else None)
-            if listed is not None:
-                self._collected = (listed, first_line + listed.count(b"\n"))
+        self._before = self._last
         self._last = (buf, first_line, starts)
         self.letters.feed(buf if raw is None else raw, first_line, hint_ends)
         if self._wanted:
