@@ -37,6 +37,9 @@ log from that event on is searched for the node id it spells the name with (the 
 x.py::TestC::test_y[p]``, which comes after every report), so the finding names ``x.py::TestC::test_y[p]``;
 only what follows, so the answer does not depend on where windows end. A name two files share stays as it
 is: which one it was, the log does not say.
+A ``pytest --collect-only -q`` list printed before the run (``_collected_list``) spells them too: CI
+scripts print it to log what will run, and a run cut before its summary has no other place that does. It
+is looked for only when a header wants its node id, in the header's window and the one before.
 
 ``event_handled`` reads the same lines for the guard's ``--abort-on``: whether the test a live event
 happened in went on to pass within the grace, so the event was handled and the run must not be ended.
@@ -44,6 +47,7 @@ happened in went on to pass within the grace, so the event was handled and the r
 
 from __future__ import annotations
 
+import bisect
 import re
 import dataclasses
 from dataclasses import dataclass
@@ -265,12 +269,50 @@ def _fixture_after(buf: bytes, lo: int, needle_at: int) -> Optional[Tuple[str, i
 # summary (both in report order).
 FAILURES_NEEDLE = b" FAILURES ="
 _TS = rb"(?:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+Z )?"
-_FAILURES_SEP = lazy(rb"(?m)^" + _TS + rb"=+ FAILURES =+\r?$")
-_REPORT_HEADER = lazy(rb"(?m)^" + _TS + rb"_{3,} .+ _{3,}\r?$")
-_CRASH_LINE = lazy(rb"(?m)^" + _TS + rb"[^\s:]*\.py:\d+: \S")
-_SUMMARY_SEP = lazy(rb"(?m)^" + _TS + rb"=+ short test summary info =+\r?$")
-_SUMMARY_FAILED = lazy(rb"(?m)^" + _TS + rb"FAILED (" + _NODE_ID.encode() + rb")")
-_SECTION_EDGE = lazy(rb"(?m)^" + _TS + rb"=+ [^=\n]+ =+\r?$")
+# A collector's prefix before each line of the section (torchrun --tee's "[default0]:", its
+# TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE's "[rank0]:", kubectl logs --prefix's "[pod/NAME/CONTAINER] ",
+# journald's "Dec 07 01:01:16 host python3[42]: "): read off the FAILURES line, each line of the section then
+# starts with the same, its date and time excepted (they go on).
+_PREFIX_STAMP = lazy(rb"\d{4}-\d\d-\d\d|\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?")
+MAX_PREFIX = 200
+
+
+@dataclass(frozen=True)
+class _Section:
+    """The patterns ``_tb_line_owner`` reads a ``--tb=line`` FAILURES section with, each line's start
+    (``lead``: an optional GitHub timestamp, or a collector's prefix) before their words."""
+
+    failures_sep: "re.Pattern[bytes]"
+    report_header: "re.Pattern[bytes]"
+    crash_line: "re.Pattern[bytes]"
+    summary_sep: "re.Pattern[bytes]"
+    summary_failed: "re.Pattern[bytes]"
+    section_edge: "re.Pattern[bytes]"
+
+
+def _section(lead: bytes) -> _Section:
+    """The section's patterns with ``lead`` (a regex) at each line's start; ``re``'s cache keeps them."""
+    head = rb"(?m)^" + lead
+    return _Section(*(re.compile(head + tail) for tail in (
+        rb"=+ FAILURES =+\r?$", rb"_{3,} .+ _{3,}\r?$", rb"[^\s:]*\.py:\d+: \S",
+        rb"=+ short test summary info =+\r?$", rb"FAILED (" + _NODE_ID.encode() + rb")",
+        rb"=+ [^=\n]+ =+\r?$")))
+
+
+def _prefix_lead(buf: bytes, start: int, at: int) -> Optional[bytes]:
+    """The regex for the prefix before ``buf[start:]``'s FAILURES line (whose ``FAILURES_NEEDLE`` is at
+    ``at``), its stamps read as any stamp; None when the line is not such a line behind a prefix."""
+    eq = at
+    while eq > start and buf[eq - 1] == 0x3D:  # "="
+        eq -= 1
+    if eq == at or not 0 < eq - start <= MAX_PREFIX:
+        return None
+    prefix = buf[start:eq]
+    parts, last = [], 0
+    for m in _PREFIX_STAMP.finditer(prefix):
+        parts += [re.escape(prefix[last:m.start()]), rb"\d[\d:.,TZ+-]*"]
+        last = m.end()
+    return b"".join(parts) + re.escape(prefix[last:])
 
 
 def _tb_line_owner(buf: bytes, lo: int, hi: int, at: Optional[int] = None) -> Optional[Tuple[str, int]]:
@@ -278,29 +320,37 @@ def _tb_line_owner(buf: bytes, lo: int, hi: int, at: Optional[int] = None) -> Op
     where its crash line starts: the k-th test of the short summary when ``k - 1`` crash lines come before
     it in the section; None when the line is not in such a section (a report header came), the section's
     end and the summary are not within ``FIXTURE_AHEAD`` bytes, or the counts of crash lines in the section
-    and FAILED lines in the summary differ. ``at``: where the last ``FAILURES_NEEDLE`` that ends by ``lo``
+    and FAILED lines in the summary differ. Behind a collector's prefix (``_prefix_lead``) every line the
+    section is read by must start with it. ``at``: where the last ``FAILURES_NEEDLE`` that ends by ``lo``
     starts (-1: none), when the caller knows (``TestTracker._failures_before``)."""
     if at is None:
         at = buf.rfind(FAILURES_NEEDLE, 0, lo)
     if at == -1 or at < lo - FIXTURE_AHEAD:
         return None
     start = _line_around(buf, at)[0]
-    sep = _FAILURES_SEP.match(buf, start)
+    pats = _section(_TS)
+    sep = pats.failures_sep.match(buf, start)
     if sep is None:
-        return None
+        lead = _prefix_lead(buf, start, at)
+        if lead is None:
+            return None
+        pats = _section(lead)
+        sep = pats.failures_sep.match(buf, start)
+        if sep is None:
+            return None
     start = sep.end()
-    if _REPORT_HEADER.search(buf, start, lo) or _SECTION_EDGE.search(buf, start, lo):
+    if pats.report_header.search(buf, start, lo) or pats.section_edge.search(buf, start, lo):
         return None
     ahead = min(len(buf), hi + FIXTURE_AHEAD)
-    end = _SECTION_EDGE.search(buf, hi, ahead)  # the next section (PASSES under -rA, or the summary)
-    summary = _SUMMARY_SEP.search(buf, end.start(), ahead) if end is not None else None
+    end = pats.section_edge.search(buf, hi, ahead)  # the next section (PASSES under -rA, or the summary)
+    summary = pats.summary_sep.search(buf, end.start(), ahead) if end is not None else None
     if summary is None:
         return None
-    before = len(list(_CRASH_LINE.finditer(buf, start, lo)))
-    after = list(_CRASH_LINE.finditer(buf, hi, end.start()))
-    edge = _SECTION_EDGE.search(buf, summary.end(), ahead)
+    before = len(list(pats.crash_line.finditer(buf, start, lo)))
+    after = list(pats.crash_line.finditer(buf, hi, end.start()))
+    edge = pats.section_edge.search(buf, summary.end(), ahead)
     failed = [m.group(1).decode("utf-8", "replace")
-              for m in _SUMMARY_FAILED.finditer(buf, summary.end(), edge.start() if edge else ahead)]
+              for m in pats.summary_failed.finditer(buf, summary.end(), edge.start() if edge else ahead)]
     if not after or before + len(after) != len(failed):
         return None
     return normal_test_id(failed[before]), after[0].start()
@@ -482,6 +532,58 @@ def node_ids_ending(buf: bytes, tail: bytes, limit: int = 2, start: int = 0) -> 
     return found
 
 
+# pytest --collect-only -q prints each node id on its own line, then (after a blank line) how many
+# (_pytest/terminal.py, _build_collect_only_summary_stats_line: "9 tests collected in 1.62s", "4/9 tests
+# collected (5 deselected) in 0.01s"). CI scripts print it before the run to log what will run: a report
+# header's name under -q ("TestC.test_y[p]") is then found there when the run was cut before its summary.
+COLLECTED_NEEDLE = b" collected "
+_COLLECTED_LINE = lazy(rb"\b\d+(?:/\d+)? tests? collected (?:\(\d+ deselected\) )?in \d+(?:\.\d+)?s\b")
+# A longer list (or one that began before the window before its count) is not kept: a list seen in part
+# could make a name two files share look like one file's.
+MAX_COLLECTED = 1024 * 1024
+
+
+def _collected_list(buf: bytes, hi: int, before: Optional[bytes]) -> Optional[Tuple[bytes, int]]:
+    """The node id lines of the last ``--collect-only -q`` list whose count line ends by ``buf[hi]``, with
+    ``before`` (the window before, or None) when the list began in it, and where that count line starts;
+    None when there is no such list, or it is longer than ``MAX_COLLECTED`` bytes or began before
+    ``before``."""
+    at = buf.rfind(COLLECTED_NEEDLE, 0, hi)
+    found = None
+    while at != -1 and found is None:
+        start, end = _line_around(buf, at)
+        found = _COLLECTED_LINE.search(buf, start, end) and (start, end)
+        at = buf.rfind(COLLECTED_NEEDLE, 0, start)
+    if not found or found[1] > hi:
+        return None
+    count_at = found[0]
+    end = count_at - 1  # the "\n" before the count line
+    start, stop = _line_around(buf, end - 1) if end > 0 else (0, 0)
+    if PYTEST_NEEDLE not in buf[start:stop]:  # the blank line between
+        end = start - 1
+    block = end
+    while block > 0:
+        start, stop = _line_around(buf, block - 1)
+        if buf.find(PYTEST_NEEDLE, start, stop) == -1:
+            break
+        block = start
+    if block >= end or end - block > MAX_COLLECTED:
+        return None
+    if block > 0:
+        return buf[block:end], count_at
+    if before is None:
+        return buf[:end], count_at
+    head = len(before)
+    while head > 0:
+        start, stop = _line_around(before, head - 1)
+        if before.find(PYTEST_NEEDLE, start, stop) == -1:
+            break
+        head = start
+    if head == 0 or len(before) - head + end > MAX_COLLECTED:
+        return None
+    return before[head:] + b"\n" + buf[:end], count_at
+
+
 class TestTracker:
     """Per source: the last progress line of the windows already scanned, and the outcome of the one
     test a finding waits on (mutable, engine-internal).
@@ -494,7 +596,7 @@ class TestTracker:
     __slots__ = (
         "carry", "outcomes", "_watch", "_watch_from", "_watch_depth", "_buf", "_to", "_here", "_here_start",
         "_here_old", "_bare_to", "_head", "ids", "_wanted", "_last", "row", "letters", "_needle_from",
-        "_needle_at", "_failures_last", "_failures_next", "_failures_lo",
+        "_needle_at", "_failures_last", "_failures_next", "_failures_lo", "_collected", "_before",
     )
 
     def __init__(self, hyperscan: bool = False) -> None:
@@ -533,6 +635,10 @@ class TestTracker:
         # the names still looked for (with the tail their id ends in), and the last window ended.
         self.ids: Dict[str, Optional[str]] = {}
         self._wanted: Dict[str, bytes] = {}
+        # The node ids of the last --collect-only -q list (``_collected_list``), its count line's number and
+        # the first line of the window it was looked for from; the window before ``_last`` (None: none).
+        self._collected: Optional[Tuple[bytes, int, int]] = None
+        self._before: Optional[Tuple[bytes, int, Optional[List[int]]]] = None
         # (its text, its first line's number, where each of its lines starts in a wrapped window's view)
         self._last: Optional[Tuple[bytes, int, Optional[List[int]]]] = None
         # pytest's and unittest's progress letters without -v (``analyzer.scan.letters``)
@@ -544,20 +650,46 @@ class TestTracker:
         if name in self._wanted or name in self.ids or len(self._wanted) >= MAX_WANTED:
             return
         self._wanted[name] = header_tail(name)
-        if self._last is not None:
-            buf, first, starts = self._last
-            index = max(0, line - first)
-            if starts is not None:
-                if index >= len(starts):
-                    return
-                self._look(buf, starts[index])
+        if self._last is None:
+            return
+        buf, first, starts = self._last
+        index = max(0, line - first)
+        if starts is not None:
+            if index >= len(starts):
                 return
+            at = starts[index]
+        else:
             at = 0
             for _ in range(index):
                 at = buf.find(b"\n", at) + 1
                 if not at:
                     return
-            self._look(buf, at)
+        self._listed(name, line, buf, at)
+        self._look(buf, at)
+
+    def _listed(self, name: str, line: int, buf: bytes, at: int) -> None:
+        """Take the node id of report header ``name`` (on line ``line``, at ``buf[at]`` in the window
+        ``_last``) from the last ``--collect-only -q`` list before it, when one file's test has that
+        name there. The list is looked for (``_collected_list``) only now, in this window up to the
+        header and the window before (``_before``): an innocent window costs nothing."""
+        first = self._last[1] if self._last is not None else 0
+        if self._collected is None or self._collected[2] != first or self._collected[1] > line:
+            before = self._before[0] if self._before is not None else None
+            window = self._last
+            found = _collected_list(buf, at, before)
+            if found is None and self._before is not None:
+                window = self._before
+                found = _collected_list(window[0], len(window[0]), None)
+            if found is not None and window is not None:
+                listed, count_at = found
+                where, starts = window[0], window[2]
+                count_line = window[1] + (bisect.bisect_right(starts, count_at) - 1 if starts is not None
+                                          else where.count(b"\n", 0, count_at))
+                self._collected = (listed, count_line, first)
+        if self._collected is not None and self._collected[1] < line:
+            ids = node_ids_ending(self._collected[0], self._wanted[name])
+            if len(ids) == 1:  # two: two files' tests of that name, which the run may still say
+                self.ids[name] = ids.pop()
 
     def _look(self, buf: bytes, start: int = 0) -> None:
         for name, tail in list(self._wanted.items()):
@@ -688,6 +820,7 @@ class TestTracker:
         ``hint_ends``: where the engine's pass over that window found the letters' hints (None: not looked
         for there))."""
         self._buf = self._here = None
+        self._before = self._last
         self._last = (buf, first_line, starts)
         self.letters.feed(buf if raw is None else raw, first_line, hint_ends)
         if self._wanted:

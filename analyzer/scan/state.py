@@ -257,12 +257,15 @@ class LogFindings:
 
     def test_of(self, raw: Optional[str]) -> Optional[str]:
         """The node id for a report header's name (``TestC.test_y[p]`` -> ``x.py::TestC::test_y[p]``): the
-        one the log spelled elsewhere (``header_ids``), else the failed test's."""
-        if raw is None or "::" in raw or raw in self.failed:
+        one the log spelled elsewhere (``header_ids``; a run cut before its summary counts the header's
+        name as failed, and a --collect-only list before it may spell it), else the failed test's."""
+        if raw is None or "::" in raw:
             return raw
         for name, node_id in self.header_ids:
             if name == raw:
                 return node_id
+        if raw in self.failed:
+            return raw
         if raw.endswith(".py"):  # xdist's report of a crashed worker is headed by the test's file
             return next((t for t in self.failed if t.startswith(raw + "::")), raw)
         head, bracket, rest = raw.partition("[")

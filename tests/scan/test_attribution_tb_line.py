@@ -55,3 +55,38 @@ def test_a_summary_that_does_not_count_the_crash_lines_names_no_test(engine: str
                                                                         "AssertionError: worker exited w...")]
     crashes = _crashes("\n".join(lines), engine)
     assert all(test is None for _, test in crashes), crashes
+
+
+RANK_FIXTURE = FIXTURE.with_name("attrib18-tb-line-rank-prefix.log")
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_behind_torchruns_rank_prefix_each_crash_is_still_its_tests(engine: str) -> None:
+    # a real torchrun --tee 3 run: "[rank0]:" before the FAILURES line, each crash line and the summary
+    _, body = _regenerate_module().split_fixture(RANK_FIXTURE.read_text(encoding="utf-8"))
+    assert _crashes("\n".join(body) + "\n", engine) == [("error", FIRST), ("error", SECOND)]
+
+
+# kubectl logs --prefix (kubectl/pkg/cmd/logs/logs.go, addPrefixIfNeeded: "[pod/NAME/CONTAINER] "), and
+# journald's short-precise stamp, host and program, whose time goes on from line to line
+PREFIXES = {
+    "kubectl": lambda i: "[pod/trainer-7d9f8/pytest] ",
+    "journald": lambda i: "Dec 07 01:01:%02d.%06d gpu-node-3 python3[4242]: " % (16 + i // 20, 1000 * i),
+}
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("prefix", sorted(PREFIXES))
+def test_behind_a_collectors_prefix_each_crash_is_still_its_tests(engine: str, prefix: str) -> None:
+    lines = [line.split("Z ", 1)[1] if line[:2] == "20" else line for line in _body().split("\n") if line]
+    log = "".join(PREFIXES[prefix](i) + line + "\n" for i, line in enumerate(lines))
+    assert _crashes(log, engine) == [("error", FIRST), ("error", SECOND)]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_summary_behind_another_prefix_names_no_test(engine: str) -> None:
+    # the section behind one rank's prefix, the summary behind another's: not that section's summary
+    lines = [line.split("Z ", 1)[1] for line in _body().split("\n") if line[:2] == "20"]
+    cut = next(i for i, line in enumerate(lines) if "short test summary info" in line)
+    log = "".join(("[rank0]:" if i < cut else "[rank1]:") + line + "\n" for i, line in enumerate(lines))
+    assert [test for _, test in _crashes(log, engine)] in ([None], [None, None])
