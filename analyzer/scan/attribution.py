@@ -703,6 +703,21 @@ class TestTracker:
             elif found:
                 self.ids[name] = found.pop()
 
+    def idle_through(self, buf: bytes, end: int) -> bool:
+        """Whether ``at`` for a line of ``buf`` that ends at ``end`` would change nothing but how far it
+        read; if so, moves that on as ``at`` would. It entered this window already, holds no test in force
+        and watches none, and no line between where it read to and ``end`` may parse as a progress line
+        (``_MAY_PARSE``, which each candidate line of ``_last_progress`` must match): ``at`` would find no
+        progress line, leave its test and watch as they are, and read the fixture and ``--tb=line`` owners
+        (pure, its caches only remember where needles are)."""
+        if self._buf is not buf or self._here is not None or self._watch is not None:
+            return False
+        if end > self._to:
+            if _MAY_PARSE.search(buf, self._to, end) is not None:
+                return False
+            self._to = end
+        return True
+
     def at(self, buf: bytes, pos: int, line: int) -> Optional[TestLine]:
         """The progress line in force at the line starting at ``buf[pos]`` (number ``line``)."""
         line_end = buf.find(b"\n", pos)

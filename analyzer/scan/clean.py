@@ -135,7 +135,7 @@ _LOGGING_LEVEL = (
 )
 # GitHub's stamp.
 _STAMP = rb"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d+Z " + (_CRI_STREAM + _GITLAB_STREAM).encode()
-_TIMESTAMP = lazy(_STAMP)
+RUNNER_STAMP = lazy(_STAMP)
 # torchrun's --tee/--log-line-prefix and recent torch print "[rank3]:" before every line of a rank.
 _RANK = lazy(r"\[rank(\d+)\]: ?")
 # Ray's log deduplication: the driver prints a line that other workers repeated within its window once
@@ -377,7 +377,7 @@ def _cri_text(line: bytes) -> Optional[bytes]:
 
 def starts_with_runner_stamp(raw: bytes) -> bool:
     """Whether ``raw`` starts with the GitHub runner's timestamp, which cleaning removes."""
-    return raw[:1].isdigit() and _TIMESTAMP.match(raw) is not None
+    return raw[:1].isdigit() and RUNNER_STAMP.match(raw) is not None
 
 
 def clean_stripped(raw: bytes, keep_progress: bool = False) -> Tuple[str, Optional[int]]:
@@ -402,7 +402,7 @@ def clean_speaking(
     if raw.startswith(_BOM):
         raw = raw[3:]
     if raw[:1].isdigit():
-        m = _TIMESTAMP.match(raw)
+        m = RUNNER_STAMP.match(raw)
         if m is not None:
             raw = raw[m.end():]
             if raw.startswith(_BOM):

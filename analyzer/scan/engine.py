@@ -33,7 +33,7 @@ from ..rules.model import CUT_SHORT_GROUP, DEFAULT_MATCH_BUDGET_S, Catalogue, Ru
 from ._engine_approx import LoosePatterns, starts_unblank
 from ._engine_indent import dedented
 from ._engine_literals import Plan, build_plan
-from .attribution import _MAY_PARSE, TestLine, TestTracker
+from .attribution import TestLine, TestTracker
 from ._engine_prefilter import (
     Candidates, Finder, hyperscan_available, hyperscan_finder, hyperscan_markers, python_finder,
 )
@@ -43,7 +43,7 @@ from .clean import (
     CTEST_VERBOSE,
     RARE_MARKERS,
     MarkersIn,
-    _TIMESTAMP,
+    RUNNER_STAMP,
     clean_speaking,
     blank_led_run,
     speaker_led_run,
@@ -628,7 +628,7 @@ class _SourceScan:
         memo = self.memo
         if stop - pos <= MEMO_LINE_BYTES and not (early or riders_too) and line != self.early_line:
             raw = key = buf[pos:stop]
-            stamp = _TIMESTAMP.match(raw) if raw[:1].isdigit() else None
+            stamp = RUNNER_STAMP.match(raw) if raw[:1].isdigit() else None
             if stamp is not None:
                 memo, key = self.memo_stamped, raw[stamp.end():]
             seen = memo.get(key)
@@ -744,26 +744,14 @@ class _SourceScan:
                 self.pending.append((line, index, line, seg, excerpt, dict(groups), seen.rank, progress))
 
     def _tracker_idle(self, buf: bytes, pos: int) -> bool:
-        """Whether ``TestTracker.at`` for the line at ``buf[pos]`` would change nothing but how far it read;
-        if so, moves that on as ``at`` would. It entered this window already, holds no test in force and
-        watches none, and no line between where it read to and this line's end may parse as a progress
-        line (``_MAY_PARSE``, which each candidate line of ``_last_progress`` must match): ``at`` would
-        find no progress line, leave its test and watch as they are, and read the fixture and ``--tb=line``
-        owners (pure, its caches only remember where needles are). ``at`` was a fifth of a scan of logged
-        tracebacks, where a start opens at every ``store.set(...)`` frame (c10d-store-call-reset) for
-        ``_never_ends`` to drop, and each source line is a line echo."""
-        tracker = self.tracker
-        if self.view is not None or tracker._buf is not buf or tracker._here is not None \
-                or tracker._watch is not None:
+        """Whether the test tracker needs no lookup for the line at ``buf[pos]``
+        (``TestTracker.idle_through``, outside a wrapped window's view). ``at`` was a fifth of a scan of
+        logged tracebacks, where a start opens at every ``store.set(...)`` frame (c10d-store-call-reset)
+        for ``_never_ends`` to drop, and each source line is a line echo."""
+        if self.view is not None:
             return False
         end = buf.find(b"\n", pos)
-        if end == -1:
-            end = len(buf)
-        if end > tracker._to:
-            if _MAY_PARSE.search(buf, tracker._to, end) is not None:
-                return False
-            tracker._to = end
-        return True
+        return self.tracker.idle_through(buf, len(buf) if end == -1 else end)
 
     def _blank_run(self, buf: bytes, pos: int, limit: int, line: int) -> Optional[Tuple[int, int]]:
         """Feed the open blocks the run of lines from ``buf[pos]`` (line ``line``), before ``limit`` (the

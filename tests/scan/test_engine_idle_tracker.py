@@ -70,7 +70,7 @@ def _rows(matches):
 
 def _slow(monkeypatch) -> None:
     monkeypatch.setattr(engine_module._SourceScan, "_tracker_idle", lambda *args: False)
-    monkeypatch.setattr(engine_module, "_TIMESTAMP", re.compile(rb"(?!)"))
+    monkeypatch.setattr(engine_module, "RUNNER_STAMP", re.compile(rb"(?!)"))
 
 
 @pytest.mark.parametrize("engine", ENGINES)
