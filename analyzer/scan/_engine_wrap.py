@@ -29,11 +29,11 @@ need the join, and the rows keep their own line numbers.
 from __future__ import annotations
 
 import itertools
-from typing import Callable, Iterable, Iterator, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 from ..lazy_re import lazy
 from .attribution import PYTEST_NEEDLE, UNITTEST_NEEDLE, parse_progress
-from .clean import clean_speaking, starts_with_runner_stamp
+from .clean import advisory, clean_speaking, starts_with_runner_stamp
 
 SAMPLE_BYTES = 64 * 1024
 MIN_WIDTH = 60  # no terminal people paste from is narrower
@@ -379,6 +379,23 @@ def logical_lines(buf: bytes, width: int) -> List[Tuple[int, List[Piece], bytes]
 def _add_run(found: List[Tuple[int, List[Piece], bytes]], run: List[Piece], parts: List[bytes]) -> None:
     for first in range(len(run) - 1):
         found.append((run[first][0], run[first:], b"".join(parts[2 * first:])))
+
+
+def advisory_rows(buf: bytes, lines: List[Tuple[int, List[Piece], bytes]]) -> Dict[int, bytes]:
+    """The rows of a wrapped window that continue a line whose first row is a record that reports no error
+    (``clean.advisory``: NCCL's "NCCL INFO dlvsym failed on ... - libmlx5.so.1:" cut before "undefined
+    symbol: ...", torchvision's "UserWarning: Failed to load image Python extension: ..."), each with that
+    whole line joined again (``logical_lines``): such a row is that record's rest, and a rule the whole
+    line does not match is not matched on the row alone (``engine._matched``)."""
+    rows_of: Dict[int, bytes] = {}
+    inside = set()
+    for start, rows, text in lines:
+        if start in inside:
+            continue  # a shorter join inside a run, read from its first row already
+        inside.update(row_start for row_start, _end in rows[1:])
+        if advisory(buf[start:rows[0][1]]):
+            rows_of.update((row_start, text) for row_start, _end in rows[1:])
+    return rows_of
 
 
 def _progress_after(buf: bytes, row: Piece, joined: bytes) -> bool:

@@ -148,8 +148,10 @@ _RAY_REPEATED = lazy(
 )
 _RAY_REPEATED_END = ("cluster]", "options.)")
 # pdsh's "host: " before each line of a node: an IPv4 address, or a lower-case host name ending in a
-# digit ("worker-1", "gpu003"), which no exception's or logger's name is.
-_HOST = r"(?:\d{1,3}(?:\.\d{1,3}){3}|[a-z][a-z\d.-]*\d)"
+# digit ("worker-1", "gpu003"), which no exception's or logger's name is. Not a shared library's soname:
+# the dynamic loader's "libmlx5.so.1: undefined symbol: ..." (glibc's dlerror) names the library, and a
+# terminal's cut in "/lib/x86_64-linux-gnu/l" / "ibmlx5.so.1: undefined symbol" leaves one at a row's start.
+_HOST = r"(?:\d{1,3}(?:\.\d{1,3}){3}|(?![a-z\d.-]*\.so\.\d)[a-z][a-z\d.-]*\d)"
 # Other loggers' line prefixes (see the module docstring); each alternative must consume some text.
 _LOGGER_PREFIX = lazy(
     # syslog, journald: the host, then the program with its pid ("python3[1234]: ") or the kernel's; the
@@ -378,6 +380,23 @@ def _cri_text(line: bytes) -> Optional[bytes]:
 def starts_with_runner_stamp(raw: bytes) -> bool:
     """Whether ``raw`` starts with the GitHub runner's timestamp, which cleaning removes."""
     return raw[:1].isdigit() and RUNNER_STAMP.match(raw) is not None
+
+
+# A record that reports no error, by its head: NCCL's "host:pid:tid [0] NCCL INFO " (src/debug.cc), a
+# logger's level word ("INFO:root:", "- DEBUG - ", "[INFO] ", vLLM's "INFO 12-07 ...", "WARNING"), glog's
+# "I1207 10:00:00", the warnings module's "file.py:13: UserWarning: " (warnings.formatwarning). The level
+# must stand as a word within a prefix's reach of the line's start.
+_ADVISORY = lazy(
+    rb"(?:\d{4}-\d\d-\d\dT\S+ )?(?:[IW]\d{4} \d\d:\d\d:\d\d"
+    rb"|[^\n]{0,120}?(?<![\w-])(?:NCCL (?:INFO|TRACE)|INFO|DEBUG|TRACE|WARNING)(?=[\s\]:|-])"
+    rb"|[^\n]{0,200}?:\d+: [A-Z]\w*Warning: )"
+)
+
+
+def advisory(raw: bytes) -> bool:
+    """Whether the line ``raw`` (one line, no ending) is a log record that reports no error: an
+    informational one or a warning (``_ADVISORY``)."""
+    return _ADVISORY.match(raw) is not None
 
 
 def clean_stripped(raw: bytes, keep_progress: bool = False) -> Tuple[str, Optional[int]]:

@@ -37,7 +37,7 @@ from .attribution import TestLine, TestTracker
 from ._engine_prefilter import (
     Candidates, Finder, hyperscan_available, hyperscan_finder, hyperscan_markers, python_finder,
 )
-from ._engine_wrap import Piece, WrapReader, attribution_view, logical_lines
+from ._engine_wrap import Piece, WrapReader, advisory_rows, attribution_view, logical_lines
 from .letters import HYPERSCAN_HINTS
 from .clean import (
     CTEST_VERBOSE,
@@ -471,6 +471,7 @@ class _SourceScan:
         self.view: Optional[Tuple[bytes, List[int], int]] = None
         self.continued_rows: Set[int] = set()  # rows of the window that continue a cut line
         self.cut_lines: Dict[int, bytes] = {}  # first row -> the joined line, for each cut line of the window
+        self.advisory_rest: Dict[int, bytes] = {}  # continued row -> its line joined (``advisory_rows``)
         self.next_line = 1  # the number of the next window's first line
         self.last_content = 0  # the log's last line that says something (``last_content_line``)
         # The line whose ``\r``-ended states were matched before it ended, and the rules they matched.
@@ -506,12 +507,14 @@ class _SourceScan:
                 self.view = None
                 self.continued_rows = set()
                 self.cut_lines = {}
+                self.advisory_rest = {}
                 if reader is not None and reader.width:
                     lines = logical_lines(buf, reader.width)
                     joined = self._joined_lines(lines)
                     # Rows that continue a line the terminal cut end no echo block: their text is that line's.
                     self.continued_rows = {start for _pos, rows, _text in lines for start, _ in rows[1:]}
                     self.cut_lines = {pos: text for pos, _rows, text in lines}
+                    self.advisory_rest = advisory_rows(buf, lines)
                     if lines:
                         self.view = (*attribution_view(buf, lines), first_line)
                 if self.with_hints is not None:
@@ -522,7 +525,10 @@ class _SourceScan:
                 if self.ranks.open:
                     self.ranks.window(buf, first_line)
                 # A window that ends its last line has ``next_line - 1`` lines: no need to count them again.
-                last = last_content_line(buf, first_line, next_line - 1 if buf.endswith(b"\n") else None)
+                # A wrapped window is read as its view (``attribution_view``): a frame the terminal cut is
+                # one indented line again, not a row of words after a cut traceback's head.
+                last = last_content_line(buf if self.view is None else self.view[0], first_line,
+                                         next_line - 1 if buf.endswith(b"\n") else None)
                 if last and self.continued_rows:
                     last = _first_row(buf, first_line, next_line, last, self.continued_rows)
                 self.last_content = last or self.last_content
@@ -721,6 +727,8 @@ class _SourceScan:
             rows = self.told_by_join.get(index)
             if rows is not None and rows[0] <= line <= rows[1] and not is_block:
                 continue  # the join of the cut line holding this row told it, with more (``_joined_line``)
+            if not is_block and pos in self.advisory_rest and self._refused(index, self.advisory_rest[pos]):
+                continue  # an INFO or warning line's rest, cut by a terminal: the whole line does not say it
             if early:
                 self.early_rules.add(index)
             if is_block and not early and self._never_ends(index, buf, pos, seen.speaker):
@@ -942,6 +950,13 @@ class _SourceScan:
             ):
                 return True
         return False
+
+    def _refused(self, index: int, text: bytes) -> bool:
+        """Whether the built-in rule ``index`` does not match the line ``text`` (a cut line joined again)."""
+        if self.first[index][2]:
+            return False  # a user's rule is matched on the rows as the user wrote it
+        cleaned = clean_speaking(text, task_labels=self.task_labels)[0]
+        return self._search_builtin(index, self.first[index][1], cleaned) is None
 
     def _joined_line(self, buf: bytes, pos: int, line: int, text: bytes, rows: List[Piece],
                      lits: Optional[set]) -> None:

@@ -6,7 +6,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from analyzer.scan.clean import clean_line, clean_speaking, split_segments, strip_controls, visible_excerpt
+from analyzer.scan.clean import (
+    advisory,
+    clean_line,
+    clean_speaking,
+    split_segments,
+    strip_controls,
+    visible_excerpt,
+)
 
 
 def test_github_timestamp_and_bom_are_stripped():
@@ -420,3 +427,20 @@ def test_indented_line_has_no_prefix_to_cut(blanks, rest, head):
     text = " " * blanks + head + rest
     assert clean._LOGGER_PREFIX.match(text) is None
     assert clean._RANK.match(text) is None
+
+
+def test_a_shared_librarys_soname_is_no_pdsh_host():
+    # glibc's dlerror names the library first: "libmlx5.so.1: undefined symbol: ..." is no node speaking
+    line = b"libmlx5.so.1: undefined symbol: mlx5dv_reg_dmabuf_mr, version MLX5_1.25"
+    assert clean_speaking(line) == (line.decode(), None, None)
+    assert clean_speaking(b"gpu-node-3: Segmentation fault")[2] is not None
+
+
+def test_advisory_records_are_info_and_warning_lines():
+    assert advisory(b"host:205632:205772 [1] NCCL INFO dlvsym failed on mlx5dv_reg_dmabuf_mr - /lib/l")
+    assert advisory(b"/usr/lib/python3.9/site-packages/torchvision/io/image.py:13: UserWarning: Failed to")
+    assert advisory(b"2024-01-09 18:41:23,123 - root - INFO - loading")
+    assert advisory(b"I1207 10:00:00.123456 1 main.cc:12] started")
+    assert not advisory(b"ImportError: /opt/lib/flash_attn_2_cuda.so: undefined symbol: _ZN3c10")
+    assert not advisory(b"RuntimeError: INFORMATION missing")
+    assert not advisory(b"host:1:2 [0] NCCL ERROR failed")
