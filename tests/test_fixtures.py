@@ -99,6 +99,7 @@ MAX_FIXTURE_BYTES = 256 * 1024  # a healthy suite kept whole (negative/*-suite.l
 # healthy18: 79 kB for torch's own test_store.py (CI options, -q -rA) and test_multiprocessing.py, twins
 # recall30: 17 kB for tvm-ffi's segfault, vLLM's failed call/worker start, pynccl, hypre, HCCL, cut traceback
 # dedup18: 8 kB for four Ray actors failing one constructor (Ray's folded repeats), an Xid line 30 s apart
+# recall32: 11 kB for NCCL IB fatal, Legate, HCCL, oneCCL check, a device loss table, traceback tails
 MAX_CORPUS_BYTES = (7 * 512 * 1024 + 100_000 + 16 * 1024 + 283_000 + 93_000 + 6_000 + 3_000 + 11_000 + 11_000
                     + 4_000 + 7_000 + 3_000 + 2_000 + 2_000 + 1_000 + 14_000 + 50_000 + 6_000 + 6_000
                     + 37_000 + 14_000 + 6_000 + 59_000 + 4_000 + 17_000 + 3_000 + 17_000
@@ -106,7 +107,7 @@ MAX_CORPUS_BYTES = (7 * 512 * 1024 + 100_000 + 16 * 1024 + 283_000 + 93_000 + 6_
                     + 3_000 + 15_000 + 72_000 + 14_000 + 19_000 + 85_000 + 29_000 + 16_000 + 104_000 + 25_000
                     + 18_000 + 15_000 + 97_000 + 17_000 + 12_000 + 13_000 + 13_000 + 20_000
                     + 16_000 + 4_000 + 9_000 + 65_000 + 6_000 + 21_000 + 8_000 + 19_000 + 10_000
-                    + 13_000 + 12_000 + 115_000 + 17_000 + 6_000 + 8_000 + 79_000 + 17_000 + 8_000)
+                    + 13_000 + 12_000 + 115_000 + 17_000 + 6_000 + 8_000 + 79_000 + 17_000 + 8_000 + 11_000)
 
 
 def _engines() -> List[str]:

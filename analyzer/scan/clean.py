@@ -136,8 +136,10 @@ _LOGGING_LEVEL = (
 # GitHub's stamp.
 _STAMP = rb"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d+Z " + (_CRI_STREAM + _GITLAB_STREAM).encode()
 _TIMESTAMP = lazy(_STAMP)
-# torchrun's --tee/--log-line-prefix and recent torch print "[rank3]:" before every line of a rank.
-_RANK = lazy(r"\[rank(\d+)\]: ?")
+# torchrun's --tee/--log-line-prefix and recent torch print "[rank3]:" before every line of a rank. A paste
+# can lose the line's first byte, "[" ("rank0]:Traceback (most recent call last):", torchtitan#3065): no
+# other line starts with "rank0]:".
+_RANK = lazy(r"\[?rank(\d+)\]: ?")
 # Ray's log deduplication: the driver prints a line that other workers repeated within its window once
 # more, with how often (ray python/ray/_private/ray_logging/__init__.py, DedupState.formatted:
 # line + " [repeated {count}x across cluster]" + _warn_once(), the first time followed by
@@ -443,11 +445,12 @@ def clean_speaking(
             if m is not None:
                 text = text[m.end():]
                 continue
-        if text.startswith("[rank"):
+        if text.startswith("[rank") or text.startswith("rank"):
             m = _RANK.match(text)
             if m is not None:
                 rank = int(m.group(1))
-                speaker = (speaker or "") + m.group().rstrip()
+                # the lost "[" put back: the rank's other lines name the same speaker
+                speaker = (speaker or "") + ("" if text[:1] == "[" else "[") + m.group().rstrip()
                 text = text[m.end():]
                 continue
         m = _LOGGER_PREFIX.match(text)

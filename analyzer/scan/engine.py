@@ -1176,7 +1176,7 @@ def _single_excerpt(raw: bytes, segment: str, at: int) -> str:
 
 
 # Block markers whose end is read on whole lines only (``_feed``): a row that continues a cut line ends none.
-_WHOLE_LINE_END_MARKERS = frozenset({"echo", "traceback"})
+_WHOLE_LINE_END_MARKERS = frozenset({"echo", "traceback", "traceback-tail"})
 
 
 def _first_row(buf: bytes, first_line: int, next_line: int, line: int, continued: Set[int]) -> int:

@@ -69,6 +69,8 @@ if TYPE_CHECKING:
     import regex
 
 TRACEBACK_MARKER = "traceback"
+# Frames and an exception line with no Traceback head (a paste that lost it, Ray's folded repeats).
+TRACEBACK_TAIL_MARKER = "traceback-tail"
 CRASH_STACK_MARKER = "crash-stack"
 # A crash stack starts this few lines after the crash line it belongs to ("Fatal Python error: X",
 # a blank line, "Current thread 0x... (most recent call first):").
@@ -736,6 +738,12 @@ class LogState:
                 self.last_traceback = match
                 self._traceback(match)
                 self._report_reason(match)
+        elif marker == TRACEBACK_TAIL_MARKER:
+            # the log's last traceback only where it ends in an exception line and no traceback with its
+            # head holds it (every whole traceback's frames are such a tail too)
+            if match.groups.get("exc") and (self.last_traceback is None
+                                            or self.last_traceback.end_line < match.line):
+                self.last_traceback = match
         elif marker == CRASH_STACK_MARKER:
             last = self.last_crash
             self.last_crash = None
