@@ -634,6 +634,55 @@ def last_content_line(buf: bytes, first_line: int, last_line: Optional[int] = No
     return pending or (0 if looked_at_all else last - _TRAILER_LOOK_BACK)
 
 
+# A traceback's last lines without its head (``headless_traceback``): the exception line (a class's name that
+# ends like an exception's, indented at most two blanks as a page may leave it), the code and caret lines
+# above it (three blanks or more) and its frames ("File ..., line N, in f"; faulthandler's have no comma).
+_HEADLESS_EXC = lazy(
+    r"^\s{0,2}(?P<exc>(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Failure|Fault)(?::\s.*)?)\s*$"
+)
+_HEADLESS_FRAME = lazy(r'^\s*File "[^"]+", line \d+, in \S')
+_HEADLESS_CODE = lazy(r"^\s{3,}\S")
+
+
+def headless_traceback(buf: bytes, first_line: int, last_line: int) -> Optional[Tuple[int, int, str, str]]:
+    """The traceback a log's last words are when its head is lost: ``(first frame's line, exception's line,
+    exception, excerpt)`` when the last line that says something (``last_line``, ``last_content_line``'s)
+    is an exception line with code lines and at least one frame above it, and no "Traceback (most recent
+    call last):" head above those (a whole traceback is the rules'); else None. A paste that kept the last
+    frames has no head, nor has Ray's log deduplication, which prints each repeated line once."""
+    lines: List[Tuple[int, str, str]] = []  # (number, cleaned, raw) from the exception line up
+    end = len(buf) - 1 if buf.endswith(b"\n") else len(buf)
+    last = first_line + buf.count(b"\n", 0, end)
+    frames = 0
+    for number in range(last, max(first_line, last - _TRAILER_LOOK_BACK + 1) - 1, -1):
+        start = buf.rfind(b"\n", 0, end) + 1
+        raw = buf[start:end]
+        end = start - 1
+        if number > last_line:
+            continue
+        text = clean_line(raw)[0]
+        if number == last_line:
+            m = _HEADLESS_EXC.match(text)
+            if m is None:
+                return None
+            exc = m.group("exc")
+        elif _HEADLESS_FRAME.match(text):
+            frames += 1
+        elif not _HEADLESS_CODE.match(text):
+            if frames == 0 or _TRAILER_HEAD.match(text):
+                return None
+            break
+        lines.append((number, text, raw.decode("utf-8", "backslashreplace").rstrip("\r")))
+        if start == 0:
+            break
+    if frames == 0:
+        return None
+    lines.reverse()
+    first = next(n for n, text, _ in lines if _HEADLESS_FRAME.match(text))
+    excerpt = "\n".join(raw for n, _, raw in lines if n >= first)
+    return first, last_line, exc, excerpt
+
+
 # When the kernel logged a line, by the stamp before its words (the line as the log shows it, after
 # GitHub's stamp if any): dmesg's seconds since boot "[ 1399.140318] ", dmesg -T's "[Fri Aug 30 11:43:09
 # 2024] ", syslog's and journalctl's "Apr 19 13:16:41 host kernel: " (its precise form with microseconds

@@ -46,6 +46,7 @@ from .clean import (
     clean_speaking,
     blank_led_run,
     speaker_led_run,
+    headless_traceback,
     last_content_line,
     split_segments,
     strip_controls,
@@ -463,6 +464,8 @@ class _SourceScan:
         self.cut_lines: Dict[int, bytes] = {}  # first row -> the joined line, for each cut line of the window
         self.next_line = 1  # the number of the next window's first line
         self.last_content = 0  # the log's last line that says something (``last_content_line``)
+        # the traceback without its head the log ends in, if any (``headless_traceback``)
+        self.headless: Optional[Tuple[int, int, str, str]] = None
         # The line whose ``\r``-ended states were matched before it ended, and the rules they matched.
         self.early_line = 0
         self.early_rules: Set[int] = set()
@@ -511,6 +514,8 @@ class _SourceScan:
                     self.ranks.window(buf, first_line)
                 # A window that ends its last line has ``next_line - 1`` lines: no need to count them again.
                 last = last_content_line(buf, first_line, next_line - 1 if buf.endswith(b"\n") else None)
+                if last:
+                    self.headless = headless_traceback(buf, first_line, last)
                 if last and self.continued_rows:
                     last = _first_row(buf, first_line, next_line, last, self.continued_rows)
                 self.last_content = last or self.last_content
@@ -1176,7 +1181,7 @@ def _single_excerpt(raw: bytes, segment: str, at: int) -> str:
 
 
 # Block markers whose end is read on whole lines only (``_feed``): a row that continues a cut line ends none.
-_WHOLE_LINE_END_MARKERS = frozenset({"echo", "traceback", "traceback-tail"})
+_WHOLE_LINE_END_MARKERS = frozenset({"echo", "traceback"})
 
 
 def _first_row(buf: bytes, first_line: int, next_line: int, line: int, continued: Set[int]) -> int:

@@ -69,8 +69,6 @@ if TYPE_CHECKING:
     import regex
 
 TRACEBACK_MARKER = "traceback"
-# Frames and an exception line with no Traceback head (a paste that lost it, Ray's folded repeats).
-TRACEBACK_TAIL_MARKER = "traceback-tail"
 CRASH_STACK_MARKER = "crash-stack"
 # A crash stack starts this few lines after the crash line it belongs to ("Fatal Python error: X",
 # a blank line, "Current thread 0x... (most recent call first):").
@@ -240,6 +238,9 @@ class LogFindings:
     # each rank's last Python traceback (a "[rankN]:" prefix, or a rank group), in line order
     rank_tracebacks: Tuple[Match, ...] = ()
     last_content: int = 0  # the log's last line that says something (clean.last_content_line)
+    # the traceback without its head the log ends in (clean.headless_traceback): first frame's line,
+    # exception's line, exception, excerpt
+    headless_traceback: Optional[Tuple[int, int, str, str]] = None
     # (rank, a traceback's last line) of the ranks that printed on after it (went_on.RankWatch)
     ranks_gone_on: FrozenSet[Tuple[int, int]] = frozenset()
     # (rank, pid) of each row of a launcher's report: torchrun's "rank : N" line, then "exitcode : S (pid: P)"
@@ -738,12 +739,6 @@ class LogState:
                 self.last_traceback = match
                 self._traceback(match)
                 self._report_reason(match)
-        elif marker == TRACEBACK_TAIL_MARKER:
-            # the log's last traceback only where it ends in an exception line and no traceback with its
-            # head holds it (every whole traceback's frames are such a tail too)
-            if match.groups.get("exc") and (self.last_traceback is None
-                                            or self.last_traceback.end_line < match.line):
-                self.last_traceback = match
         elif marker == CRASH_STACK_MARKER:
             last = self.last_crash
             self.last_crash = None
