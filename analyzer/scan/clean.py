@@ -118,7 +118,7 @@ _NIX_BEHIND_PREFIX = lazy(r" {1,7}> (?=\S)")
 # A Kubernetes container log file's stream and whether the line is whole or a part of a longer one,
 # after its stamp (the CRI format: "... stderr F ", containerd's stamp as GitHub's, CRI-O's +00:00).
 _CRI_STREAM = r"(?:std(?:out|err) [FP] )?"
-# A GitLab job log's stream after its stamp when FF_TIMESTAMPS is on: the stream's number, O(ut) or E(rr),
+# A GitLab job log's stream after its stamp when FFRUNNER_STAMPS is on: the stream's number, O(ut) or E(rr),
 # and "+" on a line that continues the one before ("2024-06-11T14:25:33.123456Z 00O+ ").
 _GITLAB_STREAM = r"(?:[0-9a-f]{2}[OE]\+? )?"
 # Python logging's level after its asctime ("%(asctime)s %(levelname)-8s %(message)s", "%(asctime)s
@@ -136,8 +136,10 @@ _LOGGING_LEVEL = (
 # GitHub's stamp.
 _STAMP = rb"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d+Z " + (_CRI_STREAM + _GITLAB_STREAM).encode()
 RUNNER_STAMP = lazy(_STAMP)
-# torchrun's --tee/--log-line-prefix and recent torch print "[rank3]:" before every line of a rank.
-_RANK = lazy(r"\[rank(\d+)\]: ?")
+# torchrun's --tee/--log-line-prefix and recent torch print "[rank3]:" before every line of a rank. A paste
+# can lose the line's first byte, "[" ("rank0]:Traceback (most recent call last):", torchtitan#3065): no
+# other line starts with "rank0]:".
+_RANK = lazy(r"\[?rank(\d+)\]: ?")
 # Ray's log deduplication: the driver prints a line that other workers repeated within its window once
 # more, with how often (ray python/ray/_private/ray_logging/__init__.py, DedupState.formatted:
 # line + " [repeated {count}x across cluster]" + _warn_once(), the first time followed by
@@ -462,11 +464,12 @@ def clean_speaking(
             if m is not None:
                 text = text[m.end():]
                 continue
-        if text.startswith("[rank"):
+        if text.startswith("[rank") or text.startswith("rank"):
             m = _RANK.match(text)
             if m is not None:
                 rank = int(m.group(1))
-                speaker = (speaker or "") + m.group().rstrip()
+                # the lost "[" put back: the rank's other lines name the same speaker
+                speaker = (speaker or "") + ("" if text[:1] == "[" else "[") + m.group().rstrip()
                 text = text[m.end():]
                 continue
         m = _LOGGER_PREFIX.match(text)
@@ -648,6 +651,60 @@ def last_content_line(buf: bytes, first_line: int, last_line: Optional[int] = No
             return pending or number
     looked_at_all = last - _TRAILER_LOOK_BACK + 1 <= first_line
     return pending or (0 if looked_at_all else last - _TRAILER_LOOK_BACK)
+
+
+# A traceback's last lines without its head (``headless_traceback``): the exception line (a class's name that
+# ends like an exception's, indented at most two blanks as a page may leave it), the code and caret lines
+# above it (three blanks or more) and its frames ("File ..., line N, in f"; faulthandler's have no comma).
+_HEADLESS_EXC = lazy(
+    r"^\s{0,2}(?P<exc>(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Failure|Fault)(?::\s.*)?)\s*$"
+)
+_HEADLESS_FRAME = lazy(r'^\s*File "[^"]+", line \d+, in \S')
+_HEADLESS_CODE = lazy(r"^\s{3,}\S")
+
+
+def headless_traceback(
+    buf: bytes, first_line: int, last_line: int, rejoined: bool = False
+) -> Optional[Tuple[int, int, str, str]]:
+    """The traceback a log's last words are when its head is lost: ``(first frame's line, exception's line,
+    exception, excerpt)`` when the last line that says something (``last_line``, ``last_content_line``'s)
+    is an exception line with code lines and at least one frame above it, and no "Traceback (most recent
+    call last):" head above those (a whole traceback is the rules'); else None. A paste that kept the last
+    frames has no head, nor has Ray's log deduplication, which prints each repeated line once. ``rejoined``:
+    ``buf`` is a wrapped window's view, whose empty lines are the rows of a line joined above them."""
+    lines: List[Tuple[int, str, str]] = []  # (number, cleaned, raw) from the exception line up
+    end = len(buf) - 1 if buf.endswith(b"\n") else len(buf)
+    last = first_line + buf.count(b"\n", 0, end)
+    frames = 0
+    for number in range(last, max(first_line, last - _TRAILER_LOOK_BACK + 1) - 1, -1):
+        start = buf.rfind(b"\n", 0, end) + 1
+        raw = buf[start:end]
+        end = start - 1
+        if number > last_line:
+            continue
+        text = clean_line(raw)[0]
+        if rejoined and not raw:
+            continue  # a row of the line joined above it (``attribution_view``)
+        if number == last_line:
+            m = _HEADLESS_EXC.match(text)
+            if m is None:
+                return None
+            exc = m.group("exc")
+        elif _HEADLESS_FRAME.match(text):
+            frames += 1
+        elif not _HEADLESS_CODE.match(text):
+            if frames == 0 or _TRAILER_HEAD.match(text):
+                return None
+            break
+        lines.append((number, text, raw.decode("utf-8", "backslashreplace").rstrip("\r")))
+        if start == 0:
+            break
+    if frames == 0:
+        return None
+    lines.reverse()
+    first = next(n for n, text, _ in lines if _HEADLESS_FRAME.match(text))
+    excerpt = "\n".join(raw for n, _, raw in lines if n >= first)
+    return first, last_line, exc, excerpt
 
 
 # When the kernel logged a line, by the stamp before its words (the line as the log shows it, after

@@ -47,6 +47,7 @@ from .clean import (
     clean_speaking,
     blank_led_run,
     speaker_led_run,
+    headless_traceback,
     last_content_line,
     split_segments,
     strip_controls,
@@ -474,6 +475,8 @@ class _SourceScan:
         self.advisory_rest: Dict[int, bytes] = {}  # continued row -> its line joined (``advisory_rows``)
         self.next_line = 1  # the number of the next window's first line
         self.last_content = 0  # the log's last line that says something (``last_content_line``)
+        # the traceback without its head the log ends in, if any (``headless_traceback``)
+        self.headless: Optional[Tuple[int, int, str, str]] = None
         # The line whose ``\r``-ended states were matched before it ended, and the rules they matched.
         self.early_line = 0
         self.early_rules: Set[int] = set()
@@ -527,8 +530,10 @@ class _SourceScan:
                 # A window that ends its last line has ``next_line - 1`` lines: no need to count them again.
                 # A wrapped window is read as its view (``attribution_view``): a frame the terminal cut is
                 # one indented line again, not a row of words after a cut traceback's head.
-                last = last_content_line(buf if self.view is None else self.view[0], first_line,
-                                         next_line - 1 if buf.endswith(b"\n") else None)
+                text = buf if self.view is None else self.view[0]
+                last = last_content_line(text, first_line, next_line - 1 if buf.endswith(b"\n") else None)
+                if last:
+                    self.headless = headless_traceback(text, first_line, last, rejoined=self.view is not None)
                 if last and self.continued_rows:
                     last = _first_row(buf, first_line, next_line, last, self.continued_rows)
                 self.last_content = last or self.last_content

@@ -82,7 +82,8 @@ class LogScan:
             letters=tracker.letters,
         ))
         self._result = dataclasses.replace(
-            result, last_content=scanner.last_content, ranks_gone_on=scanner.ranks.result()
+            result, last_content=scanner.last_content, ranks_gone_on=scanner.ranks.result(),
+            headless_traceback=scanner.headless,
         )
 
     def result(self) -> LogFindings:

@@ -1092,11 +1092,21 @@ def _errors_at_end(
             ranked[i] = ((Severity.ERROR.rank,) + tuple(key[1:]), finding, shutdown)
 
 
+PYTHON_TRACEBACK_RULE = "python-traceback"
+
+
 def _died_in_traceback(log: LogFindings, catalogue: Catalogue, found: Sequence[Finding]) -> Optional[Finding]:
     """The uncaught exception a log ends in: its last Python traceback, when nothing that says anything
     comes after it (``LogFindings.last_content``), no error of the log already tells a failure, and no
     rule matched the traceback's lines (its grading stands: a DataLoader worker's exit is a warning)."""
     last = log.last_traceback
+    headless = log.headless_traceback
+    if headless is not None and (last is None or last.end_line < headless[0]):
+        # the log ends in frames and an exception line whose head was lost (clean.headless_traceback)
+        rule = next((r for r in catalogue.rules if r.id == PYTHON_TRACEBACK_RULE), None)
+        if rule is not None:
+            first, line, exception, excerpt = headless
+            last = Match(rule, log.path, first, line, exception, excerpt, seq=-1, groups={"exc": exception})
     if last is None:
         return None
     if CUT_SHORT_GROUP in last.groups.values():

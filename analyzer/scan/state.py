@@ -238,6 +238,9 @@ class LogFindings:
     # each rank's last Python traceback (a "[rankN]:" prefix, or a rank group), in line order
     rank_tracebacks: Tuple[Match, ...] = ()
     last_content: int = 0  # the log's last line that says something (clean.last_content_line)
+    # the traceback without its head the log ends in (clean.headless_traceback): first frame's line,
+    # exception's line, exception, excerpt
+    headless_traceback: Optional[Tuple[int, int, str, str]] = None
     # (rank, a traceback's last line) of the ranks that printed on after it (went_on.RankWatch)
     ranks_gone_on: FrozenSet[Tuple[int, int]] = frozenset()
     # (rank, pid) of each row of a launcher's report: torchrun's "rank : N" line, then "exitcode : S (pid: P)"
