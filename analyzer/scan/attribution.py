@@ -291,12 +291,13 @@ class _Section:
 
 
 def _section(lead: bytes) -> _Section:
-    """The section's patterns with ``lead`` (a regex) at each line's start; ``re``'s cache keeps them."""
+    """The section's patterns with ``lead`` (a regex) at each line's start; ``re``'s cache keeps them. A
+    line's trailing blanks (a terminal's padding, a copy from a web page) are no words."""
     head = rb"(?m)^" + lead
     return _Section(*(re.compile(head + tail) for tail in (
-        rb"=+ FAILURES =+\r?$", rb"_{3,} .+ _{3,}\r?$", rb"[^\s:]*\.py:\d+: \S",
-        rb"=+ short test summary info =+\r?$", rb"FAILED (" + _NODE_ID.encode() + rb")",
-        rb"=+ [^=\n]+ =+\r?$")))
+        rb"=+ FAILURES =+[ \t]*\r?$", rb"_{3,} .+ _{3,}[ \t]*\r?$", rb"[^\s:]*\.py:\d+: \S",
+        rb"=+ short test summary info =+[ \t]*\r?$", rb"FAILED (" + _NODE_ID.encode() + rb")",
+        rb"=+ [^=\n]+ =+[ \t]*\r?$")))
 
 
 def _prefix_lead(buf: bytes, start: int, at: int) -> Optional[bytes]:

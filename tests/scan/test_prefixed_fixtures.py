@@ -79,8 +79,6 @@ _RANK_SAID = re.compile(rb"\[rank\d+\]:")
 # tests' crashes lose their test ids and the second folds into the first (attrib18 reads the section behind
 # a collector's prefix; trailing blanks stay open).
 KNOWN_GAPS = {
-    ("pytest/attrib14-tb-line-child-crashes.log", "fatal-python-error"):
-        "--tb=line section behind a prefix or with trailing blanks (attribution._tb_line_owner)",
 }
 
 
