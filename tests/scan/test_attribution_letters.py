@@ -250,6 +250,33 @@ def test_rows_are_found_wherever_a_line_starting_with_one_would_be(engine):
     check()
 
 
+@pytest.mark.parametrize("short_line", [0, 10 ** 9])
+def test_short_lines_find_the_rows_long_lines_do(monkeypatch, short_line):
+    # Without Hyperscan, a window of short lines is skimmed in its bytes' classes (``translate``), a window
+    # of long ones with re's "\n" hint: each way (forced here) finds the rows that trying every line finds.
+    every_line = re.compile(rb"(?m)^" + letters_module._ROW_TEXT)
+    monkeypatch.setattr(letters_module, "_SHORT_LINE", short_line)
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.lists(st.sampled_from(ROW_TOKENS + [b"\nsx", b"\nFa", b"\n.r", b"\nuz", b"\nE"]),
+                    max_size=40).map(b"".join))
+    def check(buf):
+        expected = [(m.start(), m.group()) for m in every_line.finditer(buf)]
+        found = letters_module._rows(buf, False)
+        assert [(start, m.group()) for start, m in found] == expected
+
+    check()
+
+
+def test_a_window_of_short_lines_is_skimmed_in_classes():
+    # 5-byte lines ("ok 1") take the translated skim on their own: its rows are the ones "^" finds.
+    buf = b"ok 1\n" * 40 + b"..F\nsleeping\nsx\n=====\n\x1b[32m.\nFatal\n" + b"ok 2\n" * 40
+    assert buf.count(b"\n") * letters_module._SHORT_LINE > len(buf)
+    starts = list(letters_module._line_starts(buf))
+    expected = [m.start() + 1 for m in re.finditer(rb"\n" + letters_module._FIRST, buf)]
+    assert starts == expected and len(starts) == 4
+
+
 @pytest.mark.parametrize("row", [
     b"2024-01-09T18:41:23.1412660Z ..F", b"tests/test_x.py ..F", b"tests-1  | ..F", b"[rank1]: ..F",
     b"[rank1]:..F",
