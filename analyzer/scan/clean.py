@@ -664,17 +664,20 @@ _HEADLESS_CODE = lazy(r"^\s{3,}\S")
 
 
 def headless_traceback(
-    buf: bytes, first_line: int, last_line: int, rejoined: bool = False
+    buf: bytes, first_line: int, last_line: int, rejoined: bool = False, buf_last: Optional[int] = None
 ) -> Optional[Tuple[int, int, str, str]]:
     """The traceback a log's last words are when its head is lost: ``(first frame's line, exception's line,
     exception, excerpt)`` when the last line that says something (``last_line``, ``last_content_line``'s)
     is an exception line with code lines and at least one frame above it, and no "Traceback (most recent
     call last):" head above those (a whole traceback is the rules'); else None. A paste that kept the last
     frames has no head, nor has Ray's log deduplication, which prints each repeated line once. ``rejoined``:
-    ``buf`` is a wrapped window's view, whose empty lines are the rows of a line joined above them."""
+    ``buf`` is a wrapped window's view, whose empty lines are the rows of a line joined above them.
+    ``buf_last``: the number of ``buf``'s last line when the caller has counted its lines already (the
+    scanner has: counting them again was 0.03 of 0.21 s on 8 MB of short lines), else they are counted
+    here."""
     lines: List[Tuple[int, str, str]] = []  # (number, cleaned, raw) from the exception line up
     end = len(buf) - 1 if buf.endswith(b"\n") else len(buf)
-    last = first_line + buf.count(b"\n", 0, end)
+    last = buf_last if buf_last is not None else first_line + buf.count(b"\n", 0, end)
     frames = 0
     for number in range(last, max(first_line, last - _TRAILER_LOOK_BACK + 1) - 1, -1):
         start = buf.rfind(b"\n", 0, end) + 1

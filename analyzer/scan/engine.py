@@ -531,9 +531,10 @@ class _SourceScan:
                 # A wrapped window is read as its view (``attribution_view``): a frame the terminal cut is
                 # one indented line again, not a row of words after a cut traceback's head.
                 text = buf if self.view is None else self.view[0]
-                last = last_content_line(text, first_line, next_line - 1 if buf.endswith(b"\n") else None)
+                counted = next_line - 1 if buf.endswith(b"\n") else None
+                last = last_content_line(text, first_line, counted)
                 if last:
-                    self.headless = headless_traceback(text, first_line, last, rejoined=self.view is not None)
+                    self.headless = headless_traceback(text, first_line, last, self.view is not None, counted)
                 if last and self.continued_rows:
                     last = _first_row(buf, first_line, next_line, last, self.continued_rows)
                 self.last_content = last or self.last_content
