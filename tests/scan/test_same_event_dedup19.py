@@ -1,0 +1,70 @@
+"""One event, one finding: the leftovers of issue 7, section 3 that dedup19 took.
+
+- A logger's line and the traceback it logged under it are one event however long the traceback runs:
+  vLLM's "Error in chat completion stream generator." and the EngineDeadError its traceback ends in 14
+  lines on (fixtures/quoted/vllm-stream-generator-long-traceback-engine-dead.log, vllm#21466).
+The runs these stand for are measured in /tmp/dedup19 (README.txt).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from analyzer.model import Severity
+from analyzer.rules.loader import load_catalogue
+from analyzer.scan import scan_paths
+from tests.scan.test_engine_helpers import ENGINES
+
+BUILTIN = load_catalogue()
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
+VLLM = FIXTURES / "quoted" / "vllm-stream-generator-long-traceback-engine-dead.log"
+API = "(APIServer pid=104) ERROR 12-17 09:16:13 [async_llm.py:480] "
+DEAD = ("vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. See stack trace (above)"
+        " for the root cause.")
+FRAMES = [
+    '  File "/vllm/v1/engine/async_llm.py", line 439, in output_handler',
+    "    outputs = await engine_core.get_output_async()",
+    "              ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^",
+    '  File "/vllm/v1/engine/core_client.py", line 846, in get_output_async',
+    "    raise self._format_exception(outputs) from None",
+]
+
+
+def _errors(path: Path, engine: str):
+    return [f for f in scan_paths([str(path)], BUILTIN, engine=engine) if f.severity is Severity.ERROR]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_logged_line_and_the_long_traceback_under_it_are_one_event(engine):
+    errors = _errors(VLLM, engine)
+    assert [(f.rule, f.line) for f in errors] == [("vllm-engine-dead", 20)]
+    assert "Error in chat completion stream generator" in errors[0].message
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("between", [0, 3, 12])
+def test_other_processes_lines_inside_the_logged_traceback_do_not_split_it(tmp_path, engine, between):
+    workers = [f"(Worker_TP{n % 4} pid={224 + n}) INFO 12-17 09:16:13 [multiproc_executor.py:599] WorkerProc"
+               " shutting down." for n in range(between)]
+    lines = [API + "AsyncLLM output_handler failed.", API + "Traceback (most recent call last):", *workers,
+             *(API + frame for frame in FRAMES * 2), API + DEAD]
+    log = tmp_path / "api.log"
+    log.write_text("\n".join(lines) + "\n")
+    errors = _errors(log, engine)
+    assert [(f.rule, f.line) for f in errors] == [("vllm-engine-dead", len(lines))]
+    assert "AsyncLLM output_handler failed" in errors[0].message
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_traceback_ending_elsewhere_leaves_a_later_engine_death_its_own(tmp_path, engine):
+    lines = [API + "AsyncLLM output_handler failed.", API + "Traceback (most recent call last):",
+             *(API + frame for frame in FRAMES), API + "ValueError: Unexpected tool call delta",
+             *(f'INFO:     10.0.0.7:5124{n} - "POST /v1/chat/completions HTTP/1.1" 200 OK' for n in range(9)),
+             API + DEAD]
+    log = tmp_path / "api.log"
+    log.write_text("\n".join(lines) + "\n")
+    errors = _errors(log, engine)
+    expected = [("vllm-exception-logged", 1), ("vllm-engine-dead", len(lines))]
+    assert [(f.rule, f.line) for f in errors] == expected
