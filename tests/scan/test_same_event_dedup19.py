@@ -3,6 +3,9 @@
 - A logger's line and the traceback it logged under it are one event however long the traceback runs:
   vLLM's "Error in chat completion stream generator." and the EngineDeadError its traceback ends in 14
   lines on (fixtures/quoted/vllm-stream-generator-long-traceback-engine-dead.log, vllm#21466).
+- gunicorn's halt ("Reason: Worker failed to boot.") names why: the exception of the worker's logged
+  "Exception in worker process" traceback above it, and tells the CI step's exit line after it
+  (fixtures/crash/gunicorn-halted-worker-failed-to-boot.log, gunicorn 27.0.1).
 The runs these stand for are measured in /tmp/dedup19 (README.txt).
 """
 
@@ -19,6 +22,7 @@ from tests.scan.test_engine_helpers import ENGINES
 
 BUILTIN = load_catalogue()
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
+GUNICORN = FIXTURES / "crash" / "gunicorn-halted-worker-failed-to-boot.log"
 VLLM = FIXTURES / "quoted" / "vllm-stream-generator-long-traceback-engine-dead.log"
 API = "(APIServer pid=104) ERROR 12-17 09:16:13 [async_llm.py:480] "
 DEAD = ("vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. See stack trace (above)"
@@ -68,3 +72,21 @@ def test_a_traceback_ending_elsewhere_leaves_a_later_engine_death_its_own(tmp_pa
     errors = _errors(log, engine)
     expected = [("vllm-exception-logged", 1), ("vllm-engine-dead", len(lines))]
     assert [(f.rule, f.line) for f in errors] == expected
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_gunicorns_halt_names_the_exception_its_worker_failed_to_boot_with(engine):
+    errors = _errors(GUNICORN, engine)
+    assert [(f.rule, f.line) for f in errors] == [("gunicorn-halted", 51)]
+    assert "RuntimeError: model weights not found: /models/llama/consolidated.00.pth" in errors[0].message
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_gunicorns_halt_without_a_traceback_says_only_its_reason(tmp_path, engine):
+    log = tmp_path / "gunicorn.log"
+    log.write_text("[2026-12-07 01:41:27 +0000] [28829] [ERROR] Worker (pid:28830) exited with code 3.\n"
+                   "[2026-12-07 01:41:27 +0000] [28829] [ERROR] Shutting down: Master\n"
+                   "[2026-12-07 01:41:27 +0000] [28829] [ERROR] Reason: Worker failed to boot.\n")
+    errors = _errors(log, engine)
+    plain = "gunicorn shut down: Worker failed to boot"
+    assert [(f.rule, f.message) for f in errors] == [("gunicorn-halted", plain)]
