@@ -11,6 +11,10 @@ The runs these stand for are measured in /tmp/dedup19 (README.txt).
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -90,3 +94,25 @@ def test_gunicorns_halt_without_a_traceback_says_only_its_reason(tmp_path, engin
     errors = _errors(log, engine)
     plain = "gunicorn shut down: Worker failed to boot"
     assert [(f.rule, f.message) for f in errors] == [("gunicorn-halted", plain)]
+
+
+GUNICORN_BIN = os.environ.get("GUNICORN_BIN", "/tmp/healthy19/venv/bin/gunicorn")
+
+
+@pytest.mark.skipif(not os.path.exists(GUNICORN_BIN), reason="no gunicorn (GUNICORN_BIN) on this machine")
+def test_under_the_guard_gunicorns_halt_is_the_one_finding(tmp_path):
+    (tmp_path / "bootoom.py").write_text(
+        "def _load():\n    raise OSError(\"[Errno 2] No such file or directory: '/models/bert/model.bin'\")\n"
+        "_load()\n")
+    report = tmp_path / "report.json"
+    root = str(Path(__file__).resolve().parents[2])
+    env = {**os.environ, "PYTHONPATH": root}
+    proc = subprocess.run(
+        [sys.executable, "-m", "analyzer", "run", "--log-dir", str(tmp_path / "logs"), "--json", str(report),
+         "--", GUNICORN_BIN, "-w", "1", "-b", "127.0.0.1:0", "bootoom:app"],
+        cwd=str(tmp_path), env=env, capture_output=True, timeout=120,
+    )
+    assert proc.returncode == 3
+    findings = json.loads(report.read_text())["findings"]
+    assert [f["rule"] for f in findings] == ["gunicorn-halted"]
+    assert "OSError: [Errno 2] No such file or directory" in findings[0]["message"]
