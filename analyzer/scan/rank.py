@@ -567,14 +567,21 @@ def _without_explained_fallbacks(
     events: List[Item], guard: List[Finding], fallbacks: Set[str], severity_of: Mapping[int, Severity]
 ) -> Tuple[List[Item], List[Finding]]:
     """Drop fallback findings (a failed exit status) that another error of their log, or for the guard's
-    (rule ids ``fallbacks``) of any log or the guard, already explains."""
+    (rule ids ``fallbacks``) of any log (its own fallback's too) or the guard, already explains."""
     explained = {
         index for index, _, event, handled, _ in events
         if not handled and not event.match.rule.fallback
         and _event_severity(event, severity_of) is Severity.ERROR
     }
     events = [item for item in events if not (item[2].match.rule.fallback and item[0] in explained)]
-    if explained or any(f.severity is Severity.ERROR and f.rule not in fallbacks for f in guard):
+    # A log's own fallback that stays (gunicorn's halt, which names the traceback) says more of the
+    # command's failure than the guard's exit status does.
+    told_by_log = any(
+        not handled and event.match.rule.fallback and _event_severity(event, severity_of) is Severity.ERROR
+        for _, _, event, handled, _ in events
+    )
+    guard_told = any(f.severity is Severity.ERROR and f.rule not in fallbacks for f in guard)
+    if explained or told_by_log or guard_told:
         guard = [finding for finding in guard if finding.rule not in fallbacks]
     return events, guard
 

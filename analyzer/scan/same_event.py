@@ -103,6 +103,11 @@ MAX_CHAIN_LINKS = 64
 # The separator's words, as the finding says how the later exception came from the earlier one.
 CONTEXT_WORDS = "raised while handling"
 CAUSE_WORDS = "raised from"
+# A logger's line and the traceback it prints (``logger.exception``: the message, then "Traceback" on the
+# next line; other processes' lines may come inside the traceback, as vLLM's TP workers' do, not before it).
+_LOGGED_GAP = 1
+_LOGGED_HEADS = 16  # the latest single-line matches a traceback may be logged after
+MAX_LOGGED = 4096  # a log keeps its first logged tracebacks, as its first chains
 
 
 @dataclasses.dataclass(frozen=True)
@@ -127,6 +132,8 @@ class LogFindingsWithChains(LogFindings):
     """A log's findings and the chained tracebacks it printed (``ChainReader``)."""
 
     chains: Tuple[Chain, ...] = ()
+    # (a logged line's first line, the last line of the traceback logged with it, its rank prefix)
+    logged: Tuple[Tuple[int, int, Optional[int]], ...] = ()
 
 
 class ChainReader:
@@ -139,16 +146,33 @@ class ChainReader:
         self._traceback: Optional[Match] = None  # the latest traceback, while a separator may follow it
         self._separator: Optional[Match] = None  # the separator after it, while its next part may come
         self._growing: Optional[Chain] = None  # the chain that the latest traceback ends
+        self.logged: List[Tuple[int, int, Optional[int]]] = []
+        self._heads: List[Match] = []  # the latest single-line matches, a traceback may be logged after one
 
     def feed(self, match: Match) -> None:
         """Take the log's next match (any rule; line order)."""
         marker = match.rule.marker
         if marker == TRACEBACK_MARKER:
             self._part(match)
+            self._logged(match)
         elif marker == CHAIN_MARKER:
             tb = self._traceback
             near = tb is not None and tb.rank == match.rank and 0 < match.line - tb.end_line <= _MESSAGE_LINES
             self._separator = match if near else None
+        if not match.rule.is_block and marker is None:
+            self._heads.append(match)
+            if len(self._heads) > _LOGGED_HEADS:
+                del self._heads[0]
+
+    def _logged(self, traceback: Match) -> None:
+        """Keep a traceback that a matched line logged (its line, then "Traceback" on the next): what the
+        traceback ends in is that line's event however long the traceback runs."""
+        head = next((
+            head for head in reversed(self._heads)
+            if head.rank == traceback.rank and 0 < traceback.line - head.end_line <= _LOGGED_GAP
+        ), None)
+        if head is not None and len(self.logged) < MAX_LOGGED:
+            self.logged.append((head.line, traceback.end_line, traceback.rank))
 
     def _part(self, traceback: Match) -> None:
         previous, separator = self._traceback, self._separator
@@ -175,10 +199,10 @@ class ChainReader:
 
     def findings(self, result: LogFindings) -> LogFindings:
         """``result`` with the chains read (unchanged when there are none)."""
-        if not self.chains:
+        if not self.chains and not self.logged:
             return result
         fields = {f.name: getattr(result, f.name) for f in dataclasses.fields(result)}
-        return LogFindingsWithChains(**fields, chains=tuple(self.chains))
+        return LogFindingsWithChains(**fields, chains=tuple(self.chains), logged=tuple(self.logged))
 
 
 class Chained:
@@ -310,7 +334,8 @@ def _chained(
         grown = False
         for entry in list(waiting):
             other, lines = entry
-            if not any(_same_event(anchor, other, lines) for anchor in anchors):
+            if not any(_same_event(anchor, other, lines) or _logged_with(anchor, other)
+                       for anchor in anchors):
                 continue
             if not _same_event(item, other, _ANY_DISTANCE):
                 continue
@@ -319,6 +344,18 @@ def _chained(
             anchors.append(other)
             grown = True
     return chain  # in the order found: the rule's own names first, as it lists them
+
+
+def _logged_with(teller: Item, other: Item) -> bool:
+    """Whether ``other`` is a logged line and ``teller`` the exception that the traceback logged with it
+    ends in (``ChainReader._logged``): "AsyncLLM output_handler failed." and, however many frames below,
+    the "EngineDeadError" its traceback ends in. As with a worker's report (``_ended_by``), the exception
+    tells the line; a line never tells what a traceback printed after it ends in."""
+    line, inner = other[2].match.line, teller[2].match
+    return teller[0] == other[0] and any(
+        start == line and rank == inner.rank and inner.line == end
+        for start, end, rank in getattr(other[1], "logged", ())
+    )
 
 
 def told_with_a_stack(event: LogEvent, again: Sequence[LogEvent]) -> Optional[LogEvent]:
