@@ -81,6 +81,7 @@ import json
 from typing import Callable, FrozenSet, List, Optional, Tuple
 
 from ..lazy_re import lazy
+from ..rules.model import CUT_SHORT_GROUP
 
 # CSI (colours, cursor moves), the control strings terminated by BEL or ST (OSC's hyperlinks and titles;
 # APC, which Buildkite's agent writes before every line as its timestamp, "\x1b_bk;t=1704825683123\x07":
@@ -661,6 +662,12 @@ _HEADLESS_EXC = lazy(
 )
 _HEADLESS_FRAME = lazy(r'^\s*File "[^"]+", line \d+, in \S')
 _HEADLESS_CODE = lazy(r"^\s{3,}\S")
+# vLLM logs a caught exception's traceback with logger.exception, each line behind its prefix at ERROR
+# ("(VllmWorker rank=0 pid=1) ERROR 04-30 16:21:27 [multiproc_executor.py:380] "), which the cleaner cuts,
+# level and all. A paste of such frames that stops before the exception line still says error: the level
+# (searched in the raw line: a runner's stamp or docker compose's "service  | " may come first).
+_ERROR_LOGGED = lazy(rb"(?:^|[\s)|])ERROR \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \[?[\w./-]+:\d+\] ")
+_CUT_AT_ERROR_FRAMES = 2  # frames logged at ERROR before the cut: one is a line, two are a stack
 
 
 def headless_traceback(
@@ -678,7 +685,7 @@ def headless_traceback(
     lines: List[Tuple[int, str, str]] = []  # (number, cleaned, raw) from the exception line up
     end = len(buf) - 1 if buf.endswith(b"\n") else len(buf)
     last = buf_last if buf_last is not None else first_line + buf.count(b"\n", 0, end)
-    frames = 0
+    frames, cut = 0, False
     for number in range(last, max(first_line, last - _TRAILER_LOOK_BACK + 1) - 1, -1):
         start = buf.rfind(b"\n", 0, end) + 1
         raw = buf[start:end]
@@ -690,9 +697,17 @@ def headless_traceback(
             continue  # a row of the line joined above it (``attribution_view``)
         if number == last_line:
             m = _HEADLESS_EXC.match(text)
-            if m is None:
+            if m is not None:
+                exc = m.group("exc")
+            elif not (_HEADLESS_FRAME.match(text) or _HEADLESS_CODE.match(text)):
                 return None
-            exc = m.group("exc")
+            elif not _ERROR_LOGGED.search(raw):
+                return None
+            else:
+                exc, cut = CUT_SHORT_GROUP, True  # frames logged at ERROR, the paste cut before the exception
+                frames += 1 if _HEADLESS_FRAME.match(text) else 0
+        elif cut and not _ERROR_LOGGED.search(raw):
+            break  # the cut traceback is the run of lines the logger wrote at ERROR
         elif _HEADLESS_FRAME.match(text):
             frames += 1
         elif not _HEADLESS_CODE.match(text):
@@ -702,7 +717,7 @@ def headless_traceback(
         lines.append((number, text, raw.decode("utf-8", "backslashreplace").rstrip("\r")))
         if start == 0:
             break
-    if frames == 0:
+    if frames < (_CUT_AT_ERROR_FRAMES if cut else 1):
         return None
     lines.reverse()
     first = next(n for n, text, _ in lines if _HEADLESS_FRAME.match(text))

@@ -1108,15 +1108,18 @@ def _died_in_traceback(log: LogFindings, catalogue: Catalogue, found: Sequence[F
     rule matched the traceback's lines (its grading stands: a DataLoader worker's exit is a warning)."""
     last = log.last_traceback
     headless = log.headless_traceback
+    cut_headless = False
     if headless is not None and (last is None or last.end_line < headless[0]):
         # the log ends in frames and an exception line whose head was lost (clean.headless_traceback)
         rule = next((r for r in catalogue.rules if r.id == PYTHON_TRACEBACK_RULE), None)
         if rule is not None:
             first, line, exception, excerpt = headless
             last = Match(rule, log.path, first, line, exception, excerpt, seq=-1, groups={"exc": exception})
+            # frames logged at ERROR and cut before their exception line: they are the log's last words
+            cut_headless = exception == CUT_SHORT_GROUP
     if last is None:
         return None
-    if CUT_SHORT_GROUP in last.groups.values():
+    if CUT_SHORT_GROUP in last.groups.values() and not cut_headless:
         # cut before its exception line: the end of the log when nothing after its head says anything
         if log.last_content >= last.line:
             return None
