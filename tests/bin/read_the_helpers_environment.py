@@ -33,6 +33,10 @@ def look() -> None:
         for name in os.listdir("/proc"):
             if not name.isdigit() or int(name) in SKIP or name in seen:
                 continue
+            # Its command line before its environment: a fork of the guard that execs a helper between the
+            # two reads showed the guard's environment beside the helper's command line (the test tells
+            # the guard's forks by their command line), never so in this order.
+            line = command_line(name)
             try:
                 with open(f"/proc/{name}/environ", "rb") as handle:
                     entries = handle.read().split(b"\0")
@@ -42,8 +46,8 @@ def look() -> None:
                 key, _, value = entry.partition(b"=")
                 if key == b"GITHUB_OUTPUT" and value.decode(errors="replace") != OWN:
                     seen.add(name)
-                    print(f"read GITHUB_OUTPUT={value.decode(errors='replace')} from pid {name}: "
-                          f"{command_line(name)}", flush=True)
+                    print(f"read GITHUB_OUTPUT={value.decode(errors='replace')} from pid {name}: {line}",
+                          flush=True)
         time.sleep(0.002)
 
 
