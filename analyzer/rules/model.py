@@ -135,6 +135,11 @@ class Catalogue:
     guard_rules: Tuple[Rule, ...] = ()
     match_budget_s: float = DEFAULT_MATCH_BUDGET_S
 
+    def scan_rule(self, rule_id: str) -> Optional[Rule]:
+        """The scanning rule ``rule_id`` in force, or ``None`` when the user ignores it or a catalogue
+        built by hand lacks it."""
+        return next((rule for rule in self.rules if rule.id == rule_id), None)
+
     def guard_rule(self, rule_id: str) -> Rule:
         """The ``guard: true`` rule ``rule_id`` as configured; ``KeyError`` when the catalogue lacks it.
 

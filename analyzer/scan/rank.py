@@ -1111,7 +1111,7 @@ def _died_in_traceback(log: LogFindings, catalogue: Catalogue, found: Sequence[F
     cut_headless = False
     if headless is not None and (last is None or last.end_line < headless[0]):
         # the log ends in frames and an exception line whose head was lost (clean.headless_traceback)
-        rule = next((r for r in catalogue.rules if r.id == PYTHON_TRACEBACK_RULE), None)
+        rule = catalogue.scan_rule(PYTHON_TRACEBACK_RULE)
         if rule is not None:
             first, line, exception, excerpt = headless
             last = Match(rule, log.path, first, line, exception, excerpt, seq=-1, groups={"exc": exception})

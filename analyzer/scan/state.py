@@ -405,7 +405,7 @@ class LogState:
         # writes a report only for a test that failed, so a run cut before its summary and verdict (a job
         # killed, a log cut) names its failures by them (``_headers_failed``).
         self.reported: Dict[str, Match] = {}
-        self.outcome_rule = next((r for r in catalogue.rules if r.id == PYTEST_OUTCOME_RULE), None)
+        self.outcome_rule = catalogue.scan_rule(PYTEST_OUTCOME_RULE)
         # Context from markers: the latest one's kind ("header", "uheader", "reset", "verdict"), line
         # and test (a header's); the verdict in force; inner runs' depth and the outer test's context.
         self.ctx_kind = "reset"

@@ -260,6 +260,15 @@ def test_guard_rules_are_regraded_and_ignored_by_the_same_policy(tmp_path):
     assert not any(rule.guard for rule in result.rules)
 
 
+def test_a_scanning_rule_is_looked_up_as_configured_and_is_absent_once_ignored(tmp_path):
+    config = write(tmp_path, "severity: {pytest-timeout: warning}\nignore: {rules: [pytest-test-outcome]}\n")
+    result = apply_config(builtin_rules(), load_config(config))
+    assert result.scan_rule("pytest-timeout").severity is Severity.WARNING
+    assert result.scan_rule("python-traceback").severity is None  # a marker: makes no finding itself
+    assert result.scan_rule("pytest-test-outcome") is None
+    assert result.scan_rule("guard-cancelled") is None  # made by the guard, never by a scan
+
+
 def test_a_user_rule_cannot_claim_to_be_made_by_the_guard(builtin, tmp_path):
     message = config_error(
         builtin,
