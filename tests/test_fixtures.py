@@ -108,6 +108,7 @@ MAX_FIXTURE_BYTES = 256 * 1024  # a healthy suite kept whole (negative/*-suite.l
 # recall34: 3 kB for a vLLM worker traceback logged at ERROR, cut before its exception line; NCCL's NET id
 # lead39: 6 kB for paddle's signal handler: a native segfault, a terminated worker (real runs), rccl#429
 # recall35: 4 kB for JAX's mixed-case XLA status behind IPython's filtered trace and its healthy twin
+# healthy20: 82 kB for tornado's and anyio's process tests (green) and three twins (segv, hang, atexit)
 MAX_CORPUS_BYTES = (7 * 512 * 1024 + 100_000 + 16 * 1024 + 283_000 + 93_000 + 6_000 + 3_000 + 11_000 + 11_000
                     + 4_000 + 7_000 + 3_000 + 2_000 + 2_000 + 1_000 + 14_000 + 50_000 + 6_000 + 6_000
                     + 37_000 + 14_000 + 6_000 + 59_000 + 4_000 + 17_000 + 3_000 + 17_000
@@ -116,7 +117,8 @@ MAX_CORPUS_BYTES = (7 * 512 * 1024 + 100_000 + 16 * 1024 + 283_000 + 93_000 + 6_
                     + 18_000 + 15_000 + 97_000 + 17_000 + 12_000 + 13_000 + 13_000 + 20_000
                     + 16_000 + 4_000 + 9_000 + 65_000 + 6_000 + 21_000 + 8_000 + 19_000 + 10_000
                     + 13_000 + 12_000 + 115_000 + 17_000 + 6_000 + 8_000 + 79_000 + 17_000
-                    + 8_000 + 8_000 + 75_000 + 7_000 + 8_000 + 11_000 + 3_000 + 3_000 + 6_000 + 4_000)
+                    + 8_000 + 8_000 + 75_000 + 7_000 + 8_000 + 11_000 + 3_000 + 3_000 + 6_000 + 4_000
+                    + 82_000)
 
 
 def _engines() -> List[str]:
