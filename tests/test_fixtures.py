@@ -106,6 +106,7 @@ MAX_FIXTURE_BYTES = 256 * 1024  # a healthy suite kept whole (negative/*-suite.l
 # recall32: 11 kB for NCCL IB fatal, Legate, HCCL, oneCCL check, a device loss table, traceback tails
 # dedup19: 3 kB for vLLM's stream generator line and the long traceback it logged (vllm#21466)
 # recall34: 3 kB for a vLLM worker traceback logged at ERROR, cut before its exception line; NCCL's NET id
+# recall36: 3 kB for a KeyError whose message is a tensor's rows, and its handled twin (real torch runs)
 MAX_CORPUS_BYTES = (7 * 512 * 1024 + 100_000 + 16 * 1024 + 283_000 + 93_000 + 6_000 + 3_000 + 11_000 + 11_000
                     + 4_000 + 7_000 + 3_000 + 2_000 + 2_000 + 1_000 + 14_000 + 50_000 + 6_000 + 6_000
                     + 37_000 + 14_000 + 6_000 + 59_000 + 4_000 + 17_000 + 3_000 + 17_000
@@ -114,7 +115,7 @@ MAX_CORPUS_BYTES = (7 * 512 * 1024 + 100_000 + 16 * 1024 + 283_000 + 93_000 + 6_
                     + 18_000 + 15_000 + 97_000 + 17_000 + 12_000 + 13_000 + 13_000 + 20_000
                     + 16_000 + 4_000 + 9_000 + 65_000 + 6_000 + 21_000 + 8_000 + 19_000 + 10_000
                     + 13_000 + 12_000 + 115_000 + 17_000 + 6_000 + 8_000 + 79_000 + 17_000
-                    + 8_000 + 8_000 + 75_000 + 7_000 + 8_000 + 11_000 + 3_000 + 3_000)
+                    + 8_000 + 8_000 + 75_000 + 7_000 + 8_000 + 11_000 + 3_000 + 3_000 + 3_000)
 
 
 def _engines() -> List[str]:
