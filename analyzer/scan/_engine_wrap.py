@@ -90,6 +90,10 @@ _GOES_ON = lazy(rb"[a-z]\w*(?![\w:])|[a-z]\w*::|[)\]},;:=_-](?:[\w ]|$)|\.(?:[a-
 # pytest's short test summary cuts a long "FAILED test - message" to the terminal's width and ends it with
 # "..." (_pytest/terminal.py, _get_line_with_reprcrash_message): a whole line, however wide.
 _SUMMARY_CUT = lazy(rb"(?:FAILED|ERROR|XFAIL|XPASS|SKIPPED) \S.*\.\.\.$")
+# The rest of a caret line (CPython 3.11+ marks a frame's expression with "^^^^" or "~~~^^^") whose indent a
+# terminal cut: a logger's prefix makes the line long ("(Worker pid=1) ERROR ... [multiproc_executor.py:857]
+#  " + 31 blanks + "^^^^"), and the row before ends in the blanks of that indent, as a padded row does.
+_CARET_REST = lazy(rb" +[~^]+ *\r?$")
 Piece = Tuple[int, int]  # a row of the window: its start and end offsets (no line ending)
 # Whether one of the lines, each joined again across its cuts, says what none of its rows says alone:
 # [(joined, rows), ...].
@@ -160,9 +164,19 @@ def _breaks_inside(row: bytes, after: bytes) -> bool:
         return after[1:2] not in (b"", b" ", b"\t")
     if row[-1] == 96 and row.count(b"`") % 2:
         return True  # a backtick that opens a span: "Assertion `" / "x < n` failed."
+    if after[0] == 47 and row[-1] in _WORD and _path_left_open(row):
+        return True  # a path cut before a separator: 'File "/env/lib' / '/python3.12/site.py", line 1'
     if row.endswith(b"::") and after[0] in _WORD:
         return True  # a scope's separator, never a line's end: "test_x.py::" / "TestCase", "c10d::" / "Store"
     return row[-1] in _WORD and after[0] in _WORD or row[-1] in _OPEN or after[0] in _CLOSE
+
+
+def _path_left_open(row: bytes) -> bool:
+    """Whether ``row`` ends inside a path that a quote or a parenthesis opened and did not close ('File
+    "/env/lib', "(Triggered internally at /pytorch/torch/csrc/utils"): a program ends no line there, so a
+    row after it that starts with "/" is the path's rest, not a path of its own."""
+    last = row[row.rfind(b" ") + 1:]
+    return b"/" in last and (row.count(b'"') % 2 == 1 or row.count(b"(") > row.count(b")"))
 
 
 def _goes_on(row: bytes, after: bytes, trimmed: bool) -> bool:
@@ -180,6 +194,8 @@ def _goes_on(row: bytes, after: bytes, trimmed: bool) -> bool:
         return False  # unittest's line of a test or fixture: "setUpClass (mod.C) ... ERROR"
     if row.endswith(b"::") or row[-1] == 96 and row.count(b"`") % 2:
         return True  # a scope or a quoted span left open: "Reporter::" / "Base::", "Assertion `" / "srcIndex"
+    if after[:1] == b"/" and row[-1] in _WORD and _path_left_open(row):
+        return True  # a quoted or bracketed path goes on: "at /torch/csrc/utils" / "/tensor_numpy.cpp"
     if row[-1:].isupper() and row[-2:-1] in (b" ", b"_") and after[:1].isupper():
         return True  # a capital alone ends no line: "closing signal S" / "IGTERM", "CUBLAS_S" / "TATUS_..."
     return _GOES_ON.match(after) is not None
@@ -321,6 +337,9 @@ def _safe_end(buf: bytes, width: int) -> int:
     end = len(buf)
     if not buf.endswith(b"\n"):  # the source's last window
         return end
+    last = buf.rfind(b"\n", 0, end - 1) + 1
+    if buf.endswith(b"  \n") and _columns(_row(buf[last:end - 1])) == width:
+        end = last  # blanks at the last column: a caret line's indent may go on (``_CARET_REST``)
     while end > 0:
         start = buf.rfind(b"\n", 0, end - 1) + 1
         if continues(_row(buf[start:end - 1]), width) is None:
@@ -357,6 +376,8 @@ def logical_lines(buf: bytes, width: int) -> List[Tuple[int, List[Piece], bytes]
         row_end = end - 1 if end > pos and buf[end - 1] == 13 else end
         row = buf[pos:row_end]
         cut = continues(row, width)
+        if cut is None and row.endswith(b"  ") and _indent_cut_before_carets(buf, end, row, width):
+            cut = b""
         if run and not (not row.strip() or b"\r" in row or _starts_a_record(row, parts[-2])):
             run.append((pos, row_end))
             parts.append(row)
@@ -374,6 +395,15 @@ def logical_lines(buf: bytes, width: int) -> List[Tuple[int, List[Piece], bytes]
     if len(run) > 1:
         _add_run(found, run, parts[:-1])
     return found
+
+
+def _indent_cut_before_carets(buf: bytes, end: int, row: bytes, width: int) -> bool:
+    """Whether ``row``, ``width`` columns ending in blanks (as a padded row does), is a caret line's first
+    row, cut in its indent: the row after it (from ``buf[end]``, the row's newline) is ``_CARET_REST``."""
+    if _columns(row) != width or end >= len(buf):
+        return False
+    nl = buf.find(b"\n", end + 1)
+    return _CARET_REST.match(buf, end + 1, len(buf) if nl == -1 else nl) is not None
 
 
 def _add_run(found: List[Tuple[int, List[Piece], bytes]], run: List[Piece], parts: List[bytes]) -> None:

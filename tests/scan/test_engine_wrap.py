@@ -180,11 +180,13 @@ def test_a_real_failure_cut_by_a_terminal_keeps_its_findings(width):
     # 19 and 11). A traceback cut at the log's end (quoted/verl-stamped-traceback-cut-before-exception)
     # keeps traceback-ends-log: its frames' cut rows are read as the frame they belong to (wrap16: it was
     # lost at 80 and 120 columns, and stop 37 allowed one more).
+    # wrap17: a quoted path cut before its "/", a caret line cut in its indent and a first row's match read
+    # on the whole line: frames vLLM logged at ERROR (quoted/traceback-cut-at-error-vllm-worker-pynccl, a
+    # known gap of recall34's) keep traceback-ends-log, and 11 lost at 80 columns fell to 8, 7 at 120 to 6
+    # (a padded copy folded again, a block's start cut inside its capture, findings that a rank's or a
+    # launcher's state gives: the list is in the lead's report of wrap17).
     assert checked >= 100
-    # Known gap (recall34): frames vLLM logged at ERROR and cut before their exception line lose
-    # traceback-ends-log when folded: the folded rows are not read back as the logger's lines yet.
-    known = {"traceback-cut-at-error-vllm-worker-pynccl.log"}
-    assert len(set(lost) - known) <= checked // 100, lost
+    assert len(lost) <= {80: 8, 120: 6}[width], lost
 
 
 @pytest.mark.parametrize("width", [80, 120])
@@ -218,9 +220,11 @@ def test_a_healthy_run_cut_by_a_terminal_keeps_its_tests():
     # The rest of an INFO or warning line a terminal cut is that line's: negative/nccl-info-dlvsym-optional-
     # symbols ("NCCL INFO dlvsym failed ... undefined symbol" cut before "undefined symbol") and torchvision's
     # UserWarning alarmed at 80 and 120 columns, their rows alone read as shared-library-load-failed (wrap16:
-    # 8 of 376 copies alarmed before, 4 after; stop 37 allowed one more).
+    # 8 of 376 copies alarmed before, 4 after; stop 37 allowed one more). wrap17: a quiet pytester run cut
+    # before its "-q" is still quiet (4 before, 2 after: a grep for "CUDA error: |Killed" and a commit subject
+    # quoting a CUDA error, cut at 80 columns, whose rests alone read as CUDA errors).
     assert copies >= 60
-    assert len(alarming) <= copies // 50, alarming
+    assert len(alarming) <= 2, alarming
 
 
 # Cuts a terminal makes that no program's line ending looks like, each in a real window's shape: CTest's
@@ -298,3 +302,80 @@ def test_a_frame_a_terminal_cut_is_still_a_frame_of_the_traceback_the_log_ends_i
     cut = fold(body(path), width)
     assert wrap_width(cut[:SAMPLE_BYTES]) == width
     assert "traceback-ends-log" in failing(cut, engine)
+
+
+# A path a quote or a parenthesis opened, cut by a terminal right before one of its "/" (wrap17): the
+# frame vLLM logged at ERROR (quoted/traceback-cut-at-error-vllm-worker-pynccl, at 120 columns) and torch's
+# NumPy warning (torch/popen-ranks-raise-peer-closed, at 80). No program ends a line inside a quoted path.
+VLLM_FRAME = (
+    b'(Worker pid=1541060) ERROR 04-14 13:46:59 [multiproc_executor.py:857]   File "/home/ubuntu/minicond'
+    b'a3/envs/vllm-0.19/lib/python3.12/site-packages/vllm/distributed/parallel_state.py", line 1157, in '
+    b"init_model_parallel_group"
+)
+TORCH_WARNING = (
+    b"/work/venv/lib/python3.11/site-packages/torch/_subclasses/functional_tensor.py:368: UserWarning: Failed"
+    b" to initialize NumPy: No module named 'numpy' (Triggered internally at /__w/pytorch/pytorch/torch/csrc"
+    b"/utils/tensor_numpy.cpp:84.)"
+)
+
+
+@pytest.mark.parametrize("line, at", [(VLLM_FRAME, b"/python3.12/"), (TORCH_WARNING, b"/utils/tensor")])
+def test_a_path_cut_before_its_slash_is_a_terminals_cut(line, at):
+    from analyzer.scan._engine_wrap import _cut_in_a_word, _goes_on
+
+    row, after = line[:line.index(at)], line[line.index(at):]
+    assert _cut_in_a_word(row, after) and _goes_on(row, after, False)
+    # A path a line starts with, after a line that closed its own, is a line of its own.
+    assert not _cut_in_a_word(b'File "/env/lib/x.py", line 3 in /env/lib', b"/usr/bin/python3: error")
+
+
+def test_a_caret_line_cut_in_its_indent_is_joined_again():
+    # vLLM's caret line under its ERROR prefix, cut at 80 columns inside the blanks before the carets:
+    # the row ends in blanks as a padded row does, but the row after is the carets' rest.
+    caret = b"(Worker pid=1541060) ERROR 04-14 13:46:59 [multiproc_executor.py:857]" + b" " * 32 + b"^" * 16
+    buf = fold(caret + b"\nnext\n", 80)
+    rows = buf.split(b"\n")
+    assert len(rows[0]) == 80 and rows[0].endswith(b"  ")
+    assert [text for _start, _rows, text in logical_lines(buf, 80)] == [caret]
+    # A padded row before anything else stays a whole line.
+    assert logical_lines(rows[0] + b"\nnext\n", 80) == []
+
+
+@pytest.mark.parametrize("width", [80, 120])
+@pytest.mark.parametrize("engine", ENGINES)
+def test_frames_logged_at_error_and_cut_by_a_terminal_still_end_the_log_in_a_traceback(width, engine):
+    path = os.path.join(ROOT, "fixtures", "quoted", "traceback-cut-at-error-vllm-worker-pynccl.log")
+    cut = fold(body(path), width)
+    assert wrap_width(cut[:SAMPLE_BYTES]) == width
+    assert "traceback-ends-log" in failing(cut, engine)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_match_on_the_first_row_of_a_cut_line_reads_the_whole_line(engine):
+    # pytest's summary line cut at 80 columns inside the node id (pytest/healthy17-pytest-terminal-collect-
+    # broken): the first row alone reads "FAILED testing/test_terminal_broken.py::TestGeneric", a test that
+    # does not exist; the join names the test that failed, once, at the first row.
+    path = os.path.join(ROOT, "fixtures", "pytest", "healthy17-pytest-terminal-collect-broken.log")
+    tail = b"\n".join(body(path).split(b"\n")[-13:])  # from the inner run's unmatched lines to the end
+    assert tail.startswith(b"2024-01-09T18:41:23.3782760Z E           and: 'ERROR test_collect_fail.py'")
+    data = fold(tail, 80)
+    assert wrap_width(data) == 80
+    source = Source("log", lambda: io.BytesIO(data), may_be_wrapped=True)
+    found = [(f.line, f.message) for f in scan_sources([source], REAL, engine=engine)
+             if f.rule == "pytest-test-outcome"]
+    node = "testing/test_terminal_broken.py::TestGenericReporting::test_collect_fail"
+    assert found == [(line, f"{node}[{how}] failed") for line, how in
+                     [(11, "default"), (13, "verbose"), (15, "quiet")]]
+
+
+@pytest.mark.parametrize("width", [80, 120])
+@pytest.mark.parametrize("engine", ENGINES)
+def test_pytesters_quiet_run_cut_by_a_terminal_is_still_quiet(width, engine):
+    # negative/pytest-assertrewrite-quiet-runs-s: pytester's "running: .../python -mpytest --basetemp=..."
+    # is cut before its "-q"; read on its first row alone the run was not quiet, and the inner run's
+    # "FAILED test_edited.py::test_bbb - assert None" read as the outer run's failure.
+    path = os.path.join(ROOT, "fixtures", "negative", "pytest-assertrewrite-quiet-runs-s.log")
+    cut = fold(body(path), width)
+    assert wrap_width(cut[:SAMPLE_BYTES]) == width
+    assert failing(cut, engine) == set()
+
