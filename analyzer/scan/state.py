@@ -596,6 +596,10 @@ class LogState:
                 if self.ctx_test and self.section in FAILING_SECTIONS \
                         and len(self.reported) < MAX_FAILED_TESTS:
                     self.reported[self.ctx_test] = match
+                    if self.want_id is not None and "::" not in self.ctx_test:
+                        # Its node id is looked for from here on, not only once the log ended in its
+                        # report (``_headers_failed``): by then the lines after it may be windows gone.
+                        self.want_id(self.ctx_test, match.line)
         elif marker == REPORT_REASON_MARKER:
             self._report_line(match)
         elif marker == SECTION_MARKER:

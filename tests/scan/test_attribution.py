@@ -439,6 +439,14 @@ TEST_LOGS = st.lists(st.sampled_from(LINES), max_size=40).map(lambda lines: "".j
         "[gw1] [ 30%] PASSED tests/test_b.py::test_three[p-1]\nFAIL: test_x (m.T)\n",
     size=7,
 )
+# Found by hypothesis: a log ending in a FAILURES section named its header's test by the node id after it
+# only when that id was in the log's last window (it was looked for once the log had ended).
+@example(
+    log="=================================== FAILURES ===================================\n"
+        "_________________________________ test_two _________________________________\n"
+        "FAILED tests/test_a.py::test_two - assert False\ntests/test_a.py::test_one \n",
+    size=7,
+)
 def test_random_test_logs_attribute_the_same_in_any_window_and_on_both_engines(log, size):
     expected = scan({"job.log": log}, engine="python")
     for engine in ENGINES:
