@@ -77,6 +77,17 @@ _PROGRESS_WORDS = (b".py::", b"[gw", b"] test", b" ...")
 # code line that ends in ")" (the docstring needle), where cleaning and parsing it cost microseconds.
 _MAY_PARSE = lazy(b"|".join(b"[*_]*".join(re.escape(word[i:i + 1]) for i in range(len(word)))
                             for word in _PROGRESS_WORDS + (b" (",)))
+_MAY_PARSE_WORDS = _PROGRESS_WORDS + (b" (",)
+
+
+def _may_parse_within(buf: bytes, start: int, end: int) -> bool:
+    """Whether ``_MAY_PARSE`` matches within ``buf[start:end]``, for a span of many lines: the words hold
+    no ``*`` or ``_``, so the span without those bytes holds a word exactly where the pattern matches.
+    Its alternation tries each branch at every blank and dot, where a deletion and five substring
+    searches read each byte once (on 33 MB of logged tracebacks' frames: 0.23 s, this 0.15 s); on one
+    line the pattern is cheaper."""
+    text = buf[start:end].translate(None, b"*_")
+    return any(word in text for word in _MAY_PARSE_WORDS)
 
 # unittest's class and module fixtures: when one fails, unittest reports it as a test of that name
 # ("setUpClass (mod.Class) ... ERROR", "ERROR: setUpModule (mod)") that "Ran N tests" does not count.
@@ -714,7 +725,7 @@ class TestTracker:
         if self._buf is not buf or self._here is not None or self._watch is not None:
             return False
         if end > self._to:
-            if _MAY_PARSE.search(buf, self._to, end) is not None:
+            if _may_parse_within(buf, self._to, end):
                 return False
             self._to = end
         return True

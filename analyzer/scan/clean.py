@@ -511,6 +511,13 @@ def clean_speaking(
 _BLANK_LED_LINES = lazy(
     rb"(?:(?:" + _STAMP + rb")? (?!      > )(?! *[0-9\x80-\xff])[^\r\n]{0,%d}\n)+" % 4000
 )
+# The same test at line starts alone (``blank_led_run``): ``_BLANK_LED_LINES`` reads every byte of the run
+# through its class, a tenth of a scan of logged tracebacks; "\n" then the head of a line that is no such
+# line is found by ``re``'s fast search for its literal "\n", and "\r" and long lines by ``bytes.find``.
+_BLANK_LED_HEAD = rb"(?:" + _STAMP + rb")? (?!      > )(?! *[0-9\x80-\xff])"
+_BLANK_LED_START = lazy(_BLANK_LED_HEAD)
+_UNBLANK_LED_NEXT = lazy(rb"\n(?!" + _BLANK_LED_HEAD + rb")")
+_BLANK_LED_LONG = 4000  # a line's bytes after its head, at most (``_BLANK_LED_LINES``)
 _BAR_MARKS = (b"%|", b"it [")  # what ``split_segments`` looks for before it cuts a bar
 
 
@@ -544,10 +551,26 @@ def blank_led_run(buf: bytes, pos: int, limit: int) -> int:
     that each clean to blank-led text (see ``_BLANK_LED_LINES``; lines of at most about 4,000 bytes);
     ``pos`` when the line there is not one. A shorter run than the longest is no error: its caller
     reads the lines after it as usual."""
-    m = _BLANK_LED_LINES.match(buf, pos, limit)
-    if m is None:
+    if _BLANK_LED_START.match(buf, pos, limit) is None:
         return pos
-    return _unbarred(buf, pos, m.end())
+    end = buf.rfind(b"\n", pos, limit) + 1  # the run's lines end within ``limit``
+    unblank = _UNBLANK_LED_NEXT.search(buf, pos, end)
+    if unblank is not None:
+        end = unblank.end()
+    cr = buf.find(b"\r", pos, end)
+    if cr != -1:
+        end = buf.rfind(b"\n", pos, cr) + 1
+    # A line that may run past ``_BLANK_LED_LONG`` bytes (measured without its head, so a line a little
+    # longer may still count) is read by ``_BLANK_LED_LINES`` from there: the lines before it are the run's.
+    at = pos
+    while end - at > _BLANK_LED_LONG:
+        nl = buf.rfind(b"\n", at, at + _BLANK_LED_LONG + 1)
+        if nl == -1:
+            m = _BLANK_LED_LINES.match(buf, at, end)
+            end = at if m is None else m.end()
+            break
+        at = nl + 1
+    return _unbarred(buf, pos, end) if end > pos else pos
 
 
 def _unbarred(buf: bytes, pos: int, end: int) -> int:

@@ -565,3 +565,19 @@ def test_failures_header_read_forward_is_the_one_read_back(pieces, queries):
     tracker.at(buf, 0, 1)  # takes the window
     for lo in sorted(q % (len(buf) + 1) for q in queries) + [q % (len(buf) + 1) for q in queries]:
         assert tracker._failures_before(buf, lo) == buf.rfind(FAILURES_NEEDLE, 0, lo)
+
+
+@given(st.lists(st.one_of(_LINE_PIECES, st.sampled_from([b"*", b"_", b"\n", b"[", b"]", b" ", b"(", b"g"])),
+                max_size=24),
+       st.integers(min_value=0, max_value=300), st.integers(min_value=0, max_value=300))
+@example([b"] ", b"_", b"test"], 0, 300)
+@example([b" *", b"(", b"\n"], 0, 300)
+@settings(max_examples=500, deadline=None)
+def test_a_span_may_parse_where_the_pattern_matches_it(pieces, start, end):
+    # TestTracker.idle_through reads a span of many lines for _MAY_PARSE's words with the Markdown marks
+    # deleted (perf27): it must say what the pattern's search of the span says.
+    from analyzer.scan.attribution import _MAY_PARSE, _may_parse_within
+
+    buf = b"".join(pieces)
+    start, end = min(start, len(buf)), min(end, len(buf))
+    assert _may_parse_within(buf, start, end) is (_MAY_PARSE.search(buf, start, end) is not None)

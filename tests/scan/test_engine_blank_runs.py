@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 from analyzer.rules.loader import load_catalogue
 from analyzer.scan import _engine_approx as approx
+from analyzer.scan import clean as clean_module
 from analyzer.scan import engine as engine_module
 from analyzer.scan.clean import blank_led_run, clean_speaking, split_segments
 from tests.scan.test_engine_helpers import ENGINES, scan_bytes, summary
@@ -114,6 +115,23 @@ def test_every_line_of_a_blank_led_run_cleans_to_blank_led_text(lines):
     for raw in buf[:end].split(b"\n")[:-1]:
         for seg in split_segments(clean_speaking(raw + b"\n")[0]):
             assert seg == "" or seg[0] == " ", (raw, seg)
+
+
+BYTES_PARTS = [part.encode() for part in LINE_PARTS] + [
+    b"\n", b"\xff", b"x" * 3990, b"2024-01-09T10:00:00.1Z stdout F ", b"[rank0]: ", b"      > "]
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.lists(st.sampled_from(BYTES_PARTS), max_size=16), st.integers(0, 20000), st.integers(0, 20000))
+def test_a_blank_led_run_read_at_line_starts_is_the_run_the_lines_pattern_reads(parts, pos, limit):
+    """``blank_led_run`` reads a run by its lines' heads, "\r" and long lines (perf27); the run is the one
+    ``_BLANK_LED_LINES`` matches over every byte, cut before a bar (``_unbarred``), at any start and limit."""
+    buf = b"".join(parts)
+    limit = min(limit, len(buf))
+    pos = min(pos, limit)
+    m = clean_module._BLANK_LED_LINES.match(buf, pos, limit)
+    expected = pos if m is None else clean_module._unbarred(buf, pos, m.end())
+    assert blank_led_run(buf, pos, limit) == expected
 
 
 @pytest.mark.parametrize("line, run", [
