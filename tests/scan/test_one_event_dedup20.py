@@ -24,6 +24,7 @@ FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 ACCELERATE = FIXTURES / "quoted" / "nccl-watchdog-terminate-torch1-what-repeats.log"
 BROADCAST = FIXTURES / "quoted" / "nccl-watchdog-indented-broadcast.log"
 CUT = FIXTURES / "quoted" / "nccl-watchdog-timeout-message-cut.log"
+AT_WORK = FIXTURES / "quoted" / "nccl-operations-failed-ranks.log"
 # OFA-Sys/OFA#271 (JamesZhutheThird's comment): torch 1.x's watchdog line of five of eight ranks.
 OFA = "\n".join(
     f"[E ProcessGroupNCCL.cpp:737] [Rank {rank}] Watchdog caught collective operation timeout: WorkNCCL("
@@ -99,3 +100,20 @@ def test_a_line_without_a_sequence_number_is_never_folded_across_ranks(tmp_path)
     log = tmp_path / "no-seq.log"
     log.write_text(line.format(rank=1) + line.format(rank=0), encoding="utf-8")
     assert len(_watchdog(log)) == 2
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_every_ranks_timeout_at_one_work_of_a_group_is_one_finding(tmp_path, engine):
+    # hiyouga/LlamaFactory#6269: "[PG 1 Rank 0] Timeout at NCCL work: 7753", then ranks 2 and 6
+    found = [f for f in scan_paths([str(AT_WORK)], BUILTIN, engine=engine) if f.severity is Severity.ERROR]
+    first = _line_of(AT_WORK, "[PG 1 Rank 0] Timeout")
+    assert [(f.rule, f.line) for f in found] == [("nccl-work-timeout", first)]
+    assert "; ranks 2, 6 reported it too (lines " in found[0].message
+    # the same work number of another process group is another collective
+    lines = AT_WORK.read_text(encoding="utf-8").split("\n")
+    rank6 = _line_of(AT_WORK, "[PG 1 Rank 6] Timeout")
+    lines[rank6 - 1] = lines[rank6 - 1].replace("[PG 1 Rank 6]", "[PG 2 Rank 6]")
+    log = tmp_path / "other-group.log"
+    log.write_text("\n".join(lines), encoding="utf-8")
+    found = [f for f in scan_paths([str(log)], BUILTIN, engine=engine) if f.severity is Severity.ERROR]
+    assert [f.line for f in found if f.rule == "nccl-work-timeout"] == [first, rank6]
