@@ -133,6 +133,9 @@ def _section(rule: Rule) -> List[str]:
         facts.append("fallback: kept only when no other error explains the failure")
     if rule.fold_groups:
         facts.append("repeats fold by " + ", ".join(f"`{name}`" for name in rule.fold_groups))
+    if rule.across_ranks:
+        same = ", ".join(f"`{name}`" for name in rule.across_ranks)
+        facts.append(f"one event on every rank with the same {same}")
     if rule.is_block:
         facts.append(f"block of at most {rule.max_lines} lines")
     if rule.ignore_case:

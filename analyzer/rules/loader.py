@@ -110,6 +110,7 @@ RULE = Table(
         Key("dies_of", schema.signal_name, shapes=_FINDINGS, misplaced=_MARKER_NO_FINDING),
         Key("peer_lost", schema.flag, default=False, shapes=_FINDINGS, misplaced=_MARKER_NO_FINDING),
         Key("fold_groups", schema.strings(), default=(), shapes=_FINDINGS, misplaced=_MARKER_NO_FINDING),
+        Key("across_ranks", schema.strings(), default=(), shapes=_FINDINGS, misplaced=_MARKER_NO_FINDING),
         Key("fallback", schema.flag, default=False, shapes=_FINDINGS, misplaced=_MARKER_NO_FINDING),
         Key("error_at_end", schema.flag, default=False, shapes=_FINDINGS, misplaced=_MARKER_NO_FINDING),
         Key("guard", schema.flag, default=False),
@@ -292,6 +293,8 @@ def parse_rule(
         if values["inner_message"]:
             _check_message(values["inner_message"], groups, source, f"{where}.inner_message")
         _check_fold_groups(values["fold_groups"], groups, source, f"{where}.fold_groups")
+        _check_fold_groups([name.rstrip("?") for name in values["across_ranks"]], groups, source,
+                           f"{where}.across_ranks")
     examples = values["examples"]
     if examples is None and require_examples and shape != GUARD:
         raise ConfigError(source, f"{where}.examples", "missing; list lines that must match (and must not)")
@@ -329,6 +332,7 @@ def parse_rule(
         dies_of=values["dies_of"],
         peer_lost=values["peer_lost"],
         fold_groups=values["fold_groups"],
+        across_ranks=values["across_ranks"],
         fallback=values["fallback"],
         error_at_end=values["error_at_end"],
         user_defined=user_defined,

@@ -36,6 +36,10 @@ Keys that steer ranking (see ``analyzer/scan/rank.py``):
 - ``fold_groups``: named groups that identify the event; repeats fold when these groups (and the
   line's rank prefix) agree instead of when the whole cleaned line does, so one event a program
   prints in two wordings (NCCL's watchdog line, and C++'s ``what():`` that repeats it) is one event.
+- ``across_ranks``: named groups that identify one event on every rank that reports it (the watchdog's
+  process group, collective sequence number and op): matches of other ranks with all of them set and
+  equal, in the same log and test, are that event told again by each rank, told by the first one. A
+  name ending in ``?`` may be unset, then on both (torch 1.x's watchdog line names no process group).
 
 ``guard: true`` marks a rule that gpu-hang-guard applies itself instead of a pattern: the supervisor's
 findings (timeout, idle, cancelled, abort-on, unkillable, leaked) and the scanner's ``scan-incomplete``.
@@ -96,6 +100,7 @@ class Rule:
     same_event_as: Tuple[str, ...] = ()  # ids of rules whose nearby match tells this rule's event again
     same_event_lines: int = 0  # how many lines may lie between the two matches
     fold_groups: Tuple[str, ...] = ()  # groups whose values identify the event (else the whole line)
+    across_ranks: Tuple[str, ...] = ()  # groups whose values identify one event on every rank
     fallback: bool = False  # a failed exit status: kept only when no other error explains it
     error_at_end: bool = False  # a lesser finding that is an error when it is the log's last word
     dies_of: Optional[str] = None  # the signal a process dies of after this event (glibc aborts: SIGABRT)

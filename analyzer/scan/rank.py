@@ -78,7 +78,10 @@ from .same_event import (
     Item,
     MERGE_KINDS,
     WORKER_KINDS,
+    across_rank_of,
+    across_ranks_key,
     crash_site,
+    events_across_ranks,
     events_chained,
     events_told_again,
     exit_signal,
@@ -139,6 +142,7 @@ RAISED_AT = " (raised at {site})"
 CRASH_HEADER = "--- the crash ({where}) ---"
 TOLD_AGAIN = "; {message} ({where})"
 MORE_OF_IT = "; {count} more lines of it ({where})"
+OTHER_RANKS_TOLD = "; {ranks} reported it too ({where})"
 # Lines of a rule that tells itself (one fault per SM of a GPU, each an Xid line) quoted in a finding's
 # message and excerpt; the rest are counted.
 MAX_OWN_TOLD = 2
@@ -216,6 +220,10 @@ def rank(
             events.append((index, log, event, _handled(event, log, test), test))
     told_again = events_told_again(events)
     events = [item for item in events if id(item[2]) not in told_again.absorbed]
+    across = events_across_ranks(events, told_again.told)
+    events = [item for item in events if id(item[2]) not in across.absorbed]
+    for teller, ranks in across.told.items():
+        told_again.told.setdefault(teller, []).extend(ranks)
     chained = events_chained(events)
     events = [item for item in events if id(item[2]) not in chained.absorbed]
     severity_of = _chain_severities(events, chained.causes)
@@ -924,7 +932,18 @@ def _told_again_by(
     repeats = 0
     own_lines = 0
     more: List[int] = []  # lines of the teller's own rule past MAX_OWN_TOLD
+    across = across_ranks_key(match)
+    who = across_rank_of(match)
+    ranks: Dict[str, int] = {}  # other ranks that told the same event (``across_ranks``) -> first line
     for other in again:
+        if across is not None and other.match.rule is match.rule and across_ranks_key(other.match) == across:
+            rank = across_rank_of(other.match)
+            if rank is not None and rank != who:
+                if rank not in ranks and len(ranks) < MAX_OWN_TOLD:
+                    header = TOLD_AGAIN_HEADER.format(where=_where(other.match, match.path))
+                    excerpt = f"{excerpt}\n{header}\n{other.match.excerpt}"
+                ranks.setdefault(rank, other.match.line)
+                continue
         told = _clip(format_message(other.match.rule.message, other.match.groups), MAX_QUOTE_CHARS)
         if told in said:
             repeats += other.repeats
@@ -955,6 +974,12 @@ def _told_again_by(
     if more:
         where = ("line " if len(more) == 1 else "lines ") + ", ".join(str(line) for line in sorted(more))
         message += MORE_OF_IT.format(count=len(more), where=_clip(where, MAX_FIELD_CHARS))
+    if ranks:
+        lines = sorted(ranks.values())
+        where = ("line " if len(lines) == 1 else "lines ") + ", ".join(str(line) for line in lines)
+        names = ("rank " if len(ranks) == 1 else "ranks ") + ", ".join(sorted(ranks, key=int))
+        message += OTHER_RANKS_TOLD.format(ranks=_clip(names, MAX_FIELD_CHARS),
+                                           where=_clip(where, MAX_FIELD_CHARS))
     return message, excerpt, repeats
 
 

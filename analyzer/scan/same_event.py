@@ -301,6 +301,52 @@ def events_told_again(items: Sequence[Item]) -> ToldAgain:
     return ToldAgain(absorbed, told)
 
 
+def events_across_ranks(items: Sequence[Item], told: Dict[int, List[LogEvent]]) -> ToldAgain:
+    """Per log and test, the events of an ``across_ranks`` rule that another rank's earlier match of it
+    tells: each rank waiting on a collective that never finished times out on it ("[Rank 2] ... WorkNCCL(
+    SeqNum=48490, OpType=ALLREDUCE, ...)" and rank 7's, https://github.com/huggingface/accelerate/issues/2174),
+    one hung collective. The first rank's event tells the others, with what they told again (``told``,
+    the C++ terminate each rank's what() repeats): the result's ``told`` holds only what was added."""
+    absorbed: Set[int] = set()
+    added: Dict[int, List[LogEvent]] = {}
+    first: Dict[tuple, Item] = {}
+    for item in sorted(items, key=lambda it: (it[0], it[2].match.seq)):
+        match = item[2].match
+        key = across_ranks_key(match)
+        who = across_rank_of(match)
+        if key is None or who is None:
+            continue
+        key = (item[0], item[4], *key)
+        teller = first.setdefault(key, item)
+        if teller is item or across_rank_of(teller[2].match) == who:
+            continue  # the first rank's own line (fold_groups folds its repeats) or another of its works
+        absorbed.add(id(item[2]))
+        added.setdefault(id(teller[2]), []).extend([item[2], *told.get(id(item[2]), ())])
+    return ToldAgain(absorbed, added)
+
+
+def across_rank_of(match: Match) -> Optional[str]:
+    """The rank an ``across_ranks`` match is of: its own words' ("[Rank 7] Watchdog caught ...", the rank
+    in its process group) or else its line's prefix ("[rank7]:")."""
+    rank = (match.groups.get("pg_rank") or "").strip()
+    if rank.isdigit():
+        return str(int(rank))
+    who = identity_of(match, use_rank_prefix=True)
+    return who[1] if who is not None and who[0] == "rank" else None
+
+
+def across_ranks_key(match: Match) -> Optional[Tuple[Optional[str], ...]]:
+    """The values of ``match``'s ``across_ranks`` groups, None when one that must be set is not."""
+    values: List[Optional[str]] = []
+    for name in match.rule.across_ranks:
+        value = match.groups.get(name.rstrip("?"))
+        value = value.strip() if value and value.strip() else None
+        if value is None and not name.endswith("?"):
+            return None
+        values.append(value)
+    return tuple(values) if values else None
+
+
 def _raised_in_its_traceback(item: Item, items: Sequence[Item]) -> List[Tuple[Item, int]]:
     """The matches on the lines of the traceback attached to ``item`` (a worker's failure: torchrun's
     Root Cause row and the rank's own traceback), each with its distance: the exception that traceback

@@ -200,6 +200,8 @@ CASES = [
     ("    dies_of: SIGNOPE\n", None, "rules[0].dies_of: 'SIGNOPE' is not a signal name such as SIGABRT"),
     ("    fold_groups: [who]\n", None, "rules[0].fold_groups[0]: 'who' is not a named group of the pattern"),
     ("    fold_groups: what\n", None, "rules[0].fold_groups: must be a list of strings"),
+    ("    across_ranks: [who?]\n", None, "rules[0].across_ranks[0]: 'who' is not a named group of the"
+     " pattern"),
     ("    marker: Closing\n", None, "rules[0].marker: 'Closing' is not kebab-case"),
     ("    marker: closing\n", None, "rules[0].kind: a marker rule makes no finding; remove it"),
     (
