@@ -971,10 +971,7 @@ class _SourceScan:
         starts there is fed from the row after the last one. A rule that a continued row matches alone
         but with fewer of its groups than the join (DeepSpeed's "exits with return code = -9" on the
         last row, the rank's "--local_rank=7" on the first) is the join's too: its match replaces the
-        row's, at the line's first row. So is a rule the first row matches alone where the join matches
-        it, when no other row does: the match reads the whole line (pytest's "FAILED t.py::TestGeneric" /
-        "Reporting::test_x[default]" names a test that does not exist; pytester's "running: ... -mpytest
-        --basetemp=..." asks for a quiet run in its last row's "-q")."""
+        row's, at the line's first row."""
         kept = self._kept(self._candidate_rules(lits), text, 0, len(text))
         if kept and self.riders:  # a join tries its riders beside the rules it may match
             kept = sorted({*kept, *self.riders})
@@ -994,14 +991,7 @@ class _SourceScan:
                 continue
             alone = [self._search_builtin(index, compiled, piece) for piece in pieces]
             if any(alone):
-                if is_block:
-                    continue
-                if alone[0]:
-                    if any(alone[1:]) or alone[0].start() != m.start():
-                        continue
-                    if not self._drop_pending(line, index):
-                        continue  # the row's match was refused (``_matched``): so is the join's
-                elif not all(_groups(m).keys() > _groups(a).keys() for a in alone if a):
+                if is_block or alone[0] or not all(_groups(m).keys() > _groups(a).keys() for a in alone if a):
                     continue
                 self.told_by_join[index] = (line + 1, last_row)
             self.joined_to[index] = last_row
@@ -1012,15 +1002,6 @@ class _SourceScan:
                 self._open(index, line, cleaned, rank, speaker, m, progress, excerpt, last_row)
             else:
                 self.pending.append((line, index, last_row, cleaned, excerpt, _groups(m), rank, progress))
-
-    def _drop_pending(self, line: int, index: int) -> bool:
-        """Forget the match of rule ``index`` held at ``line`` (a cut row's, which its join replaces);
-        False when none is held."""
-        for at in range(len(self.pending) - 1, -1, -1):
-            if self.pending[at][0] == line and self.pending[at][1] == index:
-                del self.pending[at]
-                return True
-        return False
 
     def _whole_line_blocks(self, text: bytes, line: int) -> None:
         """Give the open blocks read on whole lines (``_feed``) the line a terminal cut into rows, ``text``

@@ -180,13 +180,14 @@ def test_a_real_failure_cut_by_a_terminal_keeps_its_findings(width):
     # 19 and 11). A traceback cut at the log's end (quoted/verl-stamped-traceback-cut-before-exception)
     # keeps traceback-ends-log: its frames' cut rows are read as the frame they belong to (wrap16: it was
     # lost at 80 and 120 columns, and stop 37 allowed one more).
-    # wrap17: a quoted path cut before its "/", a caret line cut in its indent and a first row's match read
-    # on the whole line: frames vLLM logged at ERROR (quoted/traceback-cut-at-error-vllm-worker-pynccl, a
-    # known gap of recall34's) keep traceback-ends-log, and 11 lost at 80 columns fell to 8, 7 at 120 to 6
-    # (a padded copy folded again, a block's start cut inside its capture, findings that a rank's or a
-    # launcher's state gives: the list is in the lead's report of wrap17).
+    # wrap17: a quoted path cut before its "/" and a caret line cut in its indent: frames vLLM logged at
+    # ERROR (quoted/traceback-cut-at-error-vllm-worker-pynccl, a known gap of recall34's) keep
+    # traceback-ends-log. Left: 11 at 80 columns, 6 at 120 (a padded copy folded again, a block's start cut
+    # inside its capture, findings that a rank's or a launcher's state gives, pytest's summary cut in its
+    # node id: a first row's match read on the whole line was tried and dropped, as it swallowed the
+    # next line of a log misread as wrapped, tests/scan/test_negatives13.py).
     assert checked >= 100
-    assert len(lost) <= {80: 8, 120: 6}[width], lost
+    assert len(lost) <= {80: 11, 120: 6}[width], lost
 
 
 @pytest.mark.parametrize("width", [80, 120])
@@ -220,11 +221,11 @@ def test_a_healthy_run_cut_by_a_terminal_keeps_its_tests():
     # The rest of an INFO or warning line a terminal cut is that line's: negative/nccl-info-dlvsym-optional-
     # symbols ("NCCL INFO dlvsym failed ... undefined symbol" cut before "undefined symbol") and torchvision's
     # UserWarning alarmed at 80 and 120 columns, their rows alone read as shared-library-load-failed (wrap16:
-    # 8 of 376 copies alarmed before, 4 after; stop 37 allowed one more). wrap17: a quiet pytester run cut
-    # before its "-q" is still quiet (4 before, 2 after: a grep for "CUDA error: |Killed" and a commit subject
-    # quoting a CUDA error, cut at 80 columns, whose rests alone read as CUDA errors).
+    # 8 of 376 copies alarmed before, 4 after; stop 37 allowed one more). Left: a grep for "CUDA error:
+    # |Killed" and a commit subject quoting a CUDA error, cut at 80 columns, whose rests alone read as CUDA
+    # errors, and pytester's "running: ... -mpytest --basetemp=..." cut before its "-q" (at 80 and 120).
     assert copies >= 60
-    assert len(alarming) <= 2, alarming
+    assert len(alarming) <= 4, alarming
 
 
 # Cuts a terminal makes that no program's line ending looks like, each in a real window's shape: CTest's
@@ -348,34 +349,3 @@ def test_frames_logged_at_error_and_cut_by_a_terminal_still_end_the_log_in_a_tra
     cut = fold(body(path), width)
     assert wrap_width(cut[:SAMPLE_BYTES]) == width
     assert "traceback-ends-log" in failing(cut, engine)
-
-
-@pytest.mark.parametrize("engine", ENGINES)
-def test_a_match_on_the_first_row_of_a_cut_line_reads_the_whole_line(engine):
-    # pytest's summary line cut at 80 columns inside the node id (pytest/healthy17-pytest-terminal-collect-
-    # broken): the first row alone reads "FAILED testing/test_terminal_broken.py::TestGeneric", a test that
-    # does not exist; the join names the test that failed, once, at the first row.
-    path = os.path.join(ROOT, "fixtures", "pytest", "healthy17-pytest-terminal-collect-broken.log")
-    tail = b"\n".join(body(path).split(b"\n")[-13:])  # from the inner run's unmatched lines to the end
-    assert tail.startswith(b"2024-01-09T18:41:23.3782760Z E           and: 'ERROR test_collect_fail.py'")
-    data = fold(tail, 80)
-    assert wrap_width(data) == 80
-    source = Source("log", lambda: io.BytesIO(data), may_be_wrapped=True)
-    found = [(f.line, f.message) for f in scan_sources([source], REAL, engine=engine)
-             if f.rule == "pytest-test-outcome"]
-    node = "testing/test_terminal_broken.py::TestGenericReporting::test_collect_fail"
-    assert found == [(line, f"{node}[{how}] failed") for line, how in
-                     [(11, "default"), (13, "verbose"), (15, "quiet")]]
-
-
-@pytest.mark.parametrize("width", [80, 120])
-@pytest.mark.parametrize("engine", ENGINES)
-def test_pytesters_quiet_run_cut_by_a_terminal_is_still_quiet(width, engine):
-    # negative/pytest-assertrewrite-quiet-runs-s: pytester's "running: .../python -mpytest --basetemp=..."
-    # is cut before its "-q"; read on its first row alone the run was not quiet, and the inner run's
-    # "FAILED test_edited.py::test_bbb - assert None" read as the outer run's failure.
-    path = os.path.join(ROOT, "fixtures", "negative", "pytest-assertrewrite-quiet-runs-s.log")
-    cut = fold(body(path), width)
-    assert wrap_width(cut[:SAMPLE_BYTES]) == width
-    assert failing(cut, engine) == set()
-
