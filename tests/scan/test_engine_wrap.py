@@ -294,13 +294,15 @@ def test_the_rest_of_an_info_or_warning_line_a_terminal_cut_is_that_lines(width,
         assert failing(fold(data, width), engine) == set()
 
 
+# verl-project/verl#2355: a stamped traceback pasted up to "raise ex"; each long "File ..." row is cut, and
+# its tail ('main_ppo.py", line 262, in <module>') is the frame's, not words after the head. vLLM's worker
+# frames logged at ERROR (vllm#39774, wrap17): each row is the logger's line, cut inside a quoted path.
+@pytest.mark.parametrize("name", ["verl-stamped-traceback-cut-before-exception",
+                                  "traceback-cut-at-error-vllm-worker-pynccl"])
 @pytest.mark.parametrize("width", [80, 120])
 @pytest.mark.parametrize("engine", ENGINES)
-def test_a_frame_a_terminal_cut_is_still_a_frame_of_the_traceback_the_log_ends_in(width, engine):
-    # verl-project/verl#2355: a stamped traceback pasted up to "raise ex"; each long "File ..." row is cut,
-    # and its tail ('main_ppo.py", line 262, in <module>') is the frame's, not words after the head.
-    path = os.path.join(ROOT, "fixtures", "quoted", "verl-stamped-traceback-cut-before-exception.log")
-    cut = fold(body(path), width)
+def test_a_frame_a_terminal_cut_is_still_a_frame_of_the_traceback_the_log_ends_in(name, width, engine):
+    cut = fold(body(os.path.join(ROOT, "fixtures", "quoted", name + ".log")), width)
     assert wrap_width(cut[:SAMPLE_BYTES]) == width
     assert "traceback-ends-log" in failing(cut, engine)
 
@@ -341,11 +343,3 @@ def test_a_caret_line_cut_in_its_indent_is_joined_again():
     # A padded row before anything else stays a whole line.
     assert logical_lines(rows[0] + b"\nnext\n", 80) == []
 
-
-@pytest.mark.parametrize("width", [80, 120])
-@pytest.mark.parametrize("engine", ENGINES)
-def test_frames_logged_at_error_and_cut_by_a_terminal_still_end_the_log_in_a_traceback(width, engine):
-    path = os.path.join(ROOT, "fixtures", "quoted", "traceback-cut-at-error-vllm-worker-pynccl.log")
-    cut = fold(body(path), width)
-    assert wrap_width(cut[:SAMPLE_BYTES]) == width
-    assert "traceback-ends-log" in failing(cut, engine)
