@@ -155,3 +155,45 @@ def test_ray_chatter_after_a_traceback_is_what_the_log_ends_in(tmp_path):
 def test_ray_copies_with_no_exception_above_them_stay_the_end():
     data = ("epoch 3 done\n" + RAY_COPIES).encode()
     assert last_content_line(data, 1) == 4
+
+
+def test_ray_copies_keep_their_colours_in_a_raw_log():
+    # Ray 2.60.0 colours the prefix and the suffix when its output is not a terminal's (a real run's bytes)
+    copies = (
+        b"\x1b[36m(shard_loss pid=16837)\x1b[0m Traceback (most recent call last):\x1b[32m [repeated 3x across"
+        b" cluster] (Ray deduplicates logs by default. Set RAY_DEDUP_LOGS=0 to disable log deduplication, or"
+        b" see https://docs.ray.io/en/master/ray-observability/user-guides/configure-logging.html#log-dedupli"
+        b"cation for more options.)\x1b[0m\n"
+        b"\x1b[36m(shard_loss pid=16837)\x1b[0m ValueError: shard 0: loss is NaN at step 3\x1b[32m [repeated 3x"
+        b" across cluster]\x1b[0m\n"
+    )
+    assert last_content_line(RAY_DIES.encode() + copies, 1) == 5
+
+
+# rich 15.0.0, install(width=80): the exception line is wrapped at the panel's width
+RICH_WRAPPED = """\
+loading shard 3
+╭───────────────────── Traceback (most recent call last) ──────────────────────╮
+│ /tmp/cut22/cap/rich_wrap.py:5 in <module>                                    │
+│                                                                              │
+│   2                                                                          │
+│   3 install(width=80)                                                        │
+│   4 print("loading shard 3")                                                 │
+│ ❱ 5 open("/nonexistent/ckpt/global_step_1200/shard-00003.pt")                │
+│   6                                                                          │
+╰──────────────────────────────────────────────────────────────────────────────╯
+FileNotFoundError: [Errno 2] No such file or directory:\x20
+'/nonexistent/ckpt/global_step_1200/shard-00003.pt'
+"""
+
+
+def test_an_exception_line_rich_wrapped_ends_the_log_at_its_first_row(tmp_path):
+    found = _errors(tmp_path, RICH_WRAPPED)
+    assert [(f.rule, f.line) for f in found] == [(RULE, 11)]
+    assert last_content_line(RICH_WRAPPED.encode(), 1) == 11
+
+
+def test_a_line_that_would_have_fitted_after_the_exception_line_is_the_program_going_on(tmp_path):
+    went_on = RICH_WRAPPED.replace("'/nonexistent/ckpt/global_step_1200/shard-00003.pt'", "retrying")
+    assert last_content_line(went_on.encode(), 1) == 12
+    assert _errors(tmp_path, went_on) == []
