@@ -117,6 +117,7 @@ MAX_FIXTURE_BYTES = 256 * 1024  # a healthy suite kept whole (negative/*-suite.l
 # recall39: 10 kB for HIP's device assert (vLLM ROCm), localized shell segfaults, lldb stop reasons, twins
 # launch18: 5 kB for srun's task-exit lines, slurmstepd's bare cancel, NCCL's argument check, Horovod's call
 # healthy22: 84 kB for torch's test_dataloader.py (green -q -rA, broken twin), Lightning's, accelerate's tests
+# cut22: 25 kB for IPython/rich tracebacks (pastes cut, real runs and twins), Ray's copies after a death
 MAX_CORPUS_BYTES = (7 * 512 * 1024 + 100_000 + 16 * 1024 + 283_000 + 93_000 + 6_000 + 3_000 + 11_000 + 11_000
                     + 4_000 + 7_000 + 3_000 + 2_000 + 2_000 + 1_000 + 14_000 + 50_000 + 6_000 + 6_000
                     + 37_000 + 14_000 + 6_000 + 59_000 + 4_000 + 17_000 + 3_000 + 17_000
@@ -126,7 +127,7 @@ MAX_CORPUS_BYTES = (7 * 512 * 1024 + 100_000 + 16 * 1024 + 283_000 + 93_000 + 6_
                     + 16_000 + 4_000 + 9_000 + 65_000 + 6_000 + 21_000 + 8_000 + 19_000 + 10_000
                     + 13_000 + 12_000 + 115_000 + 17_000 + 6_000 + 8_000 + 79_000 + 17_000
                     + 8_000 + 8_000 + 75_000 + 7_000 + 8_000 + 11_000 + 3_000 + 3_000 + 6_000 + 4_000
-                    + 82_000 + 3_000 + 26_000 + 5_000 + 3_000 + 5_000 + 10_000 + 5_000 + 84_000)
+                    + 82_000 + 3_000 + 26_000 + 5_000 + 3_000 + 5_000 + 10_000 + 5_000 + 84_000 + 25_000)
 
 
 def _engines() -> List[str]:

@@ -646,8 +646,22 @@ def visible_excerpt(raw_stripped: bytes) -> str:
 _TRAILER = lazy(
     r"^\s*(?:(?:```|~~~)[\w+-]*|(?:\([\w.-]+\)\s*)?\[?[\w.-]+@[\w.-]+(?:[:\s][^\s$#%\]]*)?\]?\s?[$#%]|[$#%>])?\s*$"
 )
-_TRAILER_HEAD = lazy(r"^Traceback \(most recent call last\):\s*$")
-_TRAILER_INDENTED = lazy(r"^\s+\S")
+# rich's panel (rich/traceback.py) is a head too, and the lines of its box ("│ file.py:12 in f │", the bottom
+# border) are a cut traceback's under it, as indented frames are under Python's own head.
+_TRAILER_HEAD = lazy(
+    r"^(?:Traceback \(most recent call last\):|[╭┌]─+ Traceback \(most recent call last\) ─+[╮┐])\s*$"
+)
+_TRAILER_INDENTED = lazy(r"^(?:\s+\S|[│╰└])")
+# Ray's log deduplicator prints a line other workers printed too once, then, at the end of its window,
+# that line with " [repeated 3x across cluster]" and (the first time) its hint "(Ray deduplicates logs by
+# default. Set RAY_DEDUP_LOGS=0 ...)" (ray/_private/ray_logging/__init__.py, LogDeduplicator). After an
+# exception that ends the log such lines are the other workers' copies of the same traceback.
+_RAY_COPY = lazy(rb"\[repeated \d+x across cluster\](?: \(Ray deduplicates logs by default\..*)?\r?$")
+_TRACEBACK_SHAPED = lazy(
+    r"^(?:\s*File \"[^\"]+\", line \d+|\s{3,}\S|\s{0,2}(?:[A-Za-z_]\w*\.)*[A-Z]\w*"
+    r"(?:Error|Exception|Exit|Interrupt|Failure|Fault)(?::\s|\s*$)|Traceback \(most recent call last\):|"
+    r"During handling of the above exception|The above exception was the direct cause)"
+)
 _TRAILER_LOOK_BACK = 400  # lines: a longer run of indented lines is content, not a cut traceback
 
 
@@ -662,27 +676,92 @@ def last_content_line(buf: bytes, first_line: int, last_line: Optional[int] = No
     end = len(buf) - 1 if buf.endswith(b"\n") else len(buf)
     # the number of the line that ends at ``end``
     last = last_line if last_line is not None else first_line + buf.count(b"\n", 0, end)
+    found = _last_content(buf, first_line, last, end, copies_trail=True)
+    if found < 0:  # Ray's copies of traceback lines, after no exception line of the log's own
+        found = _last_content(buf, first_line, last, end, copies_trail=False)
+    return found
+
+
+def _last_content(buf: bytes, first_line: int, last: int, end: int, copies_trail: bool) -> int:
+    """``last_content_line``'s reading from line ``last`` (ending at ``end``) up. ``copies_trail``: Ray's
+    deduplicated copies of traceback lines (``_RAY_COPY``) at the end are trailers when the line that
+    says something above them is an exception line, the traceback they copy; -1 when they were read as
+    such and it is not."""
     pending = 0  # the last indented line seen, until a traceback's head above it says whose it is
+    copies = False  # lines read as other workers' copies
+    row_below = False  # the last row of a copy a terminal folded was read: its first row is the next
     for number in range(last, max(first_line, last - _TRAILER_LOOK_BACK + 1) - 1, -1):
         start = buf.rfind(b"\n", 0, end) + 1
-        text = clean_line(buf[start:end])[0]
+        raw = buf[start:end]
+        text = clean_line(raw)[0]
         end = start - 1
-        if _TRAILER.match(text):
+        if _TRAILER.match(text) and not row_below:
             continue
+        if row_below:  # a copy's first row: the suffix went onto the row below it
+            row_below = False
+            if _TRACEBACK_SHAPED.match(text):
+                continue
+            return -1
+        if copies_trail and not pending and b"x across cluster]" in raw \
+                and _RAY_COPY.search(strip_controls(raw)):
+            copies = True
+            row_below = not _TRACEBACK_SHAPED.match(text)
+            continue
+        if copies and (pending or not _HEADLESS_EXC.match(text)):
+            return -1
         if _TRAILER_HEAD.match(text):
             pending = 0
         elif _TRAILER_INDENTED.match(text):
             pending = pending or number
         else:
             return _ended(buf, first_line, last, pending or number)
+    if copies or row_below:
+        return -1
     looked_at_all = last - _TRAILER_LOOK_BACK + 1 <= first_line
     return pending or (0 if looked_at_all else last - _TRAILER_LOOK_BACK)
 
 
 def _ended(buf: bytes, first_line: int, last: int, found: int) -> int:
     """``found`` (the last line that says something), or the exception line above it whose message
-    it ends (``_message_start``)."""
-    return _message_start(buf, first_line, last, found) or found
+    it ends (``_message_start``, ``_wrapped_by_rich``)."""
+    return _message_start(buf, first_line, last, found) or _wrapped_by_rich(buf, first_line, last, found) \
+        or found
+
+
+# rich prints the exception line under its panel (rich/traceback.py) and wraps it at the console's width, the
+# panel's: "FileNotFoundError: [Errno 2] No such file or directory: " then "'/nonexistent/path'". A row
+# continues the line above it when its first word would not have fitted after that line in the panel.
+_RICH_BOTTOM = lazy(r"^[╰└]─+[╯┘]$")
+_RICH_WRAP_LOOK_BACK = 8  # rows of one wrapped exception line
+_RICH_CORNERS = ("╰".encode(), "└".encode())  # looked for in the window's last _RICH_TAIL_BYTES first
+_RICH_TAIL_BYTES = 16384
+
+
+def _wrapped_by_rich(buf: bytes, first_line: int, last: int, found: int) -> int:
+    """The number of the exception line right under a rich panel whose wrapped message ends at line
+    ``found`` of ``buf`` (its first line is ``first_line``, its last ``last``), or 0."""
+    tail = buf[-_RICH_TAIL_BYTES:]
+    if found <= first_line or found > last or (_RICH_CORNERS[0] not in tail and _RICH_CORNERS[1] not in tail):
+        return 0
+    end = len(buf) - 1 if buf.endswith(b"\n") else len(buf)
+    for _ in range(last - found):  # to the end of line ``found``
+        end = buf.rfind(b"\n", 0, end)
+    rows: List[str] = []  # from line ``found`` up
+    for number in range(found, max(first_line, found - _RICH_WRAP_LOOK_BACK - 1) - 1, -1):
+        start = buf.rfind(b"\n", 0, end) + 1
+        text = clean_line(buf[start:end])[0]
+        end = start - 1
+        if _RICH_BOTTOM.match(text):
+            if len(rows) < 2 or not _MESSAGE_EXC.match(rows[-1]):
+                return 0
+            width, lines = len(text), rows[::-1]  # the exception line first
+            fits = any(len(above.rstrip()) + 1 + len(row.split(" ", 1)[0]) <= width
+                       for above, row in zip(lines, lines[1:]))
+            return 0 if fits else number + 1
+        rows.append(text)
+        if start == 0:
+            break
+    return 0
 
 
 # An exception's message that spans lines: CPython prints ``str(exc)`` whole after "Name: "
