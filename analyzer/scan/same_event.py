@@ -19,6 +19,7 @@ from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
 from ..exits import windows_status_name
 from ..model import Kind, Severity
+from ..rules.model import Rule
 from .match import Match
 from .state import (
     TRACEBACK_MARKER,
@@ -275,8 +276,11 @@ def events_told_again(items: Sequence[Item]) -> ToldAgain:
             raised = _raised_in_its_traceback(item, in_order)
             if id(item[2]) in absorbed or not (rule.same_event_as or id(item[2]) in ends or raised):
                 continue
-            lines = rule.same_event_lines
-            named = [(other, lines) for name in rule.same_event_as for other in by_rule.get(name, ())]
+            named = [
+                (other, _lines_apart(rule, item, other))
+                for name in rule.same_event_as
+                for other in by_rule.get(name, ())
+            ]
             ended = ends.get(id(item[2]), [])
             named += ended
             # A report this very line ends is its event whatever each names: the exception a thread died
@@ -310,7 +314,10 @@ def events_across_ranks(items: Sequence[Item], told: Dict[int, List[LogEvent]]) 
     absorbed: Set[int] = set()
     added: Dict[int, List[LogEvent]] = {}
     first: Dict[tuple, Item] = {}
-    for item in sorted(items, key=lambda it: (it[0], it[2].match.seq)):
+    ordered = sorted(
+        (it for it in items if it[2].match.rule.across_ranks), key=lambda it: (it[0], it[2].match.seq)
+    )
+    for item in ordered:
         match = item[2].match
         key = across_ranks_key(match)
         who = across_rank_of(match)
@@ -323,6 +330,17 @@ def events_across_ranks(items: Sequence[Item], told: Dict[int, List[LogEvent]]) 
         absorbed.add(id(item[2]))
         added.setdefault(id(teller[2]), []).extend([item[2], *told.get(id(item[2]), ())])
     return ToldAgain(absorbed, added)
+
+
+def _lines_apart(rule: Rule, item: Item, other: Item) -> int:
+    """How many lines may lie between ``item`` (of ``rule``) and ``other`` for one to tell the other: the
+    rule's ``same_event_lines``, or any number when the rule asks for one test and both are in the same
+    named test. pytest shows what a test printed live (-s: pytest-timeout's dump, the raylet's report of a
+    dead worker) above the test's report, whose "Failed: Timeout" or WorkerCrashedError may come a whole
+    traceback later; the test bounds the event, a line count cannot."""
+    if rule.same_event_in_test and item[4] is not None and item[4] == other[4]:
+        return _ANY_DISTANCE
+    return rule.same_event_lines
 
 
 def across_rank_of(match: Match) -> Optional[str]:
