@@ -5,6 +5,9 @@
   (``same_event_in_test`` on pytest-timeout), the raylet's "A worker died" and the caller's
   WorkerCrashedError a traceback later (on ray-worker-died and ray-actor-died). Outside a test the rules'
   line limits hold.
+- The collectives of one hang are one finding: the watchdog reports every work of every rank past the
+  timeout in the same seconds (rank 0 at SeqNum 96117, 96120 and 96125, rank 7 at 64088 in
+  pytorch/pytorch#118369); lines far apart, or stamped far apart, are two hangs.
 - ProcessGroupNCCL's watchdog line wrapped at the space after "timeout:" (milabench#269) is the timeout.
 
 The runs these stand for are measured in /tmp/dedup21 (set/ and held/, each NAME.log with NAME.expect).
@@ -25,7 +28,20 @@ BUILTIN = load_catalogue()
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 TIMEOUT_DUMP = FIXTURES / "pytest" / "dedup21-timeout-dump-s-deep-stack.log"
 RAY_DEATH = FIXTURES / "pytest" / "dedup21-ray-worker-died-sys-exit-v.log"
+LIGHTNING = FIXTURES / "quoted" / "nccl-watchdog-after-lightning-bar.log"
 MILABENCH = FIXTURES / "quoted" / "nccl-watchdog-wrapped-after-timeout-milabench.log"
+# pytorch/pytorch#118369 (pengzhangzhi's comment): torch 1.x/2.0's watchdog line, no stamp, no prefix.
+WATCHDOG_118369 = (
+    "[E ProcessGroupNCCL.cpp:458] [Rank {rank}] Watchdog caught collective operation timeout: WorkNCCL("
+    "SeqNum={seq}, OpType=ALLREDUCE, Timeout(ms)=1800000) ran for {ms} milliseconds before timing out.\n"
+)
+# NVIDIA/nccl#1409: torch 2.4's line under its "[rankN]:" prefix and glog stamp.
+WATCHDOG_STAMPED = (
+    "[rank{rank}]:[E816 {clock}.183009389 ProcessGroupNCCL.cpp:607] [Rank {rank}] Watchdog caught collective"
+    " operation timeout: WorkNCCL(SeqNum={seq}, OpType={op}, NumelIn=5056, NumelOut=5056, Timeout(ms)=600000)"
+    " ran for 600012 milliseconds before timing out.\n"
+)
+
 
 def _errors(path: Path, engine: str = "auto"):
     return [f for f in scan_paths([str(path)], BUILTIN, engine=engine) if f.severity is Severity.ERROR]
@@ -70,6 +86,46 @@ def test_the_raylets_report_and_the_callers_error_in_one_test_are_one_death(engi
     assert f"WorkerCrashedError: The worker died unexpectedly while executing this task (line {crashed})" in (
         found[0].message)
     assert found[1].test == found[0].test == "test_dedup21_ray.py::test_task_sys_exit"
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_the_collectives_of_one_hang_are_one_finding(engine):
+    found = _errors(LIGHTNING, engine)
+    assert [f.rule for f in found] == ["nccl-watchdog-timeout"]
+    assert "SeqNum=96120" in found[0].message
+    for other in ("SeqNum=96117", "SeqNum=64088"):
+        assert f"{other}, OpType=ALLREDUCE, Timeout(ms)=1800000 ran for" in found[0].message
+        assert other in found[0].excerpt
+
+
+def test_a_hang_far_below_another_is_another_finding(tmp_path):
+    first = WATCHDOG_118369.format(rank=0, seq=96120, ms=25624887)
+    again = WATCHDOG_118369.format(rank=7, seq=64088, ms=25625251)
+    log = tmp_path / "two-hangs.log"
+    log.write_text(first + again, encoding="utf-8")
+    assert len(_errors(log)) == 1
+    # a restarted job's own output between them: 65 lines, more than one sweep prints between two ranks
+    log.write_text(first + "".join("step %d: loss 0.5\n" % n for n in range(65)) + again, encoding="utf-8")
+    assert [f.line for f in _errors(log)] == [1, 67]
+
+
+def test_a_hang_stamped_an_hour_after_another_is_another_finding(tmp_path):
+    rank7 = WATCHDOG_STAMPED.format(rank=7, clock="01:45:40", seq=80078, op="BROADCAST")
+    log = tmp_path / "stamped.log"
+    log.write_text(rank7 + WATCHDOG_STAMPED.format(rank=3, clock="01:45:41", seq=80078, op="ALLREDUCE"),
+                   encoding="utf-8")
+    assert len(_errors(log)) == 1
+    log.write_text(rank7 + WATCHDOG_STAMPED.format(rank=3, clock="02:45:40", seq=90112, op="ALLREDUCE"),
+                   encoding="utf-8")
+    assert [f.line for f in _errors(log)] == [1, 2]
+    # the same time of day on the next day is another hang; a second past midnight is the same sweep
+    next_day = WATCHDOG_STAMPED.format(rank=3, clock="01:45:40", seq=90112, op="ALLREDUCE")
+    log.write_text(rank7 + next_day.replace("[E816 ", "[E817 "), encoding="utf-8")
+    assert [f.line for f in _errors(log)] == [1, 2]
+    late = WATCHDOG_STAMPED.format(rank=7, clock="23:59:59", seq=80078, op="BROADCAST")
+    early = WATCHDOG_STAMPED.format(rank=3, clock="00:00:01", seq=80078, op="ALLREDUCE")
+    log.write_text(late + early.replace("[E816 ", "[E817 "), encoding="utf-8")
+    assert [f.line for f in _errors(log)] == [1]
 
 
 @pytest.mark.parametrize("engine", ENGINES)
