@@ -124,7 +124,10 @@ def _section(rule: Rule) -> List[str]:
         facts.append("collateral after " + ", ".join(f"`{name}`" for name in rule.collateral_after))
     if rule.same_event_as:
         told = ", ".join(f"`{name}`" for name in rule.same_event_as)
-        facts.append(f"tells the same event as {told} within {rule.same_event_lines} lines")
+        within = f"within {rule.same_event_lines} lines"
+        if rule.same_event_in_test:
+            within += " (anywhere in one test)"
+        facts.append(f"tells the same event as {told} {within}")
     if rule.dies_of:
         facts.append(f"the process dies of `{rule.dies_of}`")
     if rule.peer_lost:

@@ -36,6 +36,9 @@ Keys that steer ranking (see ``analyzer/scan/rank.py``):
 - ``fold_groups``: named groups that identify the event; repeats fold when these groups (and the
   line's rank prefix) agree instead of when the whole cleaned line does, so one event a program
   prints in two wordings (NCCL's watchdog line, and C++'s ``what():`` that repeats it) is one event.
+- ``same_event_in_test``: with ``same_event_as``, a match of those rules in the same named test tells this
+  event again however many lines lie between them (a test's report may come a whole dump or traceback
+  after what the test printed live); on lines of no test ``same_event_lines`` holds.
 - ``across_ranks``: named groups that identify one event on every rank that reports it (the watchdog's
   process group, collective sequence number and op): matches of other ranks with all of them set and
   equal, in the same log and test, are that event told again by each rank, told by the first one. A
@@ -99,6 +102,7 @@ class Rule:
     voids_verdict: bool = False  # the run's passing verdict after this event does not handle it
     same_event_as: Tuple[str, ...] = ()  # ids of rules whose nearby match tells this rule's event again
     same_event_lines: int = 0  # how many lines may lie between the two matches
+    same_event_in_test: bool = False  # in one named test, any number of lines may lie between them
     fold_groups: Tuple[str, ...] = ()  # groups whose values identify the event (else the whole line)
     across_ranks: Tuple[str, ...] = ()  # groups whose values identify one event on every rank
     fallback: bool = False  # a failed exit status: kept only when no other error explains it

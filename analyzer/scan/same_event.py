@@ -19,6 +19,7 @@ from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
 from ..exits import windows_status_name
 from ..model import Kind, Severity
+from ..rules.model import Rule
 from .match import Match
 from .state import (
     TRACEBACK_MARKER,
@@ -275,8 +276,11 @@ def events_told_again(items: Sequence[Item]) -> ToldAgain:
             raised = _raised_in_its_traceback(item, in_order)
             if id(item[2]) in absorbed or not (rule.same_event_as or id(item[2]) in ends or raised):
                 continue
-            lines = rule.same_event_lines
-            named = [(other, lines) for name in rule.same_event_as for other in by_rule.get(name, ())]
+            named = [
+                (other, _lines_apart(rule, item, other))
+                for name in rule.same_event_as
+                for other in by_rule.get(name, ())
+            ]
             ended = ends.get(id(item[2]), [])
             named += ended
             # A report this very line ends is its event whatever each names: the exception a thread died
@@ -306,11 +310,15 @@ def events_across_ranks(items: Sequence[Item], told: Dict[int, List[LogEvent]]) 
     tells: each rank waiting on a collective that never finished times out on it ("[Rank 2] ... WorkNCCL(
     SeqNum=48490, OpType=ALLREDUCE, ...)" and rank 7's, https://github.com/huggingface/accelerate/issues/2174),
     one hung collective. The first rank's event tells the others, with what they told again (``told``,
-    the C++ terminate each rank's what() repeats): the result's ``told`` holds only what was added."""
+    the C++ terminate each rank's what() repeats): the result's ``told`` holds only what was added.
+    Then the collectives of one hang (``_one_sweep``): the first of them tells the rest."""
     absorbed: Set[int] = set()
     added: Dict[int, List[LogEvent]] = {}
     first: Dict[tuple, Item] = {}
-    for item in sorted(items, key=lambda it: (it[0], it[2].match.seq)):
+    ordered = sorted(
+        (it for it in items if it[2].match.rule.across_ranks), key=lambda it: (it[0], it[2].match.seq)
+    )
+    for item in ordered:
         match = item[2].match
         key = across_ranks_key(match)
         who = across_rank_of(match)
@@ -322,7 +330,77 @@ def events_across_ranks(items: Sequence[Item], told: Dict[int, List[LogEvent]]) 
             continue  # the first rank's own line (fold_groups folds its repeats) or another of its works
         absorbed.add(id(item[2]))
         added.setdefault(id(teller[2]), []).extend([item[2], *told.get(id(item[2]), ())])
+    _one_sweep(ordered, told, absorbed, added)
     return ToldAgain(absorbed, added)
+
+
+def _one_sweep(
+    ordered: Sequence[Item],
+    told: Dict[int, List[LogEvent]],
+    absorbed: Set[int],
+    added: Dict[int, List[LogEvent]],
+) -> None:
+    """Fold into ``absorbed`` and ``added`` the collectives that timed out in one hang: the watchdog of each
+    rank reports every work of it past the timeout, all in the same seconds, so a job stuck once shows
+    several works, of one rank or of several ("[Rank 0] ... SeqNum=96120", "SeqNum=96117", "SeqNum=96125"
+    and "[Rank 7] ... SeqNum=64088", all running for 25625 s: https://github.com/pytorch/pytorch/issues/118369;
+    rank 7 at a BROADCAST where rank 3 waits in an ALLREDUCE of the same number: NVIDIA/nccl#1409). Lines of
+    ``across_ranks`` rules in one log and test, each at most ``SWEEP_LINES`` lines after the one before and,
+    where both carry a glog stamp, within ``SWEEP_SECONDS`` of it, are one sweep: its first event that no
+    rank's earlier line already tells tells the others. A job that hangs again after a restart printed its
+    restart (and a new stamp) in between."""
+    teller: Optional[Item] = None
+    previous: Optional[Item] = None
+    for item in ordered:
+        if previous is None or not _same_sweep(previous, item):
+            teller = None
+        previous = item
+        if id(item[2]) in absorbed:
+            continue
+        if teller is None:
+            teller = item
+            continue
+        absorbed.add(id(item[2]))
+        added.setdefault(id(teller[2]), []).extend(
+            [item[2], *added.pop(id(item[2]), ()), *told.get(id(item[2]), ())]
+        )
+
+
+SWEEP_LINES = 64  # a rank's watchdog lines and C++ stack between two ranks' timeouts: some 30 lines
+SWEEP_SECONDS = 60  # the ranks' watchdogs find their works past the timeout within a few seconds
+_GLOG_CLOCK = re.compile(r"\b[EWIF](\d{3,4}) (\d\d):(\d\d):(\d\d)[. ]")
+_DAY_S = 86400
+
+
+def _same_sweep(previous: Item, item: Item) -> bool:
+    """Whether ``item`` follows ``previous`` in one watchdog sweep: same log and test, close in lines and,
+    when both lines carry the glog-style stamp of torch's C++ log ("[E909 09:55:29.307629539 ...", "E0816"),
+    in time."""
+    if previous[0] != item[0] or previous[4] != item[4]:
+        return False
+    one, other = previous[2].match, item[2].match
+    if other.line - one.end_line - 1 > SWEEP_LINES:
+        return False
+    clock, other_clock = _GLOG_CLOCK.search(one.excerpt), _GLOG_CLOCK.search(other.excerpt)
+    if clock is None or other_clock is None:
+        return True
+    (day, *hms), (other_day, *other_hms) = clock.groups(), other_clock.groups()
+    seconds, other_seconds = (int(h) * 3600 + int(m) * 60 + int(s) for h, m, s in (hms, other_hms))
+    apart = abs(other_seconds - seconds)
+    if day != other_day:  # the next day's stamp: close only across midnight
+        apart = abs(other_seconds + _DAY_S - seconds)
+    return apart <= SWEEP_SECONDS
+
+
+def _lines_apart(rule: Rule, item: Item, other: Item) -> int:
+    """How many lines may lie between ``item`` (of ``rule``) and ``other`` for one to tell the other: the
+    rule's ``same_event_lines``, or any number when the rule asks for one test and both are in the same
+    named test. pytest shows what a test printed live (-s: pytest-timeout's dump, the raylet's report of a
+    dead worker) above the test's report, whose "Failed: Timeout" or WorkerCrashedError may come a whole
+    traceback later; the test bounds the event, a line count cannot."""
+    if rule.same_event_in_test and item[4] is not None and item[4] == other[4]:
+        return _ANY_DISTANCE
+    return rule.same_event_lines
 
 
 def across_rank_of(match: Match) -> Optional[str]:

@@ -50,14 +50,22 @@ def test_the_unprefixed_what_line_is_the_ranks_own_watchdog_timeout_told_again(e
 
 
 def test_an_unprefixed_line_of_another_rank_or_work_stays_its_own(tmp_path):
-    # rank 1's line, then a what() whose work is another: two timeouts
+    # rank 1's line, then a what() whose work is another: two timeouts, not one told again. In the same
+    # watchdog sweep they are one hang (dedup21): the finding names the other work, never folds it as a
+    # repeat; with a restart's lines between them the other work is its own finding.
     lines = HCCL.read_text(encoding="utf-8").split("\n")
     what = _line_of(HCCL, "  what():  [Rank 1] HCCL watchdog thread")
     lines[what - 1] = lines[what - 1].replace("SeqNum=196", "SeqNum=197")
     log = tmp_path / "other-work.log"
     log.write_text("\n".join(lines), encoding="utf-8")
     errors = [f for f in scan_paths([str(log)], BUILTIN) if f.severity is Severity.ERROR]
-    assert sorted(f.line for f in errors if f.rule == "nccl-watchdog-timeout")[-1] == what
+    watchdog = [f for f in errors if f.rule == "nccl-watchdog-timeout"]
+    assert len(watchdog) == 1 and "SeqNum=197, OpType=ALLREDUCE, Timeout(ms)=3600000" in watchdog[0].message
+    assert f"(line {what})" in watchdog[0].message
+    restart = ["step %d: loss 0.5" % n for n in range(65)]
+    log.write_text("\n".join(lines[:what - 1] + restart + lines[what - 1:]), encoding="utf-8")
+    errors = [f for f in scan_paths([str(log)], BUILTIN) if f.severity is Severity.ERROR]
+    assert sorted(f.line for f in errors if f.rule == "nccl-watchdog-timeout")[-1] == what + len(restart)
 
 
 def test_rays_dedup_suffix_is_cut_from_the_line_rules_read():

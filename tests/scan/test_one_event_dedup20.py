@@ -4,8 +4,10 @@ Every rank waiting on a collective that never finished times out on it, and each
 watchdog logs the same collective ("WorkNCCL(SeqNum=48490, OpType=ALLREDUCE, ...)"): ranks 2 and 7 in
 huggingface/accelerate#2174 (fixtures/quoted/nccl-watchdog-terminate-torch1-what-repeats.log), ranks 1, 3,
 2, 6, 7 in OFA-Sys/OFA#271. One hung collective is one finding, told by the first rank's line; another
-sequence number, another op or another process group is another collective. The runs these stand for are
-measured in /tmp/dedup20 (measure.py, cases/EXPECT.md).
+sequence number, another op or another process group is another collective, and since dedup21 another
+finding only when it timed out in another watchdog sweep (tests/scan/test_one_event_dedup21.py): the works
+of one sweep are one hang. The runs these stand for are measured in /tmp/dedup20 (measure.py,
+cases/EXPECT.md).
 """
 
 from __future__ import annotations
@@ -70,26 +72,54 @@ def test_every_rank_of_one_collective_is_named_once(tmp_path, engine):
     assert found[0].excerpt.count("--- the same event, told again") == 2
 
 
-def test_the_same_sequence_number_with_another_op_is_another_collective():
-    found = _watchdog(BROADCAST)
+# dedup21: the watchdog of every rank reports every work past the timeout in the same seconds: the
+# collectives of one sweep are one hang, one finding naming the others (pytorch/pytorch#118369). Another
+# collective is another finding when it times out in another sweep: a restart's lines or an hour between.
+RESTART_LINES = "".join("step %d: loss 0.5\n" % n for n in range(65))
+
+
+def _apart(text: str, line: int) -> str:
+    """``text`` with a restarted job's 65 lines of output inserted before its ``line`` (1-based)."""
+    lines = text.splitlines(keepends=True)
+    return "".join(lines[:line - 1]) + RESTART_LINES + "".join(lines[line - 1:])
+
+
+def test_the_same_sequence_number_with_another_op_is_another_collective(tmp_path):
+    found = _watchdog(BROADCAST)  # rank 7 in a BROADCAST, rank 3 in an ALLREDUCE, one second: one hang
+    assert len(found) == 1
+    assert "OpType=BROADCAST" in found[0].message and "OpType=ALLREDUCE" in found[0].message
+    log = tmp_path / "apart.log"
+    log.write_text(_apart(BROADCAST.read_text(encoding="utf-8"), _line_of(BROADCAST, "[Rank 3] Watchdog")),
+                   encoding="utf-8")
+    found = _watchdog(log)
     assert len(found) == 2
     assert {("OpType=ALLREDUCE" in f.message, "OpType=BROADCAST" in f.message) for f in found} == {
         (True, False), (False, True)}
 
 
-def test_another_sequence_number_stays_its_own_and_a_cut_line_still_folds():
-    found = _watchdog(CUT)
+def test_another_sequence_number_stays_its_own_and_a_cut_line_still_folds(tmp_path):
+    found = _watchdog(CUT)  # rank 4's SeqNum=1008 timed out in the same sweep: one hang
+    assert [f.line for f in found] == [_line_of(CUT, "[Rank 6] Watchdog caught")]
+    assert "rank 4 reported it too" in found[0].message and "SeqNum=1008" in found[0].message
+    log = tmp_path / "apart.log"
+    log.write_text(_apart(CUT.read_text(encoding="utf-8"), _line_of(CUT, "SeqNum=1008, OpType=ALLREDUCE")),
+                   encoding="utf-8")
+    found = _watchdog(log)
     assert [f.line for f in found] == [
-        _line_of(CUT, "[Rank 6] Watchdog caught"), _line_of(CUT, "SeqNum=1008, OpType=ALLREDUCE")]
+        _line_of(log, "[Rank 6] Watchdog caught"), _line_of(log, "SeqNum=1008, OpType=ALLREDUCE")]
     assert "rank 4 reported it too" in found[0].message
 
 
 def test_another_process_group_is_another_collective(tmp_path):
     log = tmp_path / "two-groups.log"
-    log.write_text(BASICSR.format(rank=1, pg="PG 0 ") + BASICSR.format(rank=0, pg="PG 1 "), encoding="utf-8")
+    log.write_text(BASICSR.format(rank=1, pg="PG 0 ") + RESTART_LINES + BASICSR.format(rank=0, pg="PG 1 "),
+                   encoding="utf-8")
     assert len(_watchdog(log)) == 2
-    log.write_text(BASICSR.format(rank=1, pg="PG 1 ") + BASICSR.format(rank=0, pg="PG 1 "), encoding="utf-8")
+    log.write_text(BASICSR.format(rank=1, pg="PG 1 ") + RESTART_LINES + BASICSR.format(rank=0, pg="PG 1 "),
+                   encoding="utf-8")
     assert len(_watchdog(log)) == 1
+    log.write_text(BASICSR.format(rank=1, pg="PG 0 ") + BASICSR.format(rank=0, pg="PG 1 "), encoding="utf-8")
+    assert len(_watchdog(log)) == 1  # one sweep
 
 
 def test_a_line_without_a_sequence_number_is_never_folded_across_ranks(tmp_path):
@@ -98,8 +128,10 @@ def test_a_line_without_a_sequence_number_is_never_folded_across_ranks(tmp_path)
             "OpType=BROADCAST, TensorShape=[], Timeout(ms)=1800000) ran for 1800102 milliseconds before"
             " timing out.\n")
     log = tmp_path / "no-seq.log"
-    log.write_text(line.format(rank=1) + line.format(rank=0), encoding="utf-8")
+    log.write_text(line.format(rank=1) + RESTART_LINES + line.format(rank=0), encoding="utf-8")
     assert len(_watchdog(log)) == 2
+    log.write_text(line.format(rank=1) + line.format(rank=0), encoding="utf-8")
+    assert len(_watchdog(log)) == 1  # one sweep
 
 
 @pytest.mark.parametrize("engine", ENGINES)
@@ -110,10 +142,10 @@ def test_every_ranks_timeout_at_one_work_of_a_group_is_one_finding(tmp_path, eng
     assert [(f.rule, f.line) for f in found] == [("nccl-work-timeout", first)]
     assert "; ranks 2, 6 reported it too (lines " in found[0].message
     # the same work number of another process group is another collective
-    lines = AT_WORK.read_text(encoding="utf-8").split("\n")
+    # (a restart's lines before it: in the same sweep it is the same hang, dedup21)
     rank6 = _line_of(AT_WORK, "[PG 1 Rank 6] Timeout")
-    lines[rank6 - 1] = lines[rank6 - 1].replace("[PG 1 Rank 6]", "[PG 2 Rank 6]")
+    text = _apart(AT_WORK.read_text(encoding="utf-8"), rank6).replace("[PG 1 Rank 6]", "[PG 2 Rank 6]")
     log = tmp_path / "other-group.log"
-    log.write_text("\n".join(lines), encoding="utf-8")
+    log.write_text(text, encoding="utf-8")
     found = [f for f in scan_paths([str(log)], BUILTIN, engine=engine) if f.severity is Severity.ERROR]
-    assert [f.line for f in found if f.rule == "nccl-work-timeout"] == [first, rank6]
+    assert [f.line for f in found if f.rule == "nccl-work-timeout"] == [first, _line_of(log, "[PG 2 Rank 6]")]
