@@ -89,3 +89,30 @@ def test_a_line_matched_before_it_ended_is_reported_as_a_scan_after_the_run_repo
     expected = [("nccl-watchdog-timeout", 1), ("cuda-error", 3)]
     assert [(rule, line) for rule, line, _ in placed(live)] == expected
     assert not any("seen" in message for _, _, message in placed(live)), live["findings"]
+
+
+# red40: a bar redrawn for half an hour passes the scan's LINE_CAP (1 MiB); the states in the middle of such a
+# line were dropped unread by the head-and-tail cut, so the watchdog between two of them never ended the run.
+STUCK_IN_A_GIANT_PROGRESS_LINE = """
+    import os, time
+    def bar(first, last):
+        os.write(1, b"".join(b"\\rEpoch 1: %7d/9999999 [00:01<00:02, 4.2it/s, loss=0.31]" % i
+                             for i in range(first, last)))
+    bar(0, 40000)  # 2.3 MB of states, no newline
+    os.write(1, b"\\r" + {line!r}.encode())
+    bar(40000, 80000)
+    time.sleep(300)
+"""
+
+
+def test_abort_on_fires_on_an_event_in_the_middle_of_a_giant_progress_line(tmp_path):
+    # Before: no finding until the 30 s --timeout, and then none either (exit 124, timeout_reason "wall").
+    prog = write(tmp_path, STUCK_IN_A_GIANT_PROGRESS_LINE)
+    code, report = guard(
+        tmp_path, "run", "--log-dir", "logs", "--json", "r.json", "--abort-on", "timeout",
+        "--abort-grace", "1s", "--timeout", "30s", "--kill-grace", "2s", "--", sys.executable, str(prog),
+    )
+    assert code == 124, report["findings"]
+    assert report["command"]["timeout_reason"] == "aborted", report["findings"]
+    watchdog = [f for f in report["findings"] if f["rule"] == "nccl-watchdog-timeout"]
+    assert [f["line"] for f in watchdog] == [1], report["findings"]

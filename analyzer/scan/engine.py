@@ -15,7 +15,8 @@ rows of a cut line are also matched joined again, for the matches no row holds a
 
 Memory stays bounded whatever the input: a window is at most two reads plus the unfinished line, and a
 line longer than ``LINE_CAP`` bytes (a progress bar redrawn for hours without a ``\\n``) is matched on
-its first and last ``LINE_CAP // 2`` bytes only; the middle is read, counted and dropped.
+its first and last ``LINE_CAP // 2`` bytes; the middle is read, counted and dropped, except, in a log no
+terminal wrapped (the guard's own), its ``\\r``-ended states, each matched as it comes.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from __future__ import annotations
 import dataclasses
 import time
 import zlib
-from typing import IO, Any, Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tuple
+from typing import IO, Any, Dict, Generator, Iterable, Iterator, List, Optional, Sequence, Set, Tuple
 
 from ..errors import InputError, UsageError
 from ..durations import format_duration
@@ -232,10 +233,11 @@ class _Early(bytes):
     """``\\r``-ended states of the line a window will start with, matched before its ``\\n`` came."""
 
 
-def _windows(stream: IO[bytes], path: str, early: bool = False) -> Iterator[bytes]:
+def _windows(stream: IO[bytes], path: str, early: bool = False, states: bool = False) -> Iterator[bytes]:
     """Cut a stream into windows that end with ``\\n`` (except the last), one giant line cut short; with
     ``early`` (a stream with ``read_within``), also ``_Early`` windows of a line's ``\\r``-ended states
-    that waited ``EARLY_WAIT_S`` or ``EARLY_BYTES`` for its end, each state once."""
+    that waited ``EARLY_WAIT_S`` or ``EARLY_BYTES`` for its end, each state once; with ``states`` (a log
+    no terminal wrapped), ``_Early`` windows of the states a giant line's cut drops (``_giant_line``)."""
     carry = b""
     done = 0  # how much of ``carry`` went out in ``_Early`` windows
     since: Optional[float] = None  # when ``carry`` first held a state not yet sent
@@ -271,27 +273,50 @@ def _windows(stream: IO[bytes], path: str, early: bool = False) -> Iterator[byte
         if len(buf) <= LINE_CAP:
             carry = buf
             continue
-        line, carry = _giant_line(stream, path, buf)
+        line, carry = yield from _giant_line(stream, path, buf, done if states else None)
         done, since = 0, None
         yield line
     if carry:
         yield carry
 
 
-def _giant_line(stream: IO[bytes], path: str, buf: bytes) -> Tuple[bytes, bytes]:
-    """Read the rest of a line longer than LINE_CAP; keep its head and tail joined by a ``\\r``."""
+def _giant_line(stream: IO[bytes], path: str, buf: bytes,
+                sent: Optional[int] = None) -> Generator[bytes, None, Tuple[bytes, bytes]]:
+    """Read the rest of a line longer than LINE_CAP; return its head and tail joined by a ``\\r`` (and
+    what follows its ``\\n``). With ``sent`` (how much of ``buf`` already went out as states), first
+    yield the ``\\r``-ended states of the rest as ``_Early`` windows, a read at a time: a progress bar
+    redrawn for an hour passes 1 MiB, and the NCCL timeout printed between two of its states is in the
+    part the cut drops. A state longer than LINE_CAP goes out as its first LINE_CAP // 2 bytes."""
     half = LINE_CAP // 2
     head = buf[:half]
     tail = buf[-half:]
+    rest = buf[sent:] if sent is not None else b""  # states not yet sent
+    skipping = False  # inside a state too long to keep: its start went out, drop up to its ``\\r``
     while True:
+        if sent is not None:
+            cut = rest.rfind(b"\r") + 1
+            if cut:
+                yield _Early(rest[:cut])
+                rest = rest[cut:]
+            if len(rest) > LINE_CAP:
+                yield _Early(rest[:half] + b"\r")
+                rest, skipping = b"", True
         data = _read(stream, path)
+        nl = data.find(b"\n") if data else -1
+        part = data if nl == -1 else data[:nl]
+        tail = (tail + part)[-half:]
+        if sent is not None:
+            if skipping:
+                cr = part.find(b"\r")
+                skipping, part = cr == -1, (part[cr + 1:] if cr != -1 else b"")
+            rest += part
+        if data and nl == -1:
+            continue
+        cut = rest.rfind(b"\r") + 1
+        if cut:  # the states before the tail's last one: the tail may not reach back to them
+            yield _Early(rest[:cut])
         if not data:
             return head + b"\r" + tail, b""
-        nl = data.find(b"\n")
-        if nl == -1:
-            tail = (tail + data)[-half:]
-            continue
-        tail = (tail + data[:nl])[-half:]
         return head + b"\r" + tail + b"\n", data[nl + 1:]
 
 
@@ -497,7 +522,8 @@ class _SourceScan:
             first_line = 1
             # A terminal never wrapped a stream that can say nothing came: the guard's pipe.
             early = not source.may_be_wrapped and hasattr(stream, "read_within")
-            windows: Iterable[bytes] = self._stripped(_windows(stream, self.path, early), first_line)
+            states = not source.may_be_wrapped
+            windows: Iterable[bytes] = self._stripped(_windows(stream, self.path, early, states), first_line)
             if source.may_be_wrapped:  # a pasted copy: maybe indented as code, maybe cut by a terminal
                 windows = dedented(windows)
             reader = WrapReader(windows, self._join_tells) if source.may_be_wrapped else None

@@ -49,6 +49,8 @@ RULE_FOR_REASON = {
 
 _MAX_EXCERPT = 4000
 _MAX_OTHERS_NAMED = 3
+# /proc/PID/stat states of a process stopped by a signal (T) or at a tracer's stop (t, Linux 2.6.33+).
+_STOPPED_STATES = frozenset({"T", "t"})
 # Innermost frames of a process that is only waiting for its children (torchrun's agent, a
 # multiprocessing parent, subprocess.wait): the hang is in a child, so name the child's frame.
 _WAITING_ON_CHILDREN = frozenset(
@@ -485,6 +487,10 @@ def where_it_hung(
     chosen, info = _hung_process(root_pid, infos, dumps, unexplained)
     if chosen is not None:
         where = Frame.where(_own_frames(chosen))
+        # A stopped process's stack shows where the stop hit it, not a wait: say it was stopped (red40).
+        state = next((i.state for i in infos if i.pid == chosen.pid), "")
+        if state in _STOPPED_STATES:
+            where += f", stopped (state {state}: SIGSTOP, or a debugger's stop)"
         if chosen.pid == root_pid:
             return chosen, where
         idle = [d.pid for d in _candidates(root_pid, infos, dumps) if d.pid not in unexplained

@@ -11,7 +11,7 @@ from analyzer.errors import UsageError
 from analyzer.rules.model import CUT_SHORT_GROUP, Catalogue
 from analyzer.scan import engine as engine_module
 from analyzer.scan.engine import iter_matches, resolve_engine
-from analyzer.scan.sources import iter_sources
+from analyzer.scan.sources import Source, iter_sources
 from tests.scan.test_engine_helpers import (
     ANCHORED,
     CATALOGUE,
@@ -98,6 +98,33 @@ def test_giant_progress_bar_without_newline_at_eof(tmp_path, engine):
     data = b"line one\n" + unit * (3 * engine_module.LINE_CAP // len(unit)) + b"\rSegmentation fault"
     matches = scan_bytes(tmp_path, data, engine=engine)
     assert [(m.rule.id, m.line, m.text) for m in matches] == [("segv", 2, "Segmentation fault")]
+
+
+def _unwrapped_scan(tmp_path, data: bytes, engine: str):
+    """Scan ``data`` as a log no terminal wrapped (the guard's own logs, a runner's step log)."""
+    path = write(tmp_path, "stdout.log", data)
+    source = Source(path, lambda: open(path, "rb"), may_be_wrapped=False)
+    return list(iter_matches([source], CATALOGUE, engine))
+
+
+# red40: a tqdm bar redrawn with \r for half an hour passes LINE_CAP; an error printed between two of its
+# states fell in the middle that the head-and-tail cut drops, and the run passed (red40's p76 program).
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_state_in_the_middle_of_a_giant_progress_line_is_matched(tmp_path, engine):
+    bar = b"".join(b"\rEpoch 1: %7d/9999999 [00:01<00:02, 4.2it/s, loss=0.31]" % i for i in range(40000))
+    assert len(bar) > 2 * engine_module.LINE_CAP
+    data = b"line one\n" + bar + b"\rSegmentation fault" + bar + b"\nline three\n"
+    matches = _unwrapped_scan(tmp_path, data, engine)
+    assert [(m.rule.id, m.line, m.text) for m in matches] == [("segv", 2, "Segmentation fault")]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_state_longer_than_the_cap_in_a_giant_line_is_matched_on_its_start(tmp_path, engine):
+    bar = b"\rstep 1/9" * (engine_module.LINE_CAP // 9 + 1000)
+    too_long = b"\rSegmentation fault " + b"z" * (2 * engine_module.LINE_CAP)
+    data = bar + too_long + bar + b"\rFatal Python error: Aborted" + bar + b"\n"
+    matches = _unwrapped_scan(tmp_path, data, engine)
+    assert ids_lines(matches) == [("segv", 1), ("anchored-fatal", 1)]
 
 
 @pytest.mark.parametrize("engine", ENGINES)

@@ -97,6 +97,14 @@ def test_stopped_process_is_continued_then_terminated(guard):
     assert took < 1.0 + 5.0
 
 
+def test_a_stopped_process_is_said_to_be_stopped_in_the_hang_finding(guard):
+    # red40: the finding read "hung in `<module>` (stop_self.py:7)" as for any wait; state T was only in
+    # processes.txt, and a stopped worker of a pool looked like one blocked in its own code.
+    result, _ = guard(program("stop_self.py"), timeout_s=1.0, kill_grace_s=1.0)
+    assert kinds(result) == [Kind.HANG]
+    assert "`<module>` (stop_self.py:7), stopped (state T" in result.findings[0].message, result.findings
+
+
 def test_idle_timeout_after_a_partial_line(guard):
     result, took = guard(program("partial_then_silent.py"), idle_timeout_s=0.7, kill_grace_s=2.0)
     assert result.command.timeout_reason == "idle" and result.command.exit_code == 143
