@@ -643,6 +643,7 @@ def one_event_one_finding(
             if any(_in_report_of(match, worker[2].match) for worker in workers.values()):
                 absorbed.add(id(item[2]))
         crash_primary: Dict[str, List[Tuple[Item, object]]] = {}
+        launcher_deaths: Dict[Tuple[str, Optional[str]], Item] = {}  # (rule id, test) -> first rank death
         for item in sorted(log_items, key=lambda it: it[2].match.seq):
             event = item[2]
             kind = event.match.rule.kind
@@ -668,6 +669,11 @@ def one_event_one_finding(
             # buffered output reaches the log (bluesky/ophyd#937).
             who = pid_of(event.match) or identity_of(event.match, use_rank_prefix=True)
             is_status = kind is Kind.SIGNAL_EXIT
+            teardown = _teardown_kill_of(item, signame, who, launcher_deaths, absorbed)
+            if teardown is not None:
+                absorbed.add(id(event))
+                told_by.setdefault(id(teardown[2]), []).append(event)
+                continue
             for index, (primary, primary_who) in enumerate(crash_primary.get(signame, [])):
                 same_test = item[4] is None or item[4] == primary[4] or (is_status and primary[4] is None)
                 bug, primary_bug = _bug_of(event.match), _bug_of(primary[2].match)
@@ -688,6 +694,28 @@ def one_event_one_finding(
     for teller, told in rows.items():
         told_by.setdefault(teller, []).extend(told)
     return Merged(absorbed, crash_of, stack_of, told_by, rows, row_traceback)
+
+
+def _teardown_kill_of(
+    item: Item,
+    signame: str,
+    who: object,
+    launcher_deaths: Dict[Tuple[str, Optional[str]], Item],
+    absorbed: Set[int],
+) -> Optional[Item]:
+    """The earlier death ``item`` is the launcher's teardown of, if any: a launcher's line of a rank's death
+    by signal that names no pid (PALS's "rank 4 died from signal 9") after its line of another rank's
+    death, in the same test, when the signal is SIGKILL. The launcher ends the job's other ranks once one
+    died, and kills those still there (saforem2/ezpz#210: "rank 0 died from signal 11 and dumped core",
+    then "rank 4 died from signal 9"); a rank that died of any other signal, or whose death came first,
+    is a death of its own. Records the first death of each launcher rule and test in ``launcher_deaths``."""
+    match = item[2].match
+    if match.rule.kind is not Kind.SIGNAL_EXIT or not isinstance(who, tuple) or who[0] != "rank":
+        return None
+    first = launcher_deaths.setdefault((match.rule.id, item[4]), item)
+    if first is item or signame != "SIGKILL" or id(first[2]) in absorbed:
+        return None
+    return first if identity_of(first[2].match, use_rank_prefix=True) != who else None
 
 
 def _same_signal_rows(
