@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Callable, Dict, Iterator, List, Optional, Sequ
 
 from . import __version__
 from .durations import parse_duration
-from .errors import USAGE_EXIT_STATUS, AnalyzerError, UsageError
+from .errors import USAGE_EXIT_STATUS, AnalyzerError, CommandNotStarted, UsageError
 from .markup import one_line_message
 from .model import Report, Severity
 from .verdict import decide
@@ -41,8 +41,9 @@ SCAN_DESCRIPTION = (
 RUN_DESCRIPTION = (
     "Run COMMAND under the guard: stream and save its output, time it out (wall clock and idle), dump "
     "the stacks of hung processes before killing the whole process tree, then scan the saved logs. "
-    "Exit status: 0 pass, 124 timed out, the command's own status when it failed, 1 when it exited 0 "
-    "but a failing finding was made, 2 bad usage."
+    "Exit status: 0 pass, 124 timed out, the command's own status when it failed, 127 or 126 when it "
+    "could not be started (not found, not executable), 1 when it exited 0 but a failing finding was made, "
+    "2 bad usage (no report)."
 )
 GH_DESCRIPTION = (
     "Fetch the job logs of GitHub Actions runs through the REST API (token from GH_TOKEN, else "
@@ -610,10 +611,17 @@ def _main_run(argv: Sequence[str]) -> int:
     )
     warnings: list = []
     try:
-        supervision = run.supervise()
-        _hold_off_runner_signals(run.cut_short)
-        report = run.report(supervision, job=job)
-        _hold_off_runner_signals()
+        try:
+            supervision = run.supervise()
+        except CommandNotStarted as err:
+            # A shell's 127 or 126, and a report that says why, so a CI step fails saying so (a usage
+            # error's exit 2 with no report left the summary empty). The one line on stderr too.
+            _write_console_bounded(sys.stderr, f"{PROG}: error: {err}\n")
+            report = run.report_not_started(err, job=job)
+        else:
+            _hold_off_runner_signals(run.cut_short)
+            report = run.report(supervision, job=job)
+            _hold_off_runner_signals()
         # Every file before the console: a reader of the console the command stopped must not keep
         # the report off the disk (the console writes after them are bounded in time).
         warnings += run.pass_through_files()

@@ -28,6 +28,21 @@ class UsageError(AnalyzerError):
     """Bad command-line arguments (a malformed duration, a missing command after ``--``)."""
 
 
+class CommandNotStarted(UsageError):
+    """The guarded command could not be started (not found, not executable, a missing interpreter).
+
+    ``exit_status`` is what a shell gives for the same command: 127 when it was not found (ENOENT,
+    also a script whose ``#!`` interpreter is missing, as bash 5.2 says), 126 when it was found but
+    could not be executed. ``reason`` names the program and says why (``'pytset': No such file or
+    directory``).
+    """
+
+    def __init__(self, reason: str, exit_status: int) -> None:
+        super().__init__(f"run: cannot start {reason}")
+        self.reason = one_line_message(reason)
+        self.exit_status = exit_status
+
+
 class ConfigError(AnalyzerError):
     """A config or rule catalogue that cannot be used; the message names the file and the key."""
 

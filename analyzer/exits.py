@@ -106,6 +106,21 @@ def describe_exit(status: Optional[int]) -> str:
     return f"exit {status} ({name})" if name else f"exit {status}"
 
 
+# Statuses the guard gives for its own reasons (the timeout, a usage error: analyzer.verdict): a command
+# that exits with one itself (coreutils' ``timeout`` inside it, argparse's usage error) is told apart in
+# the report by ``timed_out`` and by the report being there at all; renderers say it in words too.
+_GUARD_MEANINGS = {TIMEOUT_EXIT_STATUS: "the guard's timeout", 2: "a usage error of the guard"}
+
+
+def describe_command_exit(status: Optional[int], timed_out: bool) -> str:
+    """``describe_exit`` of a guarded command's status, saying so when the command itself exited with a
+    status the guard also uses: ``"exit 124 (the command's own status, not the guard's timeout)"``."""
+    meaning = None if timed_out or status is None else _GUARD_MEANINGS.get(status)
+    if meaning is None:
+        return describe_exit(status)
+    return f"{describe_exit(status)} (the command's own status, not {meaning})"
+
+
 # exit(3) keeps a status's low byte: a wrapper that passes its child's negative return code on
 # (``sys.exit(proc.returncode)`` after a SIGKILL: ``exit(-9)``) exits 256 - 9 = 247, which Horovod's
 # launcher then prints as "Process 10 exit with status code 247" (determined-ai/determined#5787).

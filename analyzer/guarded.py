@@ -37,10 +37,11 @@ from typing import Any, Callable, Deque, Dict, FrozenSet, List, Mapping, Optiona
 
 from . import file_commands
 from .durations import format_duration
-from .errors import AnalyzerError, UsageError
-from .exits import describe_exit
+from .errors import AnalyzerError, CommandNotStarted, UsageError
+from .exits import describe_command_exit
 from .model import (
     GUARD_COMMAND_FAILED_RULE,
+    GUARD_COMMAND_NOT_STARTED_RULE,
     SCAN_INCOMPLETE_RULE,
     CommandResult,
     Diagnostic,
@@ -56,6 +57,7 @@ from .scan.clean import strip_controls
 from .scan.match import Match
 from .scan.state import MAX_CLOSED_RUNS, AcrossPlace
 from .scan.sources import Source
+from .supervise.spawn import NOT_FOUND_EXIT_STATUS
 from .supervise.guard import STDERR_LOG, STDOUT_LOG, GuardOptions, Supervision, supervise
 from .verdict import decide
 
@@ -1480,6 +1482,22 @@ class GuardedRun:
             **report_fields,
         )
 
+    def report_not_started(self, err: CommandNotStarted, **report_fields: Any) -> Report:
+        """The report of a command that could not be started: one error finding, its shell status.
+
+        Nothing ran, so nothing is scanned; ``report_fields`` are further ``Report`` fields.
+        """
+        what = "not found" if err.exit_status == NOT_FOUND_EXIT_STATUS else "not executable"
+        message = (f"the command could not be started: {err.reason}"
+                   f" (exit {err.exit_status}: {what}, as in a shell)")
+        finding = Finding(Kind.CRASH, GUARD_COMMAND_NOT_STARTED_RULE, Severity.ERROR, "", 0, message)
+        findings = pipeline.combine([], self.catalogue, guard_findings=(finding,))
+        command = CommandResult(argv=tuple(self.options.argv), exit_code=err.exit_status,
+                                log_dir=self.options.log_dir)
+        verdict, status = decide(findings, command, self.fail_on)
+        return Report(verdict=verdict, exit_status=status, findings=tuple(findings), command=command,
+                      **report_fields)
+
     # -- workflow files -------------------------------------------------------------------------
     def pass_through_files(self) -> List[str]:
         """Undo direct writes to the real workflow files, then pass the command's valid entries on.
@@ -1567,7 +1585,7 @@ def _failed_exit(command: CommandResult) -> Tuple[Finding, ...]:
     explains the failure, and points it at the last traceback the command printed)."""
     if command.timed_out or command.exit_code in (None, 0):
         return ()
-    message = f"the command failed with {describe_exit(command.exit_code)}"
+    message = f"the command failed with {describe_command_exit(command.exit_code, command.timed_out)}"
     return (Finding(Kind.CRASH, GUARD_COMMAND_FAILED_RULE, Severity.ERROR, "", 0, message),)
 
 

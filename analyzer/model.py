@@ -25,6 +25,8 @@ GUARD_ABORTED_RULE = "guard-aborted"  # --abort-on: a live finding ended the com
 GUARD_COMMAND_FAILED_RULE = "guard-command-failed"
 # The kernel's OOM killer killed a process while the command ran (its kill counters moved).
 GUARD_OOM_KILL_RULE = "guard-oom-kill"
+# The command could not be started (not found, not executable): exit 127 or 126, as a shell's.
+GUARD_COMMAND_NOT_STARTED_RULE = "guard-command-not-started"
 GUARD_RULE_IDS = (
     GUARD_TIMEOUT_RULE,
     GUARD_IDLE_TIMEOUT_RULE,
@@ -34,6 +36,7 @@ GUARD_RULE_IDS = (
     GUARD_ABORTED_RULE,
     GUARD_COMMAND_FAILED_RULE,
     GUARD_OOM_KILL_RULE,
+    GUARD_COMMAND_NOT_STARTED_RULE,
 )
 # The scanner's own finding (kind scan-incomplete): an unreadable file or a device skipped inside a
 # scanned directory, a user pattern disabled for its time budget. A catalogue entry like the above.

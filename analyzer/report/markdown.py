@@ -16,7 +16,7 @@ import shlex
 from dataclasses import dataclass
 from typing import List, Optional, Tuple
 
-from ..exits import describe_exit
+from ..exits import describe_command_exit
 from ..markup import visible
 from ..model import CommandResult, Finding, Report, Verdict
 from ._escape import (
@@ -136,7 +136,8 @@ def _command_section(command: CommandResult) -> str:
     lines = [
         "### Command\n",
         f"- Command: {markdown_code(argv)}",
-        f"- Ended: {describe_exit(command.exit_code)} after {format_duration(command.duration_s)}",
+        f"- Ended: {describe_command_exit(command.exit_code, command.timed_out)}"
+        f" after {format_duration(command.duration_s)}",
         f"- Timed out: {'yes (' + timeout_reason(command) + ')' if command.timed_out else 'no'}",
     ]
     if command.leftover_pids:

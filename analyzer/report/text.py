@@ -5,7 +5,7 @@ from __future__ import annotations
 import shlex
 from typing import List
 
-from ..exits import describe_exit
+from ..exits import describe_command_exit
 from ..model import CommandResult, Finding, Report
 from ..markup import visible
 from ._escape import clean_text, one_line, safe_report
@@ -45,7 +45,8 @@ def _finding(number: int, finding: Finding, with_excerpt: bool) -> List[str]:
 def _command(command: CommandResult) -> List[str]:
     lines = [
         f"Command: {visible(shlex.join(command.argv))}",
-        f"  outcome: {describe_exit(command.exit_code)} after {format_duration(command.duration_s)}",
+        f"  outcome: {describe_command_exit(command.exit_code, command.timed_out)}"
+        f" after {format_duration(command.duration_s)}",
     ]
     if command.timed_out:
         lines.append(f"  timed out: yes ({timeout_reason(command)})")

@@ -16,7 +16,9 @@ rows of a cut line are also matched joined again, for the matches no row holds a
 Memory stays bounded whatever the input: a window is at most two reads plus the unfinished line, and a
 line longer than ``LINE_CAP`` bytes (a progress bar redrawn for hours without a ``\\n``) is matched on
 its first and last ``LINE_CAP // 2`` bytes; the middle is read, counted and dropped, except, in a log no
-terminal wrapped (the guard's own), its ``\\r``-ended states, each matched as it comes.
+terminal wrapped (the guard's own), its ``\\r``-ended states, each matched as it comes. What the cut drops
+unread is said in a ``scan-incomplete`` notice on that line (an error printed in the middle of such a line
+would otherwise be lost without a word).
 """
 
 from __future__ import annotations
@@ -233,6 +235,21 @@ class _Early(bytes):
     """``\\r``-ended states of the line a window will start with, matched before its ``\\n`` came."""
 
 
+class _Dropped(bytes):
+    """An empty window saying that the cut of the giant line the next window starts with dropped
+    ``unread`` of its ``length`` bytes without matching them (``_giant_line``)."""
+
+    unread = 0
+    length = 0
+
+
+GIANT_LINE_CUT = (
+    "{unread:,} of this line's {length:,} bytes (a line over {cap} is matched on its first and last {half}"
+    "{states})"
+)
+GIANT_LINE_STATES = ", and on the first {half} of each \\r-ended state"
+
+
 def _windows(stream: IO[bytes], path: str, early: bool = False, states: bool = False) -> Iterator[bytes]:
     """Cut a stream into windows that end with ``\\n`` (except the last), one giant line cut short; with
     ``early`` (a stream with ``read_within``), also ``_Early`` windows of a line's ``\\r``-ended states
@@ -273,51 +290,79 @@ def _windows(stream: IO[bytes], path: str, early: bool = False, states: bool = F
         if len(buf) <= LINE_CAP:
             carry = buf
             continue
-        line, carry = yield from _giant_line(stream, path, buf, done if states else None)
+        line, carry, unread, length = yield from _giant_line(stream, path, buf, done if states else None)
         done, since = 0, None
+        if unread:
+            dropped = _Dropped()
+            dropped.unread, dropped.length = unread, length
+            yield dropped
         yield line
     if carry:
         yield carry
 
 
 def _giant_line(stream: IO[bytes], path: str, buf: bytes,
-                sent: Optional[int] = None) -> Generator[bytes, None, Tuple[bytes, bytes]]:
-    """Read the rest of a line longer than LINE_CAP; return its head and tail joined by a ``\\r`` (and
-    what follows its ``\\n``). With ``sent`` (how much of ``buf`` already went out as states), first
-    yield the ``\\r``-ended states of the rest as ``_Early`` windows, a read at a time: a progress bar
-    redrawn for an hour passes 1 MiB, and the NCCL timeout printed between two of its states is in the
-    part the cut drops. A state longer than LINE_CAP goes out as its first LINE_CAP // 2 bytes."""
+                sent: Optional[int] = None) -> Generator[bytes, None, Tuple[bytes, bytes, int, int]]:
+    """Read the rest of a line longer than LINE_CAP; return its head and tail joined by a ``\\r``, what
+    follows its ``\\n``, how many of its bytes no window holds, and its length. With ``sent`` (how much
+    of ``buf`` already went out as states), first yield the ``\\r``-ended states of the rest as
+    ``_Early`` windows, a read at a time: a progress bar redrawn for an hour passes 1 MiB, and the NCCL
+    timeout printed between two of its states is in the part the cut drops. A state longer than LINE_CAP
+    goes out as its first LINE_CAP // 2 bytes."""
     half = LINE_CAP // 2
     head = buf[:half]
     tail = buf[-half:]
     rest = buf[sent:] if sent is not None else b""  # states not yet sent
+    rest_at = sent or 0  # where ``rest`` starts in the line
+    length = len(buf)
     skipping = False  # inside a state too long to keep: its start went out, drop up to its ``\\r``
+    # The dropped parts of states too long to keep: only the last one can reach into the tail (a kept
+    # state start of LINE_CAP // 2 bytes lies between any two).
+    unread, last_gap = 0, (0, 0)
     while True:
         if sent is not None:
             cut = rest.rfind(b"\r") + 1
             if cut:
                 yield _Early(rest[:cut])
-                rest = rest[cut:]
+                rest, rest_at = rest[cut:], rest_at + cut
             if len(rest) > LINE_CAP:
                 yield _Early(rest[:half] + b"\r")
+                unread += last_gap[1] - last_gap[0]
+                last_gap = (rest_at + half, rest_at + half)
                 rest, skipping = b"", True
         data = _read(stream, path)
         nl = data.find(b"\n") if data else -1
         part = data if nl == -1 else data[:nl]
+        length += len(part)
         tail = (tail + part)[-half:]
         if sent is not None:
             if skipping:
                 cr = part.find(b"\r")
                 skipping, part = cr == -1, (part[cr + 1:] if cr != -1 else b"")
+                last_gap = (last_gap[0], length - len(part) - (cr != -1))
+                rest_at = length - len(part)
             rest += part
         if data and nl == -1:
             continue
         cut = rest.rfind(b"\r") + 1
         if cut:  # the states before the tail's last one: the tail may not reach back to them
             yield _Early(rest[:cut])
+            rest_at += cut
+        if sent is None:
+            unread = length - 2 * half
+        else:
+            # What only the tail holds of the line's last state, and the last dropped part, less the tail.
+            tail_at = length - half
+            unread += max(0, min(last_gap[1], tail_at) - last_gap[0])
+            unread += max(0, tail_at - max(rest_at, half))
         if not data:
-            return head + b"\r" + tail, b""
-        return head + b"\r" + tail + b"\n", data[nl + 1:]
+            return head + b"\r" + tail, b"", unread, length
+        return head + b"\r" + tail + b"\n", data[nl + 1:], unread, length
+
+
+def _size(n: int) -> str:
+    """``1 MiB``, ``512 KiB``: a power-of-two size as the README writes it."""
+    return f"{n >> 20} MiB" if n >= 1 << 20 else f"{n >> 10} KiB"
 
 
 def _read(stream: IO[bytes], path: str) -> bytes:
@@ -523,7 +568,9 @@ class _SourceScan:
             # A terminal never wrapped a stream that can say nothing came: the guard's pipe.
             early = not source.may_be_wrapped and hasattr(stream, "read_within")
             states = not source.may_be_wrapped
-            windows: Iterable[bytes] = self._stripped(_windows(stream, self.path, early, states), first_line)
+            windows: Iterable[bytes] = self._stripped(
+                _windows(stream, self.path, early, states), first_line, held=source.may_be_wrapped
+            )
             if source.may_be_wrapped:  # a pasted copy: maybe indented as code, maybe cut by a terminal
                 windows = dedented(windows)
             reader = WrapReader(windows, self._join_tells) if source.may_be_wrapped else None
@@ -583,16 +630,30 @@ class _SourceScan:
         yield from self._flush()
         yield from self._notices()
 
-    def _stripped(self, windows: Iterator[bytes], first_line: int) -> Iterator[bytes]:
+    def _stripped(self, windows: Iterator[bytes], first_line: int, held: bool = False) -> Iterator[bytes]:
         """``windows`` without their controls; ``_Early`` ones are matched here and become an empty
-        window, on which ``run`` hands their matches on."""
+        window, on which ``run`` hands their matches on; a ``_Dropped`` one becomes a notice. ``held``:
+        a reader between here and ``run`` may hold windows back (``WrapReader``), so ``next_line`` is
+        not yet the next window's first line: count the lines here."""
         self.next_line = first_line
+        line = first_line
         for window in windows:
-            if type(window) is _Early:
+            kind = type(window)
+            if kind is _Dropped:
+                at = line if held else self.next_line
+                half = LINE_CAP // 2
+                states = GIANT_LINE_STATES.format(half=_size(half)) if not held else ""
+                self._notice(GIANT_LINE_CUT.format(unread=window.unread, length=window.length,
+                                                   cap=_size(LINE_CAP), half=_size(half), states=states), at)
+                yield b""
+            elif kind is _Early:
                 self._early(strip_controls(bytes(window), self.markers_in), self.next_line)
                 yield b""
             else:
-                yield strip_controls(window, self.markers_in)
+                stripped = strip_controls(window, self.markers_in)
+                if held:
+                    line += stripped.count(b"\n")
+                yield stripped
 
     def _early(self, buf: bytes, line: int) -> None:
         """Match ``\\r``-ended states of line ``line`` before its end came (``_windows``): each rule they

@@ -13,15 +13,17 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import errno
 import fcntl
 import os
+import shutil
 import subprocess
 import sys
 import threading
 import uuid
 from typing import Callable, Dict, Iterator, Mapping, Optional, Sequence, Tuple
 
-from ..errors import UsageError
+from ..errors import CommandNotStarted, UsageError
 from . import tree
 
 TOKEN_ENV = "GPU_HANG_GUARD_TOKEN"
@@ -103,7 +105,11 @@ def start(
     cwd: Optional[str] = None,
     before_exec: Optional[Callable[[], None]] = None,
 ) -> subprocess.Popen:
-    """Start ``argv`` in a new session, stdout and stderr on pipes; ``UsageError`` when it can't start.
+    """Start ``argv`` in a new session, stdout and stderr on pipes.
+
+    Raises ``CommandNotStarted`` (a ``UsageError`` with a shell's status) when the command is not there
+    or execve(2) refuses it, ``UsageError`` for other failures, and ``OSError`` (EMFILE, ENFILE) when the
+    guard itself is out of descriptors.
 
     ``before_exec`` runs in the child between fork and exec (joining a cgroup): it must only make
     system calls, since other threads' locks may be held in the forked child.
@@ -123,10 +129,61 @@ def start(
             preexec_fn=before_exec,
         )
     except OSError as err:
-        raise UsageError(f"run: cannot start {argv[0]!r}: {err.strerror or err}") from err
+        if err.errno in _GUARDS_OWN_LIMITS:
+            raise  # no pipe or fork for the guard (``ulimit -n``): not the command's fault (cli.main says so)
+        if err.errno != errno.ENOENT and err.errno not in _EXEC_REFUSED:
+            raise UsageError(f"run: cannot start {argv[0]!r}: {err.strerror or err}") from err
+        raise _not_started(argv[0], err, env) from err
     for stream in (proc.stdout, proc.stderr):
         _enlarge_pipe(stream.fileno())
     return proc
+
+
+# What a shell exits with when it cannot run a command (POSIX, "Command Search and Execution").
+NOT_FOUND_EXIT_STATUS = 127
+NOT_EXECUTABLE_EXIT_STATUS = 126
+
+
+# execve(2)'s refusals of a file that is there: a shell's 126 ("Permission denied", "Is a directory",
+# "Exec format error", "Text file busy"...).
+_EXEC_REFUSED = frozenset({
+    errno.EACCES, errno.EPERM, errno.ENOEXEC, errno.EISDIR, errno.ENOTDIR, errno.ELOOP, errno.ENAMETOOLONG,
+    errno.ETXTBSY, errno.E2BIG, errno.ELIBBAD,
+})
+# Popen's own pipes and fork failing: the guard's limits, not the command's.
+_GUARDS_OWN_LIMITS = frozenset({errno.EMFILE, errno.ENFILE})
+
+
+def _not_started(program: str, err: OSError, env: Mapping[str, str]) -> CommandNotStarted:
+    """Why ``program`` did not start, with a shell's exit status: 127 not found, 126 not executable.
+
+    execve(2) says ENOENT also for a script whose ``#!`` interpreter is missing: the script is then
+    named with its interpreter, as bash says "bad interpreter", not as a command that is not there.
+    """
+    problem = err.strerror or str(err)
+    if err.errno in _EXEC_REFUSED:
+        return CommandNotStarted(f"{program!r}: {problem}", NOT_EXECUTABLE_EXIT_STATUS)
+    found = program if os.sep in program else shutil.which(program, path=env.get("PATH", os.defpath))
+    interpreter = _interpreter(found) if found and os.path.isfile(found) else None
+    if interpreter is not None:
+        return CommandNotStarted(
+            f"{program!r}: its interpreter {interpreter!r} (#! line) was not found",
+            NOT_FOUND_EXIT_STATUS,
+        )
+    return CommandNotStarted(f"{program!r}: {problem}", NOT_FOUND_EXIT_STATUS)
+
+
+def _interpreter(path: str) -> Optional[str]:
+    """The ``#!`` line's interpreter of the file at ``path``, if it has one."""
+    try:
+        with open(path, "rb") as script:
+            first = script.read(256)
+    except OSError:
+        return None
+    if not first.startswith(b"#!"):
+        return None
+    words = first[2:].split(b"\n", 1)[0].split()
+    return os.fsdecode(words[0]) if words else None
 
 
 def _enlarge_pipe(fd: int) -> None:

@@ -286,6 +286,7 @@ PROGRAM_FINDINGS = {
     "guard-leaked-process": (Kind.LEAKED_PROCESS, Severity.WARNING),
     "guard-command-failed": (Kind.CRASH, Severity.ERROR),
     "guard-oom-kill": (Kind.SIGNAL_EXIT, Severity.ERROR),
+    "guard-command-not-started": (Kind.CRASH, Severity.ERROR),
     "scan-incomplete": (Kind.SCAN_INCOMPLETE, Severity.WARNING),
     "test-never-finished": (Kind.TEST_FAILURE, Severity.ERROR),
     "traceback-ends-log": (Kind.CRASH, Severity.ERROR),

@@ -87,8 +87,10 @@ def test_multi_megabyte_lines(tmp_path, engine):
         + b"Fatal Python error: Aborted\n"
     )
     matches = scan_bytes(tmp_path, data, engine=engine)
-    # A line under LINE_CAP is matched whole; a giant one on its head and tail (here: the tail).
-    assert ids_lines(matches) == [("segv", 2), ("segv", 3), ("anchored-fatal", 4)]
+    # A line under LINE_CAP is matched whole; a giant one on its head and tail (here: the tail), and
+    # the middle the cut dropped is said (red41: it was dropped without a word).
+    assert ids_lines(matches) == [("segv", 2), ("segv", 3), ("scan-incomplete", 3), ("anchored-fatal", 4)]
+    assert matches[2].text.startswith(f"{len(giant) + 19 - engine_module.LINE_CAP:,} of this line's")
     assert all(len(m.excerpt) <= engine_module.EXCERPT_LINE_CHARS + 20 for m in matches)
 
 
@@ -97,7 +99,10 @@ def test_giant_progress_bar_without_newline_at_eof(tmp_path, engine):
     unit = b"".join(b"\r%3d%%|%-20s| %d/100" % (p, b"#" * (p // 5), p) for p in range(100))
     data = b"line one\n" + unit * (3 * engine_module.LINE_CAP // len(unit)) + b"\rSegmentation fault"
     matches = scan_bytes(tmp_path, data, engine=engine)
-    assert [(m.rule.id, m.line, m.text) for m in matches] == [("segv", 2, "Segmentation fault")]
+    # A pasted log (maybe a terminal's copy) has no states matched in the middle: that it was not read
+    # is said (red41).
+    assert sorted(ids_lines(matches)) == [("scan-incomplete", 2), ("segv", 2)]
+    assert [m.text for m in matches if m.rule.id == "segv"] == ["Segmentation fault"]
 
 
 def _unwrapped_scan(tmp_path, data: bytes, engine: str):
@@ -124,7 +129,38 @@ def test_a_state_longer_than_the_cap_in_a_giant_line_is_matched_on_its_start(tmp
     too_long = b"\rSegmentation fault " + b"z" * (2 * engine_module.LINE_CAP)
     data = bar + too_long + bar + b"\rFatal Python error: Aborted" + bar + b"\n"
     matches = _unwrapped_scan(tmp_path, data, engine)
-    assert ids_lines(matches) == [("segv", 1), ("anchored-fatal", 1)]
+    assert sorted(ids_lines(matches)) == [("anchored-fatal", 1), ("scan-incomplete", 1), ("segv", 1)]
+    # What the guard's scan dropped: the too long state past its first LINE_CAP // 2 bytes (red41).
+    unread = len(too_long) - 1 - engine_module.LINE_CAP // 2
+    (said,) = [m.text for m in matches if m.rule.id == "scan-incomplete"]
+    assert said.startswith(f"{unread:,} of this line's {len(data) - 1:,} bytes"), said
+
+
+# red41: red40's p75 printed an error in the middle of a 5 MiB line with no \r; the head-and-tail cut
+# dropped it and the scan passed without a word, also in the guard's live scan.
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("wrapped", [True, False], ids=["pasted", "guard-log"])
+def test_the_unread_middle_of_a_giant_line_is_said(tmp_path, engine, wrapped):
+    cap = engine_module.LINE_CAP
+    giant = b"x" * (2 * cap) + b" NCCL watchdog thread terminated with exception " + b"y" * (2 * cap)
+    data = b"".join(b"step %d\n" % i for i in range(10)) + giant + b"\nline twelve\n"
+    if wrapped:
+        matches = scan_bytes(tmp_path, data, engine=engine)
+    else:
+        matches = _unwrapped_scan(tmp_path, data, engine)
+    # Line 11 although a pasted log's reader holds its first lines back while the giant line is read.
+    assert ids_lines(matches) == [("scan-incomplete", 11)]
+    reason = matches[0].text
+    assert reason.startswith(f"{len(giant) - cap:,} of this line's {len(giant):,} bytes"), reason
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_giant_line_of_short_states_in_the_guards_log_is_read_whole(tmp_path, engine):
+    # Every byte of it is in a state, the head or the tail: nothing to say (its last state, longer than
+    # the tail, is read in the tail and the states before).
+    bar = b"".join(b"\r%7d/9999999 [00:01<00:02]" % i for i in range(100_000))
+    data = b"a\n" + bar + b"\rdone " + b"z" * (engine_module.LINE_CAP // 4) + b"\nb\n"
+    assert ids_lines(_unwrapped_scan(tmp_path, data, engine)) == []
 
 
 @pytest.mark.parametrize("engine", ENGINES)
@@ -313,7 +349,8 @@ def test_peak_memory_stays_bounded_on_a_huge_single_line(tmp_path):
         )
         assert proc.returncode == 0, proc.stderr.decode()
         found, peak_mib = proc.stdout.decode().rsplit(" ", 1)
-        assert found == "[('segv', 1)]"
+        # A plain file may be a terminal's copy: the states in the middle were not matched, and it says so.
+        assert found == "[('segv', 1), ('scan-incomplete', 1)]"
         assert int(peak_mib) < 100
 
 
