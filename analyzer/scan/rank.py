@@ -49,7 +49,7 @@ import fnmatch
 import re
 import string
 import sys
-from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
+from typing import Callable, Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
 from ..exits import describe_exit, describe_exit_byte, describe_wait_status
 from ..model import (
@@ -454,18 +454,33 @@ def finding_kind(match: Match) -> Kind:
 
 def _handled(event: LogEvent, log: LogFindings, test: Optional[str]) -> bool:
     """An event inside a test that then reported an outcome other than failed/error, or a test's failure
-    that a re-run of it then passed, or an event of an attempt a supervisor restarted before it succeeded."""
+    that a re-run of it then passed, or an event of an attempt a supervisor restarted before it succeeded,
+    or an event or failure of a test a runner re-ran in a new process that then passed (PyTorch's
+    run_test.py)."""
     if event.recovered is not None or event.run_passed is not None:
         return True
     if event.passed_letter and test is None and not event.exit_path:
         return True
     if test is None or event.exit_path:
         return False
+    if _rerun_passed(test, log.rerun_passed_tests):
+        return True
     if event.match.rule.kind is Kind.TEST_FAILURE:
         return log.rerun_passed
     if not event.test_finished or event.match.rule.kind is Kind.SCAN_INCOMPLETE:
         return False
     return (test not in log.failed or log.rerun_passed) and not log.failed_overflow
+
+
+def _rerun_passed(test: str, rerun_passed: FrozenSet[str]) -> bool:
+    """Whether a runner listed ``test`` among those that passed when re-run in a new process. run_test.py
+    lists pytest's node ids from the repository's root ("test/test_x.py::T::t") while ``pytest -v``, run in
+    test/, prints them from there ("test_x.py::T::t"): a path prefix apart is the same test."""
+    if not rerun_passed:
+        return False
+    if test in rerun_passed:
+        return True
+    return any(listed.endswith("/" + test) or test.endswith("/" + listed) for listed in rerun_passed)
 
 
 def format_message(message: str, groups: Mapping[str, Optional[str]]) -> str:
@@ -1216,7 +1231,8 @@ def _ranks_raised(
             continue
         if first_shutdown is not None and tb.end_line >= first_shutdown:
             continue
-        if tb.test is not None and (tb.test not in log.failed or log.rerun_passed):
+        if tb.test is not None and (tb.test not in log.failed or log.rerun_passed
+                                    or _rerun_passed(tb.test, log.rerun_passed_tests)):
             continue
         if (int(who[1]), tb.end_line) in log.ranks_gone_on:  # caught and logged: the rank printed on
             continue

@@ -20,6 +20,9 @@ context and are dropped:
   entrypoint", "will restart worker group", "worker group successfully finished"): an event outside
   any test in an attempt the supervisor then restarted, followed by that run's success, was handled
   by the restart;
+- ``rerun-passed`` (PyTorch's test/run_test.py: "The following tests failed and then succeeded when run in
+  a new process['x.py::T::t']"): the tests it names failed or crashed, then passed when run_test.py ran
+  each again in a new process; their events and failures were handled by that re-run;
 - ``inner-run`` (pytester's ``running: PYTHON -mpytest ...``): the next ``test session starts`` is a test's
   inner run (a quiet one's, ``-q``, which prints none: what follows up to its verdict), even under an outer
   ``-q``, where neither the outer run's start nor the test's id was printed; an event
@@ -120,6 +123,9 @@ MAX_INNER_DEPTH = 16
 _ROOTDIR = lazy_regex(r"^rootdir: (?P<root>.+?)(?:, \w+: .*)?\s*$")
 ATTEMPT_RESTARTED = "attempt-restarted"
 RUN_SUCCEEDED = "run-succeeded"
+RERUN_PASSED_MARKER = "rerun-passed"
+# A test id in the Python list a runner prints (``['x.py::T::t', "y.py::t[it's]"]``).
+_LISTED_TEST = lazy_regex(r"'([^']+)'|\"([^\"]+)\"")
 MAX_TENTATIVE = 1000
 MAX_CLOSED_RUNS = 1000
 # A ``void_at_end`` echo holds this many of the matches it dropped, and counts them after all when an
@@ -251,6 +257,8 @@ class LogFindings:
     ignored: bool = False  # the whole log matched an ignore.paths glob
     # (report header's name, the node id the log spells it with elsewhere) of the headers events were under
     header_ids: Tuple[Tuple[str, str], ...] = ()
+    # tests a runner re-ran in a new process after they failed or crashed, and which then passed
+    rerun_passed_tests: FrozenSet[str] = frozenset()
 
     @property
     def rerun_passed(self) -> bool:
@@ -494,6 +502,8 @@ class LogState:
         self.attempt = 0
         self.attempt_events: Dict[int, _Open] = {}
         self.restarted: Dict[int, Tuple[_Open, int, Match]] = {}
+        # Tests a runner says passed when it re-ran them in a new process (``RERUN_PASSED_MARKER``).
+        self.rerun_passed_tests: Set[str] = set()
         # Failures under a short test summary printed inside a passing test's report: the log's own only
         # if no report header follows (``None``: no such summary open).
         self.tentative: Optional[List[Match]] = None
@@ -737,6 +747,11 @@ class LogState:
             self.inner_run_next = True
         elif marker in (RUN_STARTED, ATTEMPT_RESTARTED, RUN_SUCCEEDED):
             self._attempt_marker(match, marker)
+        elif marker == RERUN_PASSED_MARKER:
+            for quoted in _LISTED_TEST.finditer(match.groups.get("tests") or ""):
+                if len(self.rerun_passed_tests) >= MAX_FAILED_TESTS:
+                    break
+                self.rerun_passed_tests.add(normal_test_id(quoted.group(1) or quoted.group(2)))
         elif marker == TRACEBACK_MARKER:
             if CUT_SHORT_GROUP in match.groups.values():
                 # the log ends inside it: the last traceback only when the log shows no whole one
@@ -1437,6 +1452,7 @@ class LogState:
             header_ids=tuple((name, node_id) for name, node_id in (ids or {}).items() if node_id),
             rank_pids=tuple(self.rank_pids.items()),
             rank_locals=tuple(self.rank_locals.items()),
+            rerun_passed_tests=frozenset(self.rerun_passed_tests),
         )
 
     def _passed_by_summary(
