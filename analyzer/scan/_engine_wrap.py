@@ -50,6 +50,12 @@ _SEPARATOR = lazy(rb"(?:([^\s.A-Za-z0-9])\1\1|\[ *\d+%\])$")
 # The last bytes that neither alternative can end in: most rows end so, and the search walks the row.
 _ENDS_NO_SEPARATOR = frozenset(b" \t\n\r\f\v.abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
 
+# A row ending in a box's right edge: rich draws its traceback panel ("╭─── Traceback (most recent call
+# last) ───╮", "│ ... │", "╰───╯") to the console's width, which it reads from the terminal. Read as a cut,
+# its last row "╰───╯" was joined with the exception line under it ("╰───╯FileNotFoundError: ..."), which
+# then was no traceback's end. Not a row ending in the box's lines: a panel wider than the terminal (rich
+# told its width) is cut inside them ("╰──────" / "───╯"), and joined again it is the panel's bottom.
+_BOX_EDGES = tuple(edge.encode("utf-8") for edge in ("╮", "╯", "┐", "┘", "│", "┃", "║", "╗", "╝", "┤", "┫"))
 _NUMBER_GOES_ON = frozenset(b"0123456789.([{,=-_/\\")  # "in 2000" / "000 ms", "thread: [" / "0,0,0]"
 _RULE = frozenset(b"=_-*~#")
 _OPEN = frozenset(b"([{,=-_/\\")  # a line seldom ends so: a cut does
@@ -117,8 +123,11 @@ def _padded(row: bytes) -> bool:
 
 
 def _drawn_to_width(row: bytes) -> bool:
-    """A row ending in ``_SEPARATOR``: the program drew it to the terminal's width."""
-    return bool(row) and row[-1] not in _ENDS_NO_SEPARATOR and _SEPARATOR.search(row) is not None
+    """A row ending in ``_SEPARATOR`` or a box's right edge (``_BOX_EDGES``): the program drew it to the
+    terminal's width."""
+    if not row or row[-1] in _ENDS_NO_SEPARATOR:
+        return False
+    return row[-1] >= 0x80 and row.endswith(_BOX_EDGES) or _SEPARATOR.search(row) is not None
 
 
 def _starts_a_record(row: bytes, before: bytes = b"") -> bool:

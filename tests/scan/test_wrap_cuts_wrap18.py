@@ -9,6 +9,7 @@ as a cut, so the log was no terminal copy and the message's rows were never join
 
 from __future__ import annotations
 
+import io
 import os
 
 import pytest
@@ -74,3 +75,60 @@ def test_the_real_log_cut_at_80_columns_keeps_its_finding(name, rule, engine):
     cut = fold(body(os.path.join(ROOT, "fixtures", "quoted", name + ".log")), 80)
     assert wrap_width(cut) == 80
     assert rule in failing(cut, engine)
+
+
+# Real runs in an 80-column tmux, copied (fixtures/regenerate.py, wrap18). rich draws its panel to the
+# console's width: its last row "╰───╯" was read as cut and joined with the exception line under it.
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_rich_panels_border_is_a_whole_row_above_the_exception_line(engine):
+    from analyzer.scan import scan_sources
+    from analyzer.scan._engine_wrap import _drawn_to_width
+    from analyzer.scan.sources import Source
+    from tests.scan.test_engine_wrap import REAL
+
+    data = body(os.path.join(ROOT, "fixtures", "crash", "wrap18-rich-path-broken-mid-word-tmux80.log"))
+    rows = data.split(b"\n")
+    assert wrap_width(data) == 80
+    for row in rows[1:10]:  # the panel: its top, its "│ ... │" rows, its bottom
+        assert _drawn_to_width(row), row
+    assert not _drawn_to_width(rows[-3])  # rich's own fold of the path: "...global_step_1200/mp_rank_"
+    assert rows[-3].endswith(b"/mp_rank_")
+    source = Source("log", lambda: io.BytesIO(data), may_be_wrapped=True)
+    found = [(f.rule, f.line) for f in scan_sources([source], REAL, engine=engine)]
+    exception = next(n for n, row in enumerate(rows, 1) if row.startswith(b"FileNotFoundError"))
+    assert found == [("traceback-ends-log", exception)]
+
+
+# pytest -rA's "FAILED id - reason" folded inside the id's parameters ("...[tenso" / "r_parallel_size_...]
+# - AssertionError: ..."): the finding names the whole id, with the reason, at the first row.
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_summary_line_folded_in_its_node_id_names_the_whole_id(engine):
+    from analyzer.scan import scan_sources
+    from analyzer.scan.sources import Source
+    from tests.scan.test_engine_wrap import REAL
+
+    data = body(os.path.join(ROOT, "fixtures", "pytest", "wrap18-summary-id-folded-tmux80.log"))
+    rows = data.split(b"\n")
+    first = next(n for n, row in enumerate(rows, 1) if row.startswith(b"FAILED "))
+    source = Source("log", lambda: io.BytesIO(data), may_be_wrapped=True)
+    found = [(f.rule, f.line, f.test, f.message) for f in scan_sources([source], REAL, engine=engine)]
+    test_id = ("test_wrapped_ids.py::test_all_reduce_matches_reference_across_ranks"
+               "[tensor_parallel_size_4_pipeline_parallel_size_2_bf16]")
+    assert found == [("pytest-test-outcome", first, test_id,
+                      test_id + " failed: AssertionError: rank 3 disagreed with rank 0 after all_reduce")]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_summary_line_whose_id_is_whole_keeps_its_row(engine):
+    # The id closed on the first row: its match is the row's, the row after is not read into it (wrap17:
+    # reading every first row's match on the whole line swallowed the next line of a log misread as wrapped).
+    from analyzer.scan import scan_sources
+    from analyzer.scan.sources import Source
+    from tests.scan.test_engine_wrap import REAL
+
+    row = b"FAILED test_wrapped_ids.py::test_all_reduce[tp4] - AssertionError: rank 3 disagreed with rank 0 a"
+    data = (b"the run ended so, tp4 went on for a while and then\n" + row + b"\n"
+            b"fter all_reduce\n" + b"=" * 20 + b" 1 failed in 2.31s " + b"=" * 20 + b"\n")
+    source = Source("log", lambda: io.BytesIO(data), may_be_wrapped=True)
+    found = [(f.rule, f.line, f.test) for f in scan_sources([source], REAL, engine=engine)]
+    assert found == [("pytest-test-outcome", 2, "test_wrapped_ids.py::test_all_reduce[tp4]")]
