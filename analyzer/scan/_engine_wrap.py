@@ -50,6 +50,12 @@ _SEPARATOR = lazy(rb"(?:([^\s.A-Za-z0-9])\1\1|\[ *\d+%\])$")
 # The last bytes that neither alternative can end in: most rows end so, and the search walks the row.
 _ENDS_NO_SEPARATOR = frozenset(b" \t\n\r\f\v.abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
 
+# A row ending in a box's right edge: rich draws its traceback panel ("╭─── Traceback (most recent call
+# last) ───╮", "│ ... │", "╰───╯") to the console's width, which it reads from the terminal. Read as a cut,
+# its last row "╰───╯" was joined with the exception line under it ("╰───╯FileNotFoundError: ..."), which
+# then was no traceback's end. Not a row ending in the box's lines: a panel wider than the terminal (rich
+# told its width) is cut inside them ("╰──────" / "───╯"), and joined again it is the panel's bottom.
+_BOX_EDGES = tuple(edge.encode("utf-8") for edge in ("╮", "╯", "┐", "┘", "│", "┃", "║", "╗", "╝", "┤", "┫"))
 _NUMBER_GOES_ON = frozenset(b"0123456789.([{,=-_/\\")  # "in 2000" / "000 ms", "thread: [" / "0,0,0]"
 _RULE = frozenset(b"=_-*~#")
 _OPEN = frozenset(b"([{,=-_/\\")  # a line seldom ends so: a cut does
@@ -60,6 +66,9 @@ _ELAPSED = lazy(rb"\d+:\d\d:\d\d ")
 # A row ending inside a timestamp ("... AT 2020-07-11T", "2020-07-11T2", "17:09:") whose next row goes
 # on with digits: no program ends a line there.
 _INSIDE_A_STAMP = lazy(rb"(?:\d\d-\d\dT\d{0,2}|\d:\d\d:|\d{4}-(?:\d\d-)?)$")
+# A number cut after one of its dots ("Connect to 10.0." / "0.82<38455> failed", NCCL's WARN): a line
+# ends in a word or a number and its full stop, never in a dotted number's inner dot before more digits.
+_DOTTED_NUMBER_CUT = lazy(rb"\d\.\d+\.$")
 # A row ending in ":", "," or ";" before a capitalised word: a sentence's punctuation, then its space,
 # which a copy trimmed from the row's end; the words are never glued so.
 _SPACE_WAS_HERE = lazy(rb"[:,;]\n[A-Z][a-z]$")
@@ -114,8 +123,11 @@ def _padded(row: bytes) -> bool:
 
 
 def _drawn_to_width(row: bytes) -> bool:
-    """A row ending in ``_SEPARATOR``: the program drew it to the terminal's width."""
-    return bool(row) and row[-1] not in _ENDS_NO_SEPARATOR and _SEPARATOR.search(row) is not None
+    """A row ending in ``_SEPARATOR`` or a box's right edge (``_BOX_EDGES``): the program drew it to the
+    terminal's width."""
+    if not row or row[-1] in _ENDS_NO_SEPARATOR:
+        return False
+    return row[-1] >= 0x80 and row.endswith(_BOX_EDGES) or _SEPARATOR.search(row) is not None
 
 
 def _starts_a_record(row: bytes, before: bytes = b"") -> bool:
@@ -124,6 +136,8 @@ def _starts_a_record(row: bytes, before: bytes = b"") -> bool:
     timestamp: then its digits are that stamp's rest."""
     if row.startswith(b".") or row[:1].isdigit() and _INSIDE_A_STAMP.search(before):
         return False  # no prefix starts with a dot: a dot leader's rest, or unittest's progress dots
+    if row[:1] == b"`" and row[1:2] != b"`" and row.count(b"`") == 1:
+        return False  # a GNU-style quote ("`false' failed.", HIP's assertion), no Markdown code span
     if _OUTCOME_ROW.match(row.rstrip(b" \t\r")) is not None:
         return True
     if _ELAPSED.match(row) is not None or starts_with_runner_stamp(row):
@@ -166,6 +180,10 @@ def _breaks_inside(row: bytes, after: bytes) -> bool:
         return True  # a backtick that opens a span: "Assertion `" / "x < n` failed."
     if after[0] == 47 and row[-1] in _WORD and _path_left_open(row):
         return True  # a path cut before a separator: 'File "/env/lib' / '/python3.12/site.py", line 1'
+    if after[0] == 92 and row[-1] in _WORD and _windows_path_at_end(row):
+        return True  # a Windows path cut before a separator: "...\src\arrow" / "\read\mod.rs:144:31:"
+    if row[-1] == 46 and after[:1].isdigit() and _DOTTED_NUMBER_CUT.search(row) is not None:
+        return True  # an address or a version cut after a dot: "Connect to 10.0." / "0.82<38455> failed"
     if row.endswith(b"::") and after[0] in _WORD:
         return True  # a scope's separator, never a line's end: "test_x.py::" / "TestCase", "c10d::" / "Store"
     return row[-1] in _WORD and after[0] in _WORD or row[-1] in _OPEN or after[0] in _CLOSE
@@ -177,6 +195,12 @@ def _path_left_open(row: bytes) -> bool:
     row after it that starts with "/" is the path's rest, not a path of its own."""
     last = row[row.rfind(b" ") + 1:]
     return b"/" in last and (row.count(b'"') % 2 == 1 or row.count(b"(") > row.count(b")"))
+
+
+def _windows_path_at_end(row: bytes) -> bool:
+    """Whether the last word of ``row`` is a Windows path ("C:\\a\\polars\\crates\\src\\arrow"): a row after
+    it that starts with a backslash is the path's rest, as no program starts a line with one."""
+    return b"\\" in row[row.rfind(b" ") + 1:]
 
 
 def _goes_on(row: bytes, after: bytes, trimmed: bool) -> bool:
@@ -196,6 +220,8 @@ def _goes_on(row: bytes, after: bytes, trimmed: bool) -> bool:
         return True  # a scope or a quoted span left open: "Reporter::" / "Base::", "Assertion `" / "srcIndex"
     if after[:1] == b"/" and row[-1] in _WORD and _path_left_open(row):
         return True  # a quoted or bracketed path goes on: "at /torch/csrc/utils" / "/tensor_numpy.cpp"
+    if after[:1] == b"\\" and row[-1] in _WORD and _windows_path_at_end(row):
+        return True  # a Windows path goes on: "panicked at C:\a\src\arrow" / "\read\mod.rs:144:31:"
     if row[-1:].isupper() and row[-2:-1] in (b" ", b"_") and after[:1].isupper():
         return True  # a capital alone ends no line: "closing signal S" / "IGTERM", "CUBLAS_S" / "TATUS_..."
     return _GOES_ON.match(after) is not None

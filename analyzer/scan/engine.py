@@ -1078,7 +1078,13 @@ class _SourceScan:
                 continue
             alone = [self._search_builtin(index, compiled, piece) for piece in pieces]
             if any(alone):
-                if is_block or alone[0] or not all(_groups(m).keys() > _groups(a).keys() for a in alone if a):
+                if is_block:
+                    continue
+                if alone[0]:
+                    if not _bracket_cut_open(alone[0], pieces[0], m):
+                        continue
+                    self._drop_pending(line, index)
+                elif not all(_groups(m).keys() > _groups(a).keys() for a in alone if a):
                     continue
                 self.told_by_join[index] = (line + 1, last_row)
             self.joined_to[index] = last_row
@@ -1089,6 +1095,14 @@ class _SourceScan:
                 self._open(index, line, cleaned, rank, speaker, m, progress, excerpt, last_row)
             else:
                 self.pending.append((line, index, last_row, cleaned, excerpt, _groups(m), rank, progress))
+
+    def _drop_pending(self, line: int, index: int) -> None:
+        """Take back the match of rule ``index`` that row ``line`` made alone (``_line`` ran just before):
+        the join of the line the row starts tells it whole (``_bracket_cut_open``)."""
+        for at in range(len(self.pending) - 1, -1, -1):
+            if self.pending[at][0] == line and self.pending[at][1] == index:
+                del self.pending[at]
+                return
 
     def _whole_line_blocks(self, text: bytes, line: int) -> None:
         """Give the open blocks read on whole lines (``_feed``) the line a terminal cut into rows, ``text``
@@ -1291,6 +1305,23 @@ class _SourceScan:
         for notice in notices:
             yield dataclasses.replace(notice, seq=self.seq)
             self.seq += 1
+
+
+def _bracket_cut_open(first, row: str, joined) -> bool:
+    """Whether the match ``first`` on a cut line's first row ``row`` holds a value the terminal cut inside
+    its brackets, which the match ``joined`` on the whole line closes: pytest's short summary "FAILED
+    t.py::test_x[tenso" / "r_parallel_size_2_bf16] - AssertionError: ..." names a test no run has (a node
+    id's parameters are always closed) and loses the reason. A first row's match is otherwise the row's:
+    read on the whole line, it swallowed the next line of a log misread as wrapped (wrap17)."""
+    end = len(row.rstrip())
+    whole = _groups(joined)
+    for name, value in _groups(first).items():
+        if first.end(name) == end and value.count("[") > value.count("]"):
+            longer = whole.get(name, "")
+            closed = longer.count("[") == longer.count("]")
+            if closed and longer.startswith(value) and len(longer) > len(value):
+                return True
+    return False
 
 
 def _groups(m) -> Dict[str, str]:
