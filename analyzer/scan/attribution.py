@@ -378,6 +378,7 @@ def _line_around(buf: bytes, at: int) -> Tuple[int, int]:
 
 
 RUN_SCRIPT_BACK = 64 * 1024
+AT_SPAN_CHECKED = 64 * 1024  # bytes: ``TestTracker.at`` reads a shorter span for progress words first
 
 
 def _last_progress(buf: bytes, hi: int, floor: int = 0) -> Optional[Tuple[int, int, Parsed]]:
@@ -747,10 +748,13 @@ class TestTracker:
             self._failures_last, self._failures_next, self._failures_lo = -1, buf.find(FAILURES_NEEDLE), 0
         # Each line _last_progress would parse is within the span and holds a _MAY_PARSE word, so a span
         # without one has no progress line: one pass over its bytes, where each needle's candidates (")\n"
-        # ends every call line of a logged traceback's frames) cost a search each.
+        # ends every call line of a logged traceback's frames) cost a search each. A longer span than
+        # AT_SPAN_CHECKED is left to _last_progress: the check copies it twice (a window's 2 MiB of peak).
         if line_end > self._to:
-            found = _last_progress(buf, line_end, self._to) if _may_parse_within(buf, self._to, line_end) \
-                else None
+            if line_end - self._to > AT_SPAN_CHECKED or _may_parse_within(buf, self._to, line_end):
+                found = _last_progress(buf, line_end, self._to)
+            else:
+                found = None
             if found is not None:
                 start, end, (test, finished, xdist, quiet) = found
                 self._here = TestLine(test, line - buf.count(b"\n", start, pos), finished, xdist, quiet)
