@@ -461,7 +461,7 @@ class _Seen:
     ``lits`` and ``task_labels`` are what it was matched under; the line's cleaning is done on first need.
     """
 
-    __slots__ = ("raw", "lits", "task_labels", "hits", "rank", "speaker", "segments", "excerpt")
+    __slots__ = ("raw", "lits", "task_labels", "hits", "rank", "speaker", "segments", "excerpt", "ends")
 
     def __init__(self, raw: bytes, lits: Optional[set], task_labels: bool) -> None:
         self.raw = raw
@@ -472,6 +472,9 @@ class _Seen:
         self.speaker: Optional[str] = None
         self.segments: Optional[List[str]] = None  # None until cleaned
         self.excerpt: Optional[str] = None  # the line as an excerpt shows it, until needed
+        # What each built-in block rule's end found in the segments (rule index -> segment and match, or
+        # None), shared with the lines ``moved`` makes: a logged traceback's lines repeat under new stamps.
+        self.ends: Optional[Dict[int, Any]] = None
 
     def clean(self) -> List[str]:
         """The line's segments, cleaned the first time."""
@@ -485,6 +488,9 @@ class _Seen:
         bytes): the same reading and rules; the excerpts, cut from the original text, are its own."""
         seen = _Seen(raw, self.lits, self.task_labels)
         seen.segments, seen.rank, seen.speaker = self.segments, self.rank, self.speaker
+        if self.ends is None:
+            self.ends = {}
+        seen.ends = self.ends
         seen.hits = [hit if hit[1] else (*hit[:4], _single_excerpt(raw, hit[2], hit[3].start()), hit[5])
                      for hit in self.hits]
         return seen
@@ -809,13 +815,18 @@ class _SourceScan:
         speaker = seen.speaker
         excerpt_line = seen.excerpt_line()
         continued = pos in self.continued_rows
+        if seen.ends is None:
+            seen.ends = {}
         for block in list(self.open):
             if line > block.last_row and (speaker is None or block.speaker in (None, speaker)):
-                self._feed(block, segments, excerpt_line, line, continued, seen.rank)
+                self._feed(block, segments, excerpt_line, line, continued, seen.rank, seen.ends)
 
     def _matched(self, buf: bytes, pos: int, line: int, seen: _Seen, early: bool) -> None:
         """Open the blocks and hold the matches of ``seen.hits`` at line ``line``."""
         progress: Any = self.tracker.carry if early else _UNKNOWN
+        # Whether the tracker is idle here, asked once: while ``progress`` is unknown nothing else moves it
+        # (a logged traceback's ``store.set(...)`` line is a c10d start and a line echo).
+        idle: Optional[bool] = None
         for index, is_block, seg, m, excerpt, groups in seen.hits:
             rows = self.told_by_join.get(index)
             if rows is not None and rows[0] <= line <= rows[1] and not is_block:
@@ -826,18 +837,24 @@ class _SourceScan:
                 self.early_rules.add(index)
             if is_block and not early and self._never_ends(index, buf, pos, seen.speaker):
                 # No finding, so no test to name; the tracker still reads up to here unless it is idle.
-                if progress is _UNKNOWN and not self._tracker_idle(buf, pos):
-                    progress = self._progress(buf, pos, line)
+                if progress is _UNKNOWN:
+                    if idle is None:
+                        idle = self._tracker_idle(buf, pos)
+                    if not idle:
+                        progress = self._progress(buf, pos, line)
                 # What opening it would leave once its lines are fed: the earlier start it replaces gone.
                 if (index, seen.speaker) in self.open_rules:
                     self._drop(index, seen.speaker)
                 continue
             if progress is _UNKNOWN:
-                if not is_block and index in self.line_echoes and self._tracker_idle(buf, pos):
-                    # Nothing reads a line echo's test (``LogState._take`` reads its groups and lines): a
-                    # logged traceback's every source line is one (python-source-line).
-                    self.pending.append((line, index, line, seg, excerpt, dict(groups), seen.rank, None))
-                    continue
+                if not is_block and index in self.line_echoes:
+                    if idle is None:
+                        idle = self._tracker_idle(buf, pos)
+                    if idle:
+                        # Nothing reads a line echo's test (``LogState._take`` reads its groups and lines):
+                        # a logged traceback's every source line is one (python-source-line).
+                        self.pending.append((line, index, line, seg, excerpt, dict(groups), seen.rank, None))
+                        continue
                 progress = self._progress(buf, pos, line)
             if is_block:
                 self._open(index, line, seg, seen.rank, seen.speaker, m, progress, seen.excerpt_line(), line)
@@ -1150,7 +1167,8 @@ class _SourceScan:
         return sorted(chosen)
 
     def _feed(self, block: _Block, segments: List[str], excerpt_line: str, line: int,
-              continued: bool = False, rank: Optional[int] = None) -> None:
+              continued: bool = False, rank: Optional[int] = None,
+              ends: Optional[Dict[int, Any]] = None) -> None:
         """Give ``block`` its next line; ``continued``: the row continues a line a terminal cut. An echo
         marker's block (which drops every match on its lines) only keeps such a row in its excerpt: its end is
         read on whole lines, so a cut traceback frame does not end it before the line it must cover. So
@@ -1158,7 +1176,8 @@ class _SourceScan:
         the traceback would end there instead of at its exception line. An echo's ``capture`` holds only
         on a line of its start's ``[rankN]:`` prefix (``rank``: this line's): a program's WARNING record
         and the traceback it logged are one write, prefixed alike; a "[rank0]: Traceback" under an
-        unprefixed record is the rank's own uncaught exception, printed by another writer."""
+        unprefixed record is the rank's own uncaught exception, printed by another writer. ``ends``: the
+        line's ``_Seen.ends``, where a built-in rule's end search of the same segments is remembered."""
         rule = self.rules[block.index]
         block.add(excerpt_line)
         block.fed_to = line
@@ -1175,7 +1194,15 @@ class _SourceScan:
         if rule.cut_short_re is not None and not block.cut_ok:
             cut_line = self._search(block.index, rule.cut_short_re, segments, rule.user_defined)
             block.cut_ok = cut_line is not None
-        found = self._search(block.index, rule.end_re, segments, rule.user_defined)
+        if ends is None or rule.user_defined:
+            found = self._search(block.index, rule.end_re, segments, rule.user_defined)
+        else:
+            found = ends.get(block.index, _UNKNOWN)
+            if found is _UNKNOWN:
+                found = self._search(block.index, rule.end_re, segments, False)
+                # A long segment's search is charged to the rule's budget (``_search_long``): each is its own.
+                if all(len(seg) <= LONG_LINE_CHARS for seg in segments):
+                    ends[block.index] = found
         if found is not None:
             block.groups.update(_groups(found[1]))
             if block.cut_ok:  # an end without its groups (the next process's header): they were cut

@@ -581,3 +581,24 @@ def test_a_span_may_parse_where_the_pattern_matches_it(pieces, start, end):
     buf = b"".join(pieces)
     start, end = min(start, len(buf)), min(end, len(buf))
     assert _may_parse_within(buf, start, end) is (_MAY_PARSE.search(buf, start, end) is not None)
+
+
+@given(st.lists(st.one_of(_LINE_PIECES, st.sampled_from([b"\n", b")\n", b")\r\n", b" FAILED", b"\n\n"])),
+                max_size=30),
+       st.integers(min_value=0, max_value=400), st.integers(min_value=0, max_value=400), st.booleans())
+@example([b"test_m (mod.C)", b")\n", b"Doc", b" ...", b" ok", b"\n"], 0, 400, False)
+@example([b"tests/t.py::test_a", b"\n", b"forward_call(**kwargs)", b")\n"], 19, 400, True)
+@example([b"x", b"\n", b"test_m", b"_", b"_", b"(mod.C)", b")\n", b"doc", b" ...", b" ok"], 1, 400, True)
+@settings(max_examples=500, deadline=None)
+def test_a_span_without_a_may_parse_word_holds_no_progress_line(pieces, floor, hi, floor_at_newline):
+    # TestTracker.at skips _last_progress on a span where _may_parse_within finds no word (perf28): the
+    # span runs from where it read to (a line start, or the "\n" before one) to a line's end, and every
+    # line _last_progress parses lies within it.
+    from analyzer.scan.attribution import _last_progress, _may_parse_within
+
+    buf = b"".join(pieces) + b"\n"
+    floor = buf.rfind(b"\n", 0, min(floor, len(buf)))
+    floor = floor if floor_at_newline and floor != -1 else floor + 1
+    hi = buf.find(b"\n", max(floor, min(hi, len(buf) - 1)))
+    if not _may_parse_within(buf, floor, hi):
+        assert _last_progress(buf, hi, floor) is None
