@@ -114,6 +114,10 @@ _XDIST_LINE = lazy(
 # The elapsed time first, then the load average where the OS has one; "[3/11/1]": the third number
 # counts the failures so far. Sequential runs print nothing after the name, or " -- test_w failed"
 # about the file before it; parallel runs print the file's result ("passed", "failed (1 failure)").
+# pytest-rerunfailures's "rerun test summary info" (-rR, --rerun-show-tracebacks) heads each failed attempt's
+# traceback with "RERUN x.py::t" and ends the test's attempts with its outcome ("PASSED x.py::t"): what
+# follows the head is that test's, judged by that outcome.
+_RERUN_REPORT = lazy(r"RERUN (?P<test>" + _NODE_ID + r")\s*$")
 _REGRTEST_LINE = lazy(
     r"^\d+:\d\d:\d\d (?:load avg: \d+\.\d+ )?\[ *\d+/\d+(?:/\d+)?\] (?P<test>test\w*(?:\.\w+)*)(?P<rest>.*)$"
 )
@@ -199,6 +203,9 @@ def parse_progress(raw: bytes) -> Optional[Parsed]:
     m = _XDIST_LINE.match(text)
     if m is not None:
         return m.group("test"), True, True, False
+    m = _RERUN_REPORT.match(text)
+    if m is not None:
+        return m.group("test"), False, False, False
     m = _REGRTEST_LINE.match(text)
     if m is not None:
         rest = m.group("rest").strip()
@@ -461,10 +468,43 @@ def _outcome_after(buf: bytes, lo: int, hi: int, test: str, depth: int = 0) -> T
         start, end = _line_around(buf, nxt)
         parsed = _parse_at(buf, start, end)
         if parsed is None or parsed[0] != test:
-            return False, 0
+            # Under xdist the next test's line may be another worker's, printed while this one still ran
+            # (a worker that crashed in it: pytest-rerunfailures re-ran it on a new worker, which passed).
+            return _worker_report(buf, lo, test), 0
         if parsed[1]:  # an xdist line of the test is its worker's report: an outcome (RERUN included)
             return True, 0
         lo = end
+
+
+# An xdist worker's report of a test's outcome, as the controller prints it under -v.
+_WORKER_REPORT = lazy(
+    r"\[gw\d+\] (?:\[\s*\d+(?:%|/\d+)\] )?(?P<outcome>PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS|RERUN) "
+)
+# How many reports of one test are read before giving up (each RERUN is one; the final outcome follows).
+_MAX_WORKER_REPORTS = 8
+
+
+def _worker_report(buf: bytes, lo: int, test: str) -> bool:
+    """Whether an xdist worker's report of ``test`` after ``buf[lo]`` says it ended well: its last report
+    there (after any ``RERUN``s) is not FAILED or ERROR. False when no worker reported it in ``buf``
+    (a run without xdist, or a worker lost before it reported). The reports of a run under xdist are
+    printed in the order workers finish, so the next test's line says nothing of this one's outcome."""
+    needle = test.encode("utf-8", "surrogateescape")
+    outcome: Optional[bool] = None
+    at, reports = buf.find(needle, lo), 0
+    while at != -1 and reports < _MAX_WORKER_REPORTS:
+        start, end = _line_around(buf, at)
+        after = at + len(needle)
+        if buf.find(b"[gw", start, at) != -1 and (after >= len(buf) or buf[after] not in _ID_GOES_ON):
+            text, _ = clean_stripped(buf[start:end], keep_progress=True)
+            m = _WORKER_REPORT.search(text)
+            if m is not None:
+                reports += 1
+                if m.group("outcome") != "RERUN":
+                    outcome = m.group("outcome") not in ("FAILED", "ERROR")
+                    break
+        at = buf.find(needle, end)
+    return bool(outcome)
 
 
 def _trailing_head(buf: bytes, next_line: int) -> Optional[Tuple[str, int]]:
