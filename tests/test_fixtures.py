@@ -119,6 +119,7 @@ MAX_FIXTURE_BYTES = 256 * 1024  # a healthy suite kept whole (negative/*-suite.l
 # healthy22: 84 kB for torch's test_dataloader.py (green -q -rA, broken twin), Lightning's, accelerate's tests
 # cut22: 25 kB for IPython/rich tracebacks (pastes cut, real runs and twins), Ray's copies after a death
 # dedup21: 26 kB for a Ray worker's death and a pytest-timeout dump under -s, one test each, and milabench
+# healthy23: 87 kB for pytest-rerunfailures' rerun tracebacks and an xdist worker's abort, green and twins
 MAX_CORPUS_BYTES = (7 * 512 * 1024 + 100_000 + 16 * 1024 + 283_000 + 93_000 + 6_000 + 3_000 + 11_000 + 11_000
                     + 4_000 + 7_000 + 3_000 + 2_000 + 2_000 + 1_000 + 14_000 + 50_000 + 6_000 + 6_000
                     + 37_000 + 14_000 + 6_000 + 59_000 + 4_000 + 17_000 + 3_000 + 17_000
@@ -129,7 +130,7 @@ MAX_CORPUS_BYTES = (7 * 512 * 1024 + 100_000 + 16 * 1024 + 283_000 + 93_000 + 6_
                     + 13_000 + 12_000 + 115_000 + 17_000 + 6_000 + 8_000 + 79_000 + 17_000
                     + 8_000 + 8_000 + 75_000 + 7_000 + 8_000 + 11_000 + 3_000 + 3_000 + 6_000 + 4_000
                     + 82_000 + 3_000 + 26_000 + 5_000 + 3_000 + 5_000 + 10_000 + 5_000 + 84_000 + 25_000
-                    + 26_000)
+                    + 26_000 + 87_000)
 
 
 def _engines() -> List[str]:
