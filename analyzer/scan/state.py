@@ -198,6 +198,7 @@ class LogEvent:
     shutdown: Optional[Match] = None
     traceback: Optional[Tuple[str, Match]] = None
     reason: Optional[str] = None  # a test failure's one-line reason
+    test_rerun: bool = False  # a rerun plugin ran ``test`` again after a failed attempt
     stack: Optional[Match] = None  # the crash stack faulthandler printed right after it
     # (restart, success): its attempt was restarted by the supervisor, and the run then succeeded.
     recovered: Optional[Tuple[Match, Match]] = None

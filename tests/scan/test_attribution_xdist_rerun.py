@@ -81,7 +81,7 @@ def _crash(log: str, engine: str):
 def test_a_crash_whose_test_passed_on_its_rerun_on_another_worker_is_a_notice(engine):
     [crash] = _crash(PASSED_ON_RERUN, engine)
     assert (crash.severity.value, crash.test, crash.line) == ("notice", TEST, 15)
-    assert crash.message.endswith(" during %s, which passed" % TEST)
+    assert crash.message.endswith(" during %s, which passed on rerun" % TEST)
     # the worker it took down is no failure either: the run's verdict handled it
     found = scan({"job.log": PASSED_ON_RERUN}, engine=engine)
     assert [f.rule for f in found if f.severity.value == "error"] == []
@@ -140,4 +140,6 @@ def test_a_rerun_reports_traceback_is_its_tests_judged_by_the_tests_final_outcom
     found = {f.rule: f for f in scan({"job.log": RERUN_SUMMARY}, engine=engine)}
     timeout, empty = found["pytest-timeout"], found["queue-empty-uncaught"]
     assert (timeout.severity.value, timeout.test) == ("notice", "test_flaky_dist.py::test_barrier_hang")
+    assert timeout.message.endswith(" during test_flaky_dist.py::test_barrier_hang, which passed on rerun")
     assert (empty.severity.value, empty.test) == ("error", "test_flaky_dist.py::test_worker_result")
+
