@@ -117,6 +117,17 @@ _XDIST_LINE = lazy(
 # The elapsed time first, then the load average where the OS has one; "[3/11/1]": the third number
 # counts the failures so far. Sequential runs print nothing after the name, or " -- test_w failed"
 # about the file before it; parallel runs print the file's result ("passed", "failed (1 failure)").
+# pytest-rerunfailures's "rerun test summary info" (-rR, --rerun-show-tracebacks) heads each failed attempt's
+# traceback with "RERUN x.py::t" and ends the test's attempts with its outcome ("PASSED x.py::t"): what
+# follows the head is that test's, judged by that outcome.
+_RERUN_REPORT = lazy(r"RERUN (?P<test>" + _NODE_ID + r")\s*$")
+# Any of pytest-rerunfailures's lines that say a test is run again: -v's, xdist's and its summary's.
+_RERUN_LINE = lazy(
+    r"^\s*(?:(?P<head>" + _NODE_ID + r") RERUN\b|(?:\[gw\d+\] (?:\[\s*\d+(?:%|/\d+)\] )?)?RERUN (?P<test>"
+    + _NODE_ID + r")\s*$)"
+)
+RERUN_WORD = b"RERUN"
+MAX_RERUN_TESTS = 1024
 _REGRTEST_LINE = lazy(
     r"^\d+:\d\d:\d\d (?:load avg: \d+\.\d+ )?\[ *\d+/\d+(?:/\d+)?\] (?P<test>test\w*(?:\.\w+)*)(?P<rest>.*)$"
 )
@@ -202,6 +213,9 @@ def parse_progress(raw: bytes) -> Optional[Parsed]:
     m = _XDIST_LINE.match(text)
     if m is not None:
         return m.group("test"), True, True, False
+    m = _RERUN_REPORT.match(text)
+    if m is not None:
+        return m.group("test"), False, False, False
     m = _REGRTEST_LINE.match(text)
     if m is not None:
         rest = m.group("rest").strip()
@@ -465,10 +479,49 @@ def _outcome_after(buf: bytes, lo: int, hi: int, test: str, depth: int = 0) -> T
         start, end = _line_around(buf, nxt)
         parsed = _parse_at(buf, start, end)
         if parsed is None or parsed[0] != test:
-            return False, 0
+            # Under xdist the next test's line may be another worker's, printed while this one still ran
+            # (a worker that crashed in it: pytest-rerunfailures re-ran it on a new worker, which passed).
+            return _worker_report(buf, lo, test), 0
         if parsed[1]:  # an xdist line of the test is its worker's report: an outcome (RERUN included)
             return True, 0
         lo = end
+
+
+# An xdist worker's report of a test's outcome, as the controller prints it under -v.
+_WORKER_REPORT = lazy(
+    r"\[gw\d+\] (?:\[\s*\d+(?:%|/\d+)\] )?(?P<outcome>PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS|RERUN) "
+)
+# How many reports of one test are read before giving up (each RERUN is one; the final outcome follows),
+# and how far after the test's time they are looked for: a run without xdist reads no more than that
+# once per watched test that printed an event.
+_MAX_WORKER_REPORTS = 8
+_WORKER_REPORT_AHEAD = 256 * 1024
+
+
+def _worker_report(buf: bytes, lo: int, test: str) -> bool:
+    """Whether an xdist worker's report of ``test`` after ``buf[lo]`` says it ended well: its last report
+    there (after any ``RERUN``s) is not FAILED or ERROR. False when no worker reported it in ``buf``
+    (a run without xdist, or a worker lost before it reported). The reports of a run under xdist are
+    printed in the order workers finish, so the next test's line says nothing of this one's outcome."""
+    hi = min(len(buf), lo + _WORKER_REPORT_AHEAD)
+    if buf.find(b"[gw", lo, hi) == -1:
+        return False
+    needle = test.encode("utf-8", "surrogateescape")
+    outcome: Optional[bool] = None
+    at, reports = buf.find(needle, lo, hi), 0
+    while at != -1 and reports < _MAX_WORKER_REPORTS:
+        start, end = _line_around(buf, at)
+        after = at + len(needle)
+        if buf.find(b"[gw", start, at) != -1 and (after >= len(buf) or buf[after] not in _ID_GOES_ON):
+            text, _ = clean_stripped(buf[start:end], keep_progress=True)
+            m = _WORKER_REPORT.search(text)
+            if m is not None:
+                reports += 1
+                if m.group("outcome") != "RERUN":
+                    outcome = m.group("outcome") not in ("FAILED", "ERROR")
+                    break
+        at = buf.find(needle, end, hi)
+    return bool(outcome)
 
 
 def _trailing_head(buf: bytes, next_line: int) -> Optional[Tuple[str, int]]:
@@ -610,7 +663,8 @@ class TestTracker:
     """
 
     __slots__ = (
-        "carry", "outcomes", "_watch", "_watch_from", "_watch_depth", "_buf", "_to", "_here", "_here_start",
+        "carry", "outcomes", "reruns", "_watch", "_watch_from", "_watch_depth", "_buf", "_to", "_here",
+        "_here_start",
         "_here_old", "_bare_to", "_head", "ids", "_wanted", "_last", "row", "letters", "_needle_from",
         "_needle_at", "_failures_last", "_failures_next", "_failures_lo", "_collected", "_before",
     )
@@ -622,6 +676,8 @@ class TestTracker:
         # ends in a percentage or its unended last line (percent 0); None otherwise (a -v line came after).
         self.row: Optional[Tuple[int, int]] = None
         self.outcomes: Dict[int, bool] = {}
+        # tests a rerun plugin ran again after a failed attempt (``_take_reruns``), at most MAX_RERUN_TESTS
+        self.reruns: Set[str] = set()
         self._watch: Optional[TestLine] = None
         self._watch_from = 0  # offset in the current window from which the watched test is read
         self._watch_depth = 0  # its inner sessions open there (their lines are not the outer run's)
@@ -861,6 +917,8 @@ class TestTracker:
         self._before = self._last
         self._last = (buf, first_line, starts)
         self.letters.feed(buf if raw is None else raw, first_line, hint_ends)
+        if len(self.reruns) < MAX_RERUN_TESTS and RERUN_WORD in buf:
+            self._take_reruns(buf)
         if self._wanted:
             self._look(buf)
         if self._head is not None:
@@ -885,6 +943,18 @@ class TestTracker:
         if not finished:
             finished = _BARE_OUTCOME.search(buf, end) is not None
         self.carry = TestLine(test, _line_number(buf, start, first_line, next_line), finished, xdist, quiet)
+
+    def _take_reruns(self, buf: bytes) -> None:
+        """Remember the tests ``buf``'s RERUN lines name: pytest-rerunfailures's ``x.py::t RERUN [ 28%]``
+        (-v), ``[gw0] [ 77%] RERUN x.py::t`` (xdist) and ``RERUN x.py::t`` (its rerun summary)."""
+        at = buf.find(RERUN_WORD)
+        while at != -1 and len(self.reruns) < MAX_RERUN_TESTS:
+            start, end = _line_around(buf, at)
+            text, _ = clean_stripped(buf[start:end], keep_progress=True)
+            m = _RERUN_LINE.search(text)
+            if m is not None:
+                self.reruns.add(m.group("test") or m.group("head"))
+            at = buf.find(RERUN_WORD, end)
 
     def _take_row(self, buf: bytes, first_line: int, next_line: int) -> None:
         """Remember ``buf``'s last line that ends in a percentage if it is pytest's progress row, or, as a

@@ -81,6 +81,11 @@ class LogScan:
             tracker.carry, tracker.outcomes, tracker.ids, scanner.next_line - 1, progress_row=tracker.row,
             letters=tracker.letters,
         ))
+        if tracker.reruns:
+            result = dataclasses.replace(result, events=tuple(
+                dataclasses.replace(event, test_rerun=True) if event.test in tracker.reruns else event
+                for event in result.events
+            ))
         self._result = dataclasses.replace(
             result, last_content=scanner.last_content, ranks_gone_on=scanner.ranks.result(),
             headless_traceback=scanner.headless,

@@ -118,6 +118,7 @@ BESIDE_THE_ROOT = "a failure of its own, beside the root cause its launcher repo
 REPEATED = " (seen {count} times)"
 DURING = " during {test}"
 HANDLED = " during {test}, which passed"
+HANDLED_RERUN = " during {test}, which passed on rerun"
 LETTER_PASSED = " during a test that passed (its progress letter at line {line})"
 RECOVERED = "; handled: {restart} ({restart_where}), and the run then succeeded ({where})"
 RUN_PASSED = " during the test run, which passed ({verdict})"
@@ -851,7 +852,7 @@ def _finding(
     message += _also_died(match, rows)
     message += _oom_kill_note(event, oom_kill)
     if test is not None and kind is not Kind.SCAN_INCOMPLETE:
-        template = HANDLED if handled else DURING
+        template = (HANDLED_RERUN if event.test_rerun else HANDLED) if handled else DURING
         message += template.format(test=_clip(test, MAX_FIELD_CHARS))
     if event.run_passed is not None:
         message += RUN_PASSED.format(verdict=_verdict_text(event.run_passed))

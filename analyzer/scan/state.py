@@ -204,6 +204,7 @@ class LogEvent:
     shutdown: Optional[Match] = None
     traceback: Optional[Tuple[str, Match]] = None
     reason: Optional[str] = None  # a test failure's one-line reason
+    test_rerun: bool = False  # a rerun plugin ran ``test`` again after a failed attempt
     stack: Optional[Match] = None  # the crash stack faulthandler printed right after it
     # (restart, success): its attempt was restarted by the supervisor, and the run then succeeded.
     recovered: Optional[Tuple[Match, Match]] = None
@@ -1265,8 +1266,10 @@ class LogState:
             self._in_run(opened, test, kind)
 
     def _in_run(self, opened: _Open, test: Optional[str], kind: str) -> None:
-        """An event on no test's lines (first told, or told again) waits for the current run's verdict."""
-        if kind == "" and test is None:
+        """An event on no test's lines (first told, or told again) waits for the current run's verdict. One
+        after an xdist worker's report is on no test's lines too: that report says nothing of what follows
+        it ("[gw0] node down" of a worker whose test then passed on its rerun on another worker)."""
+        if kind in ("", "xdist") and test is None:
             # (in an inner run the outer run's context is in force: an announced one under -q has none)
             opened.inner = opened.inner or bool(self.depth)
             self.run_events[id(opened)] = opened
