@@ -126,6 +126,8 @@ TEST_FAILED = "{test} failed"
 TEST_RERUN_PASSED = "{test} failed, then passed when re-run"
 TEST_FAILED_AS_EXPECTED = "{test} failed, as its run expected ({verdict})"
 TEST_FAILED_REASON = "{test} failed: {reason}"
+# A verdict that counts failures the log names no test of (``LogState._failures_unnamed``).
+FAILURES_UNNAMED = "pytest's verdict counts {summary}, but the log names none of its failed tests"
 SUBTESTS_COUNT = "{count} subtests failed"
 SUBTESTS_FAILED = SUBTESTS_COUNT + ", first: {reason}"
 CAPPED = "{count} more distinct findings of {rules} were not kept (at most {cap} per rule and log)"
@@ -817,7 +819,9 @@ def _finding(
     excerpt = _with_crash_lines(match, crash_lines, excerpt)
     if kind is Kind.TEST_FAILURE:
         name = _clip(test or "?", MAX_FIELD_CHARS)
-        if handled and event.run_passed is not None:
+        if test is None and event.reason:
+            message = FAILURES_UNNAMED.format(summary=_clip(event.reason, MAX_FIELD_CHARS))
+        elif handled and event.run_passed is not None:
             severity = Severity.NOTICE
             message = TEST_FAILED_AS_EXPECTED.format(test=name, verdict=_verdict_text(event.run_passed))
         elif handled:

@@ -140,6 +140,11 @@ MAX_FAILED_TESTS = 10_000
 # The test-failure rule a run cut before its summary makes its report headers' failures of
 # (``LogState._headers_failed``).
 PYTEST_OUTCOME_RULE = "pytest-test-outcome"
+# The key a verdict's failures of no named test are kept under (``LogState._failures_unnamed``), and the
+# verdicts read so: pytest's, whose run names each failure it counts. CTest's "1 tests failed out of 90" is
+# told by its list's own rules (a "(Timeout)" row is ctest-test-timeout's, no test-failure).
+UNNAMED_FAILURES = "unnamed failures"
+PYTEST_VERDICT_RULES = ("pytest-verdict", "pytest-verdict-quiet")
 MAX_SUBTESTS = 10_000
 MAX_REASON_CHARS = 1000  # distinct failed subtests counted per test
 MAX_IDENTITIES = 1024
@@ -696,8 +701,13 @@ class LogState:
                 self.inner_run_next = False  # an announced run that printed no start (-q) is over too
                 return
             kind, _, progress = self._context(match)
-            if self.ctx_kind == "header" or (kind == "test" and progress is not None and not progress.finished
-                                             and not progress.quiet and progress.line > 0):
+            # pytest prints no short summary when no -r letter has anything to list (-rs with no skip): its
+            # framed verdict then follows the last failure report of a run whose start the log showed.
+            after_reports = not match.rule.unframed_run and self.run_framed and not self.ctx_unsure \
+                and self.section in FAILING_SECTIONS
+            if (self.ctx_kind == "header" and not after_reports) or (
+                    kind == "test" and progress is not None and not progress.finished
+                    and not progress.quiet and progress.line > 0):
                 # Printed while a test was still running: an inner run's verdict (a quiet runner's test
                 # prints nothing when it ends, so the verdict after it is the run's own).
                 return
@@ -709,6 +719,13 @@ class LogState:
                 self._unreported_passed()
             if match.groups.get("expected") and not verdict_failed(match):
                 self._failed_as_expected(match)
+            if verdict_failed(match):
+                # The run's reports are in: a test its FAILURES or ERRORS section headed failed, also when no
+                # line names it (pytest -rs prints no "FAILED x.py::t" summary line, and without -v no
+                # "x.py::t FAILED" line); one a line named stays that line's.
+                self._headers_failed()
+                if not self.run_failed and not self.tentative:
+                    self._failures_unnamed(match)
             if len(self.closed_runs) >= MAX_CLOSED_RUNS:
                 self.closed_runs.pop(0)  # a run that old stays judged by its own verdict
             self.closed_runs.append((self.run_failed, list(self.run_events.values()), self.verdict))
@@ -1082,11 +1099,11 @@ class LogState:
             self._failed(match, normal_test_id(match.groups.get("test") or ""))
 
     def _headers_failed(self) -> None:
-        """The log ended after report headers of its own run and before that run's verdict: each test a
-        header names failed (pytest reports only failures under FAILURES and ERRORS), unless a line that
-        names it (its -v or summary line) already said so. Its reason is the last exception its report
-        shows ("E   RuntimeError: ..."), as its summary line would, or the crash line of xdist's report; a
-        report headed by a file alone names no test."""
+        """The log ended after report headers of its own run and before that run's verdict, or that verdict
+        counts failures: each test a header names failed (pytest reports only failures under FAILURES and
+        ERRORS), unless a line that names it (its -v or summary line, held ones too) already said so. Its
+        reason is the last exception its report shows ("E   RuntimeError: ..."), as its summary line would,
+        or the crash line of xdist's report; a report headed by a file alone names no test."""
         reported, self.reported = self.reported, {}
         if self.outcome_rule is None:
             return
@@ -1095,7 +1112,7 @@ class LogState:
                 continue
             # (a failed subtest's report is headed "T.test_m [msg] (i=1)": its test's failure)
             if any(name in names or name.partition(" ")[0] in names
-                   for names in map(_names_of, self.failed)):
+                   for names in map(_names_of, [*self.failed, *self._held_failures()])):
                 continue
             reason = header.groups.get("reason")
             if reason is None:
@@ -1108,6 +1125,25 @@ class LogState:
             self._failed(dataclasses.replace(
                 header, rule=self.outcome_rule, groups={"test": name, "outcome": outcome, "reason": reason},
             ), name)
+
+    def _failures_unnamed(self, verdict: Match) -> None:
+        """The log's own pytest run printed a ``verdict`` that counts failures ("=== 1 failed, 1 passed in
+        0.69s ===") and the log names none of them (their reports and summary cut away, or never printed): the
+        run still failed, one test failure of no named test says so. Kept as that run's failure, so a verdict
+        later found to be an inner run's takes it back (``_verdict_was_inner``)."""
+        summary = (verdict.groups.get("summary") or "").strip()
+        if self.outcome_rule is None or verdict.rule.id not in PYTEST_VERDICT_RULES \
+                or not _FAILING_VERDICT.search(summary):
+            return
+        key = ("test-failure", (UNNAMED_FAILURES, verdict.line))
+        match = dataclasses.replace(verdict, rule=self.outcome_rule, groups={"summary": summary})
+        if self._add(key, match, LogEvent(match, reason=summary), None) is not None:
+            self.run_failed.append(key[1])
+
+    def _held_failures(self) -> List[str]:
+        """The tests the failure lines held under a short summary that may be an inner run's name
+        (``tentative``): pytest -q prints no session start, so its own summary is held too."""
+        return [normal_test_id(m.groups.get("test") or "") for m in self.tentative or ()]
 
     def _unreported_passed(self) -> None:
         """A unittest verdict came: a test whose failure only an outcome line told, with no "FAIL:" or
