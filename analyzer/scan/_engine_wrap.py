@@ -184,6 +184,8 @@ def _breaks_inside(row: bytes, after: bytes) -> bool:
         return True  # a Windows path cut before a separator: "...\src\arrow" / "\read\mod.rs:144:31:"
     if row[-1] == 46 and after[:1].isdigit() and _DOTTED_NUMBER_CUT.search(row) is not None:
         return True  # an address or a version cut after a dot: "Connect to 10.0." / "0.82<38455> failed"
+    if row[-1] == 46 and len(row) > 1 and row[-2] in _WORD and after.startswith(b"py::"):
+        return True  # a node id cut before its file's extension: "['test_flaky_assert." / "py::test_x']"
     if row.endswith(b"::") and after[0] in _WORD:
         return True  # a scope's separator, never a line's end: "test_x.py::" / "TestCase", "c10d::" / "Store"
     return row[-1] in _WORD and after[0] in _WORD or row[-1] in _OPEN or after[0] in _CLOSE

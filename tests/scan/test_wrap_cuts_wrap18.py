@@ -132,3 +132,18 @@ def test_a_summary_line_whose_id_is_whole_keeps_its_row(engine):
     source = Source("log", lambda: io.BytesIO(data), may_be_wrapped=True)
     found = [(f.rule, f.line, f.test) for f in scan_sources([source], REAL, engine=engine)]
     assert found == [("pytest-test-outcome", 2, "test_wrapped_ids.py::test_all_reduce[tp4]")]
+
+
+def test_a_node_id_cut_before_its_files_extension_is_a_terminals_cut():
+    # run_test.py's closing list (fixtures/negative/run-test-failure-then-passes, a GitHub-stamped step log)
+    # folded at 120 columns right after "test_flaky_assert.": read as two lines, the list named no test and
+    # the test's first failure, which passed in a new process, stayed an error.
+    line = (b"2024-01-09T18:41:23.2001760Z The following tests failed and then succeeded when run in a new "
+            b"process['test_flaky_assert.py::test_fails_once']")
+    row, after = line[:120], line[120:]
+    assert row.endswith(b"test_flaky_assert.") and after.startswith(b"py::")
+    assert _cut_in_a_word(row, after)
+    # A sentence's full stop before a line that starts otherwise is still a line's end.
+    assert not _cut_in_a_word(b"the test passed.", b"pytest then stopped")
+    path = os.path.join(ROOT, "fixtures", "negative", "run-test-failure-then-passes.log")
+    assert not failing(fold(body(path), 120))
