@@ -518,6 +518,8 @@ class LogState:
         # The test a retry plugin's report is telling the failed attempts of (``RETRY_ATTEMPT_MARKER``), and
         # the events under them: its line that says a later attempt passed makes them a passed test's.
         self.retry_test: Optional[str] = None
+        # An event's key with its test as a report header names it (``_header_name``) -> the event's key.
+        self.header_keys: Dict[tuple, tuple] = {}
         self.retry_held: List[_Open] = []
         # Failures under a short test summary printed inside a passing test's report: the log's own only
         # if no report header follows (``None``: no such summary open).
@@ -1259,6 +1261,13 @@ class LogState:
             spoken = self.spoken.get(_unspoken(key))
             if spoken is not None and spoken in self.events:
                 key, found = spoken, self.events[spoken]
+        if found is None and test is not None:
+            # The same failure told under the test's report header ("____ test_y ____", its name only) and
+            # under a line that spells its node id (pytest-rerunfailures's "RERUN x.py::test_y" report of
+            # an earlier attempt): one test, one event.
+            told = self.header_keys.get(key[:-1] + (_header_name(test),))
+            if told is not None and told in self.events:
+                key, found = told, self.events[told]
         if found is not None and match.rule.id in match.rule.same_event_as:
             first, key = key, self.latest.get(key, key)
             found = self.events.get(key)
@@ -1311,6 +1320,8 @@ class LogState:
         if match.groups.get("local_rank") is not None and pid.isdigit() and not match.rule.root_cause:
             self.attempt_ends.append((match.line, pid))
         opened = self._add(key, match, event, identity)
+        if opened is not None and test is not None and len(self.header_keys) < MAX_PER_RULE * 10:
+            self.header_keys.setdefault(key[:-1] + (_header_name(test),), key)
         if opened is not None and match.rank is not None and match.rule.fold_groups \
                 and len(self.spoken) < MAX_PER_RULE * 10:
             unspoken = _unspoken(key)
@@ -1637,6 +1648,13 @@ def _spanned(
     if arrived is None or more is None:
         return None
     return (min(arrived[0], more[0]), max(arrived[1], more[1]))
+
+
+def _header_name(test: str) -> str:
+    """``test`` as pytest's report header names it: a node id without its file, its classes joined by "."
+    (``x.py::TestC::test_y[p]`` -> ``TestC.test_y[p]``); any other id as it is."""
+    parts = test.split("::")
+    return ".".join(parts[1:]) if len(parts) > 1 and parts[0].endswith(".py") else test
 
 
 def _repeat_key(match: Match, test: Optional[str]) -> tuple:
