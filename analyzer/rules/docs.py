@@ -71,7 +71,8 @@ def render_rules(rules: Sequence[Rule]) -> str:
             "event (after the run's verdict) from one inside a test, `test-header` / `test-section` "
             "name the test a failure report belongs to, and `run-started` / `attempt-restarted` / "
             "`run-succeeded` tell a failure a supervisor's restart handled (the run then succeeded), "
-            "`rerun-passed` names tests a runner re-ran in a new process that then passed. "
+            "`rerun-passed` names tests a runner re-ran in a new process that then passed, "
+            "`retry-attempt` names the test a retry plugin's report tells an attempt of. "
             "Which test was running at any other line is "
             "read from the log around the finding, so passing tests' lines match no rule at all.\n"
         )

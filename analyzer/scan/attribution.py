@@ -524,6 +524,33 @@ def _worker_report(buf: bytes, lo: int, test: str) -> bool:
     return bool(outcome)
 
 
+# The controller's line when a worker dies (xdist dsession.py worker_errordown: "[gw0] node down: Not properly
+# terminated"); pytest-rerunfailures then reports the test the worker was running as that worker's RERUN on
+# the next line ("[gw0] [ 66%] RERUN x.py::t", its xdist hook for a crashed item).
+_NODE_DOWN = lazy(r"^\s*\[(?P<worker>gw\d+)\] node down\b")
+NODE_DOWN_WORD = b"] node down"
+
+
+def _rerun_after_lost_worker(buf: bytes, start: int, end: int) -> Optional[Tuple[str, bool]]:
+    """The test whose rerun the line after ``buf[start:end]`` (a worker's "node down") reports for that
+    worker, and whether its last report (after its reruns) says it passed; None when that line is no such
+    report. A worker that crashes on every try is never named by xdist's "crashed while running" until
+    its last try: its earlier crashes would otherwise belong to no test."""
+    text, _ = clean_stripped(buf[start:end], keep_progress=True)
+    m = _NODE_DOWN.match(text)
+    if m is None or end >= len(buf):
+        return None
+    nxt = buf.find(b"\n", end + 1)
+    nxt = len(buf) if nxt == -1 else nxt
+    after, _ = clean_stripped(buf[end + 1:nxt], keep_progress=True)
+    after = after.strip()
+    rerun = _RERUN_LINE.match(after)
+    if rerun is None or not rerun.group("test") or not after.startswith("[" + m.group("worker") + "] "):
+        return None
+    test = rerun.group("test")
+    return test, _worker_report(buf, nxt, test)
+
+
 def _trailing_head(buf: bytes, next_line: int) -> Optional[Tuple[str, int]]:
     """The unittest id and line number of ``buf``'s last line when it is an id alone (``test_m
     (mod.Class)``), which a docstring line in the next window would make a test's start; ``next_line``
@@ -829,6 +856,10 @@ class TestTracker:
             owner = _tb_line_owner(buf, pos, line_end, self._failures_before(buf, pos))
             if owner is not None:
                 return TestLine(owner[0], line + buf.count(b"\n", pos, owner[1]), True)
+        if (result is None or result.xdist) and buf.find(NODE_DOWN_WORD, pos, line_end) != -1:
+            rerun = _rerun_after_lost_worker(buf, pos, line_end)
+            if rerun is not None:
+                return TestLine(rerun[0], line + 1, rerun[1])
         return result
 
     def _failures_before(self, buf: bytes, lo: int) -> int:

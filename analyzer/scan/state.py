@@ -124,6 +124,11 @@ _ROOTDIR = lazy_regex(r"^rootdir: (?P<root>.+?)(?:, \w+: .*)?\s*$")
 ATTEMPT_RESTARTED = "attempt-restarted"
 RUN_SUCCEEDED = "run-succeeded"
 RERUN_PASSED_MARKER = "rerun-passed"
+# A retry plugin's report line about one attempt of a test (pytest-retry's "\tt failed on attempt 1!
+# Retrying!", flaky's "t failed (2 runs remaining out of 3)."): its ``fate`` group says how the attempt ended.
+RETRY_ATTEMPT_MARKER = "retry-attempt"
+# Events of one retried test's failed attempts held until its report says whether a later attempt passed.
+MAX_RETRY_HELD = 1000
 # A test id in the Python list a runner prints (``['x.py::T::t', "y.py::t[it's]"]``).
 _LISTED_TEST = lazy_regex(r"'([^']+)'|\"([^\"]+)\"")
 MAX_TENTATIVE = 1000
@@ -510,6 +515,12 @@ class LogState:
         self.restarted: Dict[int, Tuple[_Open, int, Match]] = {}
         # Tests a runner says passed when it re-ran them in a new process (``RERUN_PASSED_MARKER``).
         self.rerun_passed_tests: Set[str] = set()
+        # The test a retry plugin's report is telling the failed attempts of (``RETRY_ATTEMPT_MARKER``), and
+        # the events under them: its line that says a later attempt passed makes them a passed test's.
+        self.retry_test: Optional[str] = None
+        # An event's key with its test as a report header names it (``_header_name``) -> the event's key.
+        self.header_keys: Dict[tuple, tuple] = {}
+        self.retry_held: List[_Open] = []
         # Failures under a short test summary printed inside a passing test's report: the log's own only
         # if no report header follows (``None``: no such summary open).
         self.tentative: Optional[List[Match]] = None
@@ -765,6 +776,9 @@ class LogState:
             self.inner_run_next = True
         elif marker in (RUN_STARTED, ATTEMPT_RESTARTED, RUN_SUCCEEDED):
             self._attempt_marker(match, marker)
+        elif marker == RETRY_ATTEMPT_MARKER:
+            if not self.depth:
+                self._retry_attempt(match)
         elif marker == RERUN_PASSED_MARKER:
             for quoted in _LISTED_TEST.finditer(match.groups.get("tests") or ""):
                 if len(self.rerun_passed_tests) >= MAX_FAILED_TESTS:
@@ -794,6 +808,30 @@ class LogState:
                 if len(self.shutdowns_by_pid) >= MAX_IDENTITIES:
                     self.shutdowns_by_pid.pop(next(iter(self.shutdowns_by_pid)))
                 self.shutdowns_by_pid[(marker, pid)] = match
+
+    def _retry_attempt(self, match: Match) -> None:
+        """A retry plugin's report line about an attempt of the test it names (pytest-retry's and flaky's
+        reports come after the last test ran, each attempt's traceback after its line): the lines after it
+        are that test's. A failed attempt's events wait for the test's last line: "passed on attempt 2!"
+        (flaky: "passed 1 out of the required 1 times. Success!") makes them a passed test's that was re-run;
+        "failed after 3 attempts!" leaves them failures."""
+        name = normal_test_id(match.groups.get("test") or "")
+        fate = match.groups.get("fate") or ""
+        if name != self.retry_test:
+            self.retry_test, self.retry_held = None, []
+        if fate.startswith("passed"):
+            for opened in self.retry_held:
+                opened.event = dataclasses.replace(opened.event, test_finished=True, test_rerun=True)
+            self.retry_held = []
+            # "Running test again" (flaky's min_passes) is a pass too: a later failed attempt of the same
+            # test is held anew. No test runs after the line (a passing attempt's traceback is not
+            # printed): a header of a passed test would make the run's verdict an inner run's.
+            self.retry_test = name
+            self._set_context("reset", match.line)
+            return
+        self.retry_test = name if "Retrying" in fate or "remaining" in fate else None
+        self._set_context("header", match.line, name)
+        self.ctx_passed, self.ctx_unsure = False, False
 
     def _tentative_was_inner(self) -> None:
         """A report header or another short summary follows the short summary held as maybe the log's own
@@ -1223,6 +1261,13 @@ class LogState:
             spoken = self.spoken.get(_unspoken(key))
             if spoken is not None and spoken in self.events:
                 key, found = spoken, self.events[spoken]
+        if found is None and test is not None:
+            # The same failure told under the test's report header ("____ test_y ____", its name only) and
+            # under a line that spells its node id (pytest-rerunfailures's "RERUN x.py::test_y" report of
+            # an earlier attempt): one test, one event.
+            told = self.header_keys.get(key[:-1] + (_header_name(test),))
+            if told is not None and told in self.events:
+                key, found = told, self.events[told]
         if found is not None and match.rule.id in match.rule.same_event_as:
             first, key = key, self.latest.get(key, key)
             found = self.events.get(key)
@@ -1275,6 +1320,8 @@ class LogState:
         if match.groups.get("local_rank") is not None and pid.isdigit() and not match.rule.root_cause:
             self.attempt_ends.append((match.line, pid))
         opened = self._add(key, match, event, identity)
+        if opened is not None and test is not None and len(self.header_keys) < MAX_PER_RULE * 10:
+            self.header_keys.setdefault(key[:-1] + (_header_name(test),), key)
         if opened is not None and match.rank is not None and match.rule.fold_groups \
                 and len(self.spoken) < MAX_PER_RULE * 10:
             unspoken = _unspoken(key)
@@ -1289,6 +1336,11 @@ class LogState:
             self.tentative_events.append((key, opened))
         if opened is not None and kind == "test" and self.ctx_kind == "header" and self.ctx_unsure:
             opened.outcome_by_verdict = True
+        if opened is not None and kind == "test" and self.ctx_kind == "header" \
+                and self.retry_test is not None and test == self.retry_test \
+                and not opened.event.test_finished and len(self.retry_held) < MAX_RETRY_HELD \
+                and opened not in self.retry_held:
+            self.retry_held.append(opened)
         if opened is not None and match.rule.kind is Kind.CRASH:
             self.last_crash = (opened, match.end_line)
         worker = match.groups.get("worker")
@@ -1596,6 +1648,13 @@ def _spanned(
     if arrived is None or more is None:
         return None
     return (min(arrived[0], more[0]), max(arrived[1], more[1]))
+
+
+def _header_name(test: str) -> str:
+    """``test`` as pytest's report header names it: a node id without its file, its classes joined by "."
+    (``x.py::TestC::test_y[p]`` -> ``TestC.test_y[p]``); any other id as it is."""
+    parts = test.split("::")
+    return ".".join(parts[1:]) if len(parts) > 1 and parts[0].endswith(".py") else test
 
 
 def _repeat_key(match: Match, test: Optional[str]) -> tuple:
