@@ -550,6 +550,7 @@ class _SourceScan:
         self.cut_lines: Dict[int, bytes] = {}  # first row -> the joined line, for each cut line of the window
         self.advisory_rest: Dict[int, bytes] = {}  # continued row -> its line joined (``advisory_rows``)
         self.next_line = 1  # the number of the next window's first line
+        self.reader: Optional[WrapReader] = None  # a pasted copy's, which may hold windows back
         self.last_content = 0  # the log's last line that says something (``last_content_line``)
         # the traceback without its head the log ends in, if any (``headless_traceback``)
         self.headless: Optional[Tuple[int, int, str, str]] = None
@@ -579,7 +580,7 @@ class _SourceScan:
             )
             if source.may_be_wrapped:  # a pasted copy: maybe indented as code, maybe cut by a terminal
                 windows = dedented(windows)
-            reader = WrapReader(windows, self._join_tells) if source.may_be_wrapped else None
+            reader = self.reader = WrapReader(windows, self._join_tells) if source.may_be_wrapped else None
             for buf in reader if reader is not None else windows:
                 if not buf:  # after an early pass (``_stripped``): its matches go out now
                     yield from self._flush()
@@ -639,14 +640,15 @@ class _SourceScan:
     def _stripped(self, windows: Iterator[bytes], first_line: int, held: bool = False) -> Iterator[bytes]:
         """``windows`` without their controls; ``_Early`` ones are matched here and become an empty
         window, on which ``run`` hands their matches on; a ``_Dropped`` one becomes a notice. ``held``:
-        a reader between here and ``run`` may hold windows back (``WrapReader``), so ``next_line`` is
-        not yet the next window's first line: count the lines here."""
+        a reader between here and ``run`` may hold windows back (``self.reader``), so ``next_line`` is
+        not yet the next window's first line: the lines it holds come after it. (The indent remover
+        between them holds nothing when it asks for a window.)"""
         self.next_line = first_line
-        line = first_line
         for window in windows:
             kind = type(window)
             if kind is _Dropped:
-                at = line if held else self.next_line
+                reader = self.reader
+                at = self.next_line + (reader.held_lines() if held and reader is not None else 0)
                 half = LINE_CAP // 2
                 states = GIANT_LINE_STATES.format(half=_size(half)) if not held else ""
                 self._notice(GIANT_LINE_CUT.format(unread=window.unread, length=window.length,
@@ -656,10 +658,7 @@ class _SourceScan:
                 self._early(strip_controls(bytes(window), self.markers_in), self.next_line)
                 yield b""
             else:
-                stripped = strip_controls(window, self.markers_in)
-                if held:
-                    line += stripped.count(b"\n")
-                yield stripped
+                yield strip_controls(window, self.markers_in)
 
     def _early(self, buf: bytes, line: int) -> None:
         """Match ``\\r``-ended states of line ``line`` before its end came (``_windows``): each rule they
