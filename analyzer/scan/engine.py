@@ -36,7 +36,7 @@ from ..rules.model import CUT_SHORT_GROUP, DEFAULT_MATCH_BUDGET_S, Catalogue, Ru
 from ._engine_approx import LoosePatterns, starts_unblank
 from ._engine_indent import dedented
 from ._engine_literals import Plan, build_plan
-from .attribution import TestLine, TestTracker
+from .attribution import RERUN_WORD, TestLine, TestTracker
 from ._engine_prefilter import (
     Candidates, Finder, hyperscan_available, hyperscan_finder, hyperscan_markers, python_finder,
 )
@@ -160,7 +160,7 @@ def prepare(catalogue: Catalogue, engine: str = "auto") -> Prepared:
     # A guard: true rule has no pattern (the program makes its findings); a loaded catalogue keeps them
     # in guard_rules, but a hand-built one may not.
     rules = tuple(rule for rule in catalogue.rules if not rule.guard)
-    plan = build_plan(rules, probes=(CTEST_VERBOSE,))
+    plan = build_plan(rules, probes=(CTEST_VERBOSE, RERUN_WORD))
     budget = MatchBudget(catalogue.match_timeout_s, catalogue.match_budget_s)
     incomplete = catalogue.guard_rule(SCAN_INCOMPLETE_RULE)
     loose = LoosePatterns(rules)
@@ -541,6 +541,10 @@ class _SourceScan:
         self.window_ascii = True  # whether the window being matched is ASCII
         self.task_labels = True  # whether "N: " is srun's task label, until the log shows ctest -V's
         self.ctest_probe = plan.probe(CTEST_VERBOSE)  # the literal that finds ctest -V's header
+        # The literal that finds pytest-rerunfailures' RERUN lines (None: a plan without it, searched for
+        # by the tracker), and whether the window being matched holds it on a candidate line.
+        self.rerun_probe = plan.probe(RERUN_WORD)
+        self.rerun_seen = False
         self.joined_to: Dict[int, int] = {}  # rule index -> last row a joined line matched it into
         # rule index -> (first, last) continued rows whose own match a join that tells more replaced
         self.told_by_join: Dict[int, Tuple[int, int]] = {}
@@ -619,10 +623,12 @@ class _SourceScan:
                     last = _first_row(buf, first_line, next_line, last, self.continued_rows)
                 self.last_content = last or self.last_content
                 if self.view is not None:
+                    # A wrapped view may join a RERUN the terminal cut: the tracker searches it itself.
                     self.tracker.end_window(self.view[0], first_line, next_line, self.view[1], raw=buf,
                                             hint_ends=hint_ends)
                 else:
-                    self.tracker.end_window(buf, first_line, next_line, hint_ends=hint_ends)
+                    rerun = self.rerun_seen if self.rerun_probe is not None else None
+                    self.tracker.end_window(buf, first_line, next_line, hint_ends=hint_ends, rerun=rerun)
                 first_line = self.next_line = next_line
                 if self.pending:
                     yield from self._flush()
@@ -673,6 +679,8 @@ class _SourceScan:
         ``joined`` lines starting there; return the next line number."""
         keys = sorted(cands.keys() | joined.keys()) if joined else sorted(cands)
         every = bool(self.always)
+        rerun_probe = self.rerun_probe
+        self.rerun_seen = False
         count = buf.count
         find = buf.find
         n = len(buf)
@@ -694,8 +702,11 @@ class _SourceScan:
             if ki < nkeys and keys[ki] == pos:
                 lits = cands.get(pos)
                 ki += 1
-                if self.task_labels and lits and self.ctest_probe in lits:
-                    self.task_labels = False
+                if lits:
+                    if self.task_labels and self.ctest_probe in lits:
+                        self.task_labels = False
+                    if rerun_probe in lits:
+                        self.rerun_seen = True
             if joined and pos in joined:
                 # The joined line's match is at this row: an echo on the row must be tried to drop it.
                 self._line(buf, pos, stop, line, lits, riders_too=True)
