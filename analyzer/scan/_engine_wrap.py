@@ -324,9 +324,17 @@ class WrapReader:
         self.windows = iter(windows)
         self.vouch = vouch
         self.width: Optional[int] = None
+        # What it read from ``windows`` and has not handed on yet: the sample's windows, then a held run.
+        self.sampled: List[bytes] = []
+        self.held = b""
+
+    def held_lines(self) -> int:
+        """How many lines end in what it read and has not handed on yet (``_Dropped``'s notice: its line
+        is the number of the first line not handed on plus this)."""
+        return sum(window.count(b"\n") for window in self.sampled) + self.held.count(b"\n")
 
     def __iter__(self) -> Iterator[bytes]:
-        first: List[bytes] = []
+        first: List[bytes] = self.sampled
         size = 0
         for window in self.windows:
             first.append(window)
@@ -340,6 +348,8 @@ class WrapReader:
             sample = sample[:SAMPLE_BYTES]
             sample = sample[: sample.rfind(b"\n") + 1]
         self.width = wrap_width(sample, self.vouch)
+        # Nothing more is read from ``windows`` before ``first`` is handed on whole.
+        self.sampled = []
         if self.width is None:
             yield from first
             yield from self.windows
@@ -349,11 +359,11 @@ class WrapReader:
             buf = held + window if held else window
             cut = _safe_end(buf, self.width)
             if cut == 0 and len(buf) <= MAX_HELD:
-                held = buf
+                held = self.held = buf
                 continue
             if cut == 0:
                 cut = len(buf)
-            held = buf[cut:]
+            held = self.held = buf[cut:]
             yield buf[:cut]
         if held:
             yield held

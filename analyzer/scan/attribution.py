@@ -937,18 +937,19 @@ class TestTracker:
 
     def end_window(
         self, buf: bytes, first_line: int, next_line: int, starts: Optional[List[int]] = None,
-        raw: Optional[bytes] = None, hint_ends: Optional[List[int]] = None,
+        raw: Optional[bytes] = None, hint_ends: Optional[List[int]] = None, rerun: Optional[bool] = None,
     ) -> None:
         """Remember the last progress line of ``buf`` (its lines are ``first_line`` to ``next_line - 1``;
         ``starts``: where each line starts in ``buf`` when it is a wrapped window's view, ``raw`` the
         window itself then: progress letters start its lines, where a long line before them may look cut;
         ``hint_ends``: where the engine's pass over that window found the letters' hints (None: not looked
-        for there))."""
+        for there); ``rerun``: whether that pass found ``RERUN_WORD`` on a line of ``buf`` (None: not looked
+        for, searched here))."""
         self._buf = self._here = None
         self._before = self._last
         self._last = (buf, first_line, starts)
         self.letters.feed(buf if raw is None else raw, first_line, hint_ends)
-        if len(self.reruns) < MAX_RERUN_TESTS and RERUN_WORD in buf:
+        if len(self.reruns) < MAX_RERUN_TESTS and (RERUN_WORD in buf if rerun is None else rerun):
             self._take_reruns(buf)
         if self._wanted:
             self._look(buf)

@@ -36,7 +36,7 @@ from ..rules.model import CUT_SHORT_GROUP, DEFAULT_MATCH_BUDGET_S, Catalogue, Ru
 from ._engine_approx import LoosePatterns, starts_unblank
 from ._engine_indent import dedented
 from ._engine_literals import Plan, build_plan
-from .attribution import TestLine, TestTracker
+from .attribution import RERUN_WORD, TestLine, TestTracker
 from ._engine_prefilter import (
     Candidates, Finder, hyperscan_available, hyperscan_finder, hyperscan_markers, python_finder,
 )
@@ -160,7 +160,7 @@ def prepare(catalogue: Catalogue, engine: str = "auto") -> Prepared:
     # A guard: true rule has no pattern (the program makes its findings); a loaded catalogue keeps them
     # in guard_rules, but a hand-built one may not.
     rules = tuple(rule for rule in catalogue.rules if not rule.guard)
-    plan = build_plan(rules, probes=(CTEST_VERBOSE,))
+    plan = build_plan(rules, probes=(CTEST_VERBOSE, RERUN_WORD))
     budget = MatchBudget(catalogue.match_timeout_s, catalogue.match_budget_s)
     incomplete = catalogue.guard_rule(SCAN_INCOMPLETE_RULE)
     loose = LoosePatterns(rules)
@@ -541,6 +541,10 @@ class _SourceScan:
         self.window_ascii = True  # whether the window being matched is ASCII
         self.task_labels = True  # whether "N: " is srun's task label, until the log shows ctest -V's
         self.ctest_probe = plan.probe(CTEST_VERBOSE)  # the literal that finds ctest -V's header
+        # The literal that finds pytest-rerunfailures' RERUN lines (None: a plan without it, searched for
+        # by the tracker), and whether the window being matched holds it on a candidate line.
+        self.rerun_probe = plan.probe(RERUN_WORD)
+        self.rerun_seen = False
         self.joined_to: Dict[int, int] = {}  # rule index -> last row a joined line matched it into
         # rule index -> (first, last) continued rows whose own match a join that tells more replaced
         self.told_by_join: Dict[int, Tuple[int, int]] = {}
@@ -550,6 +554,7 @@ class _SourceScan:
         self.cut_lines: Dict[int, bytes] = {}  # first row -> the joined line, for each cut line of the window
         self.advisory_rest: Dict[int, bytes] = {}  # continued row -> its line joined (``advisory_rows``)
         self.next_line = 1  # the number of the next window's first line
+        self.reader: Optional[WrapReader] = None  # a pasted copy's, which may hold windows back
         self.last_content = 0  # the log's last line that says something (``last_content_line``)
         # the traceback without its head the log ends in, if any (``headless_traceback``)
         self.headless: Optional[Tuple[int, int, str, str]] = None
@@ -579,7 +584,7 @@ class _SourceScan:
             )
             if source.may_be_wrapped:  # a pasted copy: maybe indented as code, maybe cut by a terminal
                 windows = dedented(windows)
-            reader = WrapReader(windows, self._join_tells) if source.may_be_wrapped else None
+            reader = self.reader = WrapReader(windows, self._join_tells) if source.may_be_wrapped else None
             for buf in reader if reader is not None else windows:
                 if not buf:  # after an early pass (``_stripped``): its matches go out now
                     yield from self._flush()
@@ -618,10 +623,12 @@ class _SourceScan:
                     last = _first_row(buf, first_line, next_line, last, self.continued_rows)
                 self.last_content = last or self.last_content
                 if self.view is not None:
+                    # A wrapped view may join a RERUN the terminal cut: the tracker searches it itself.
                     self.tracker.end_window(self.view[0], first_line, next_line, self.view[1], raw=buf,
                                             hint_ends=hint_ends)
                 else:
-                    self.tracker.end_window(buf, first_line, next_line, hint_ends=hint_ends)
+                    rerun = self.rerun_seen if self.rerun_probe is not None else None
+                    self.tracker.end_window(buf, first_line, next_line, hint_ends=hint_ends, rerun=rerun)
                 first_line = self.next_line = next_line
                 if self.pending:
                     yield from self._flush()
@@ -639,14 +646,15 @@ class _SourceScan:
     def _stripped(self, windows: Iterator[bytes], first_line: int, held: bool = False) -> Iterator[bytes]:
         """``windows`` without their controls; ``_Early`` ones are matched here and become an empty
         window, on which ``run`` hands their matches on; a ``_Dropped`` one becomes a notice. ``held``:
-        a reader between here and ``run`` may hold windows back (``WrapReader``), so ``next_line`` is
-        not yet the next window's first line: count the lines here."""
+        a reader between here and ``run`` may hold windows back (``self.reader``), so ``next_line`` is
+        not yet the next window's first line: the lines it holds come after it. (The indent remover
+        between them holds nothing when it asks for a window.)"""
         self.next_line = first_line
-        line = first_line
         for window in windows:
             kind = type(window)
             if kind is _Dropped:
-                at = line if held else self.next_line
+                reader = self.reader
+                at = self.next_line + (reader.held_lines() if held and reader is not None else 0)
                 half = LINE_CAP // 2
                 states = GIANT_LINE_STATES.format(half=_size(half)) if not held else ""
                 self._notice(GIANT_LINE_CUT.format(unread=window.unread, length=window.length,
@@ -656,10 +664,7 @@ class _SourceScan:
                 self._early(strip_controls(bytes(window), self.markers_in), self.next_line)
                 yield b""
             else:
-                stripped = strip_controls(window, self.markers_in)
-                if held:
-                    line += stripped.count(b"\n")
-                yield stripped
+                yield strip_controls(window, self.markers_in)
 
     def _early(self, buf: bytes, line: int) -> None:
         """Match ``\\r``-ended states of line ``line`` before its end came (``_windows``): each rule they
@@ -674,6 +679,8 @@ class _SourceScan:
         ``joined`` lines starting there; return the next line number."""
         keys = sorted(cands.keys() | joined.keys()) if joined else sorted(cands)
         every = bool(self.always)
+        rerun_probe = self.rerun_probe
+        self.rerun_seen = False
         count = buf.count
         find = buf.find
         n = len(buf)
@@ -695,8 +702,11 @@ class _SourceScan:
             if ki < nkeys and keys[ki] == pos:
                 lits = cands.get(pos)
                 ki += 1
-                if self.task_labels and lits and self.ctest_probe in lits:
-                    self.task_labels = False
+                if lits:
+                    if self.task_labels and self.ctest_probe in lits:
+                        self.task_labels = False
+                    if rerun_probe in lits:
+                        self.rerun_seen = True
             if joined and pos in joined:
                 # The joined line's match is at this row: an echo on the row must be tried to drop it.
                 self._line(buf, pos, stop, line, lits, riders_too=True)

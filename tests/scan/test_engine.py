@@ -386,3 +386,31 @@ def test_each_window_is_what_was_read_up_to_its_last_newline(seed):
         expected.append(data[sent:])
     windows = list(engine_module._windows(_Chunks(chunks), "log"))
     assert windows == expected and all(type(w) is bytes for w in windows)
+
+
+# perf29: a pasted log's reader holds windows back (its first 64 KiB while it finds the width, then a run of
+# cut rows that may go on), so the notice's line is the scan's next line plus the lines the reader holds.
+def _cut_rows(width: int) -> bytes:
+    """Three rows of ``width`` columns, cut from a longer line of words that the giant line's start
+    seems to go on."""
+    words = b" ".join(b"word%d" % i for i in range(width))[:3 * width]
+    return b"".join(words[at:at + width] + b"\n" for at in range(0, len(words), width))
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("shape", ["in-the-sample", "after-the-sample", "after-held-cut-rows"])
+def test_the_notice_of_a_giant_lines_cut_is_at_its_line_in_a_pasted_log(tmp_path, engine, shape):
+    cap = engine_module.LINE_CAP
+    giant = b"x" * (2 * cap) + b" NCCL watchdog thread terminated with exception " + b"y" * (2 * cap)
+    if shape == "in-the-sample":
+        head = b"".join(b"step %d\n" % i for i in range(10))
+    elif shape == "after-the-sample":
+        head = b"".join(b"step %d\n" % i for i in range(20_000))
+    else:  # a terminal copy 100 columns wide, then rows cut at 100 columns just before the giant line
+        fixtures = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures")
+        with open(os.path.join(fixtures, "quoted", "nccl-watchdog-tmux100.log"), "rb") as f:
+            copy = b"".join(line for line in f.read().splitlines(True) if not line.startswith(b"#!"))
+        head = copy * (1 + (1 << 17) // len(copy)) + _cut_rows(100)
+    data = head + giant + b"\nline after\n"
+    said = [m.line for m in scan_bytes(tmp_path, data, engine=engine) if m.rule.id == "scan-incomplete"]
+    assert said == [head.count(b"\n") + 1]
