@@ -134,6 +134,8 @@ def _section(rule: Rule) -> List[str]:
         facts.append(f"the process dies of `{rule.dies_of}`")
     if rule.peer_lost:
         facts.append("a peer's view of another rank's death: told by that death when the log shows it")
+    if rule.stack_follows:
+        facts.append("a faulthandler stack follows: the finding names its stuck frame")
     if rule.fallback:
         facts.append("fallback: kept only when no other error explains the failure")
     if rule.fold_groups:

@@ -44,6 +44,10 @@ Keys that steer ranking (see ``analyzer/scan/rank.py``):
   equal, in the same log and test, are that event told again by each rank, told by the first one. A
   name ending in ``?`` may be unset, then on both (torch 1.x's watchdog line names no process group).
 
+- ``stack_follows``: the event's line announces a faulthandler stack dump that follows it (a test
+  harness's "Process 1 timed out with traceback:"): the dump is attached to it as a crash's is, and the
+  finding names the stuck frame of the user's code.
+
 ``guard: true`` marks a rule that gpu-hang-guard applies itself instead of a pattern: the supervisor's
 findings (timeout, idle, cancelled, abort-on, unkillable, leaked) and the scanner's ``scan-incomplete``.
 Such a rule has no pattern; its ``message`` says what the finding reads like. It is documented,
@@ -109,6 +113,7 @@ class Rule:
     error_at_end: bool = False  # a lesser finding that is an error when it is the log's last word
     dies_of: Optional[str] = None  # the signal a process dies of after this event (glibc aborts: SIGABRT)
     peer_lost: bool = False  # a rank's view of another's death (gloo's "Connection closed by peer")
+    stack_follows: bool = False  # the line announces a faulthandler dump of the process it names
     user_defined: bool = False
     guard: bool = False
     pattern_re: Any = field(default=None, compare=False, repr=False)

@@ -15,20 +15,21 @@ from __future__ import annotations
 import dataclasses
 import re
 import signal
-from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
+from typing import Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
 from ..exits import windows_status_name
 from ..model import Kind, Severity
 from ..rules.model import Rule
 from .match import Match
 from .state import (
+    BOOTSTRAP_PATHS,
     TRACEBACK_MARKER,
     Identity,
     LogEvent,
     LogFindings,
     identity_of,
     kernel_apart,
-    stack_frames,
+    own_frame,
 )
 
 EXCEPTION_GROUPS = ("exception", "exc")
@@ -87,7 +88,6 @@ _SIGNAL_WORDS = {
 }
 # Frames of the interpreter and of installed packages are where a crash surfaces, not where it was
 # caused; the crash site is the innermost frame outside them.
-_LIBRARY_PATHS = ("/lib/python", "site-packages", "dist-packages", "<frozen")
 Item = Tuple[int, LogFindings, LogEvent, bool, Optional[str]]
 _REPORT_LINES = 40  # a ChildFailedError report's header is at most this far above its Root Cause
 _CHILD_FAILED = "ChildFailedError"
@@ -898,13 +898,13 @@ def exit_signal(match: Match) -> Optional[str]:
 
 def crash_site(stack: Match) -> Optional[str]:
     """``file.py:N`` of the innermost frame of a faulthandler stack outside the stdlib and packages."""
-    return _own_frame(stack.excerpt.split("\n"))
+    return own_frame(stack.excerpt.split("\n"), BOOTSTRAP_PATHS)
 
 
 def raise_site(traceback: Match) -> Optional[str]:
     """``file.py:N`` of the innermost frame of a Python traceback (most recent call last) outside the
     stdlib and packages: where the user's code raised."""
-    return _own_frame(reversed(traceback.excerpt.split("\n")))
+    return own_frame(reversed(traceback.excerpt.split("\n")))
 
 
 def same_raise(one: Match, other: Match) -> bool:
@@ -921,13 +921,6 @@ def same_raise(one: Match, other: Match) -> bool:
     if sites[0] is not None or sites[1] is not None:
         return sites[0] == sites[1]
     return _DIGITS.sub("#", said[0].strip()) == _DIGITS.sub("#", said[1].strip())
-
-
-def _own_frame(lines: Iterable[str]) -> Optional[str]:
-    for frame in stack_frames(lines):
-        if not any(part in frame.group("path") for part in _LIBRARY_PATHS):
-            return f"{frame.group('path').rsplit('/', 1)[-1]}:{frame.group('line')}"
-    return None
 
 
 def signal_of(match: Match) -> Optional[str]:

@@ -78,6 +78,9 @@ CRASH_STACK_MARKER = "crash-stack"
 CRASH_STACK_GAP = 3
 # faulthandler dumps every thread, one block each; this one's is the thread that crashed.
 CURRENT_THREAD = "Current thread 0x"
+LIBRARY_PATHS = ("/lib/python", "site-packages", "dist-packages", "<frozen")
+# A faulthandler stack of a spawned process ends in multiprocessing's `python -c` bootstrap, "<string>".
+BOOTSTRAP_PATHS = ("<string>",)
 VERDICT_MARKER = "verdict-printed"
 HEADER_MARKER = "test-header"
 # An "E   " line of a pytest report that starts an exception's text: the full reason a summary line cut.
@@ -317,6 +320,23 @@ def stack_frames(lines: Iterable[str]) -> Iterator["regex.Match[str]"]:
         frame = FRAME.match(clean_line(line.encode("utf-8", "surrogatepass"))[0])
         if frame is not None:
             yield frame
+
+
+def _stuck_frame(block: Match, held: Match) -> bool:
+    """Whether a thread's block of a dump the event announced shows where it is stuck and the block held
+    does not: the thread that dumps a timed-out process's stack (its "Current thread", torch's event
+    listener) waits in library code, and the thread that hangs runs the user's."""
+    return own_frame(held.excerpt.split("\n"), BOOTSTRAP_PATHS) is None \
+        and own_frame(block.excerpt.split("\n"), BOOTSTRAP_PATHS) is not None
+
+
+def own_frame(lines: Iterable[str], not_own: Tuple[str, ...] = ()) -> Optional[str]:
+    """``file.py:N`` of the first frame among excerpt lines outside the stdlib and packages (and the paths
+    ``not_own``), if any."""
+    for frame in stack_frames(lines):
+        if not any(part in frame.group("path") for part in LIBRARY_PATHS + not_own):
+            return f"{frame.group('path').rsplit('/', 1)[-1]}:{frame.group('line')}"
+    return None
 
 
 def _stack_test_function(stack: Match) -> Optional[str]:
@@ -797,7 +817,10 @@ class LogState:
             last = self.last_crash
             self.last_crash = None
             if last is not None and 0 < match.line - last[1] <= CRASH_STACK_GAP:
-                if last[0].event.stack is None or match.text.startswith(CURRENT_THREAD):
+                held = last[0].event.stack
+                if held is None or (match.text.startswith(CURRENT_THREAD)
+                                    and not last[0].event.match.rule.stack_follows) \
+                        or (last[0].event.match.rule.stack_follows and _stuck_frame(match, held)):
                     last[0].event = dataclasses.replace(last[0].event, stack=match)
                 # The next thread's block of the same dump starts right after this one's end.
                 self.last_crash = (last[0], match.end_line)
@@ -1284,7 +1307,7 @@ class LogState:
             found.arrived = _spanned(found.arrived, arrived)
             self._in_attempt(found, test, kind)
             self._in_run(found, test, kind)
-            if match.rule.kind is Kind.CRASH:
+            if match.rule.kind is Kind.CRASH or match.rule.stack_follows:
                 self.last_crash = (found, match.end_line)
             return
         if key in self.ignored_keys:
@@ -1341,7 +1364,7 @@ class LogState:
                 and not opened.event.test_finished and len(self.retry_held) < MAX_RETRY_HELD \
                 and opened not in self.retry_held:
             self.retry_held.append(opened)
-        if opened is not None and match.rule.kind is Kind.CRASH:
+        if opened is not None and (match.rule.kind is Kind.CRASH or match.rule.stack_follows):
             self.last_crash = (opened, match.end_line)
         worker = match.groups.get("worker")
         if opened is not None and test is None and worker and not self.depth \
