@@ -1222,7 +1222,7 @@ class LogState:
         if match.groups.get("header"):
             self.unreported.pop(test, None)
         elif match.groups.get("outcome") and is_unittest_id(test) and test not in self.failed \
-                and len(self.unreported) < MAX_FAILED_TESTS:
+                and not _reported_nowhere_else(match) and len(self.unreported) < MAX_FAILED_TESTS:
             self.unreported[test] = None
         if test not in self.failed:
             if len(self.failed) < MAX_FAILED_TESTS:
@@ -1647,6 +1647,14 @@ def verdict_failed(verdict: Match) -> bool:
     if outcome:
         return outcome.strip().upper() not in ("OK", "SUCCESS")
     return bool(_FAILING_VERDICT.search(verdict.groups.get("summary") or verdict.text))
+
+
+def _reported_nowhere_else(match: Match) -> bool:
+    """Whether ``match`` is unittest -v's "test_m (mod.Class) ... unexpected success": its runner.py before
+    3.11 prints no report for an unexpected success (3.11 added "UNEXPECTED SUCCESS: test_m" to
+    ``printErrors``), so no header is to come to confirm it, and the line names its test (a bare
+    "unexpected success" is left to be confirmed, as a bare "FAIL" is)."""
+    return match.groups.get("outcome") == "unexpected success" and bool(match.groups.get("test"))
 
 
 def _reports_every_failure(verdict: Match) -> bool:
