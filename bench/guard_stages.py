@@ -6,12 +6,17 @@ time of each stage after the clock ran out, measured inside the guard by wrappin
 and the exit as the parent saw it (``time.monotonic`` is one clock for every process on Linux):
 
   evidence   process table, py-spy dumps of every Python process (all at once), nvidia-smi
-  end        SIGTERM, the kill grace, SIGKILL and its wait
+  diagnose   the hang finding built from the evidence
+  tell       the early report handed over (written to disk)
+  tree       the living tree read again before the signals (and inside sweep)
+  end        SIGTERM, the kill grace, SIGKILL and its wait (its own tree walks included)
   sweep      the last look for survivors
   drain      closing the pumps (pipe drains)
   report     the scan's wait and the report built (``GuardedRun.report``)
   files      report.json, summary, outputs written
-  exit       from the files written to the exit the parent sees
+  console    the report (and warnings) on the console
+  close      the live scan stopped, private files removed
+  exit       from the last of these to the exit the parent sees
 
 Usage: python bench/guard_stages.py [--rounds 5] [--timeout 5] [--kill-grace 3] [--processes 16]
 A timing script, not a test: numbers depend on the host's load, printed beside each round.
@@ -66,17 +71,24 @@ CHILD = textwrap.dedent("""
                     json.dump(marks, handle)
         setattr(owner, name, wrapper)
     timed(guard._Run, "collect_evidence", "evidence")
+    timed(guard.diagnosis, "diagnose_hang", "diagnose")
+    timed(guard._Run, "tell", "tell")
+    timed(guard._Run, "living_tree", "tree")
     timed(guard._Run, "end", "end")
     timed(guard._Run, "sweep", "sweep")
     timed(guard._Run, "close_pumps", "drain")
     timed(guarded.GuardedRun, "report", "report")
     timed(cli, "_write_report_files", "files")
+    timed(cli, "_write_console_bounded", "console")
+    timed(guarded.GuardedRun, "close", "close")
     status = cli._main_run(sys.argv[1:])
     cli._exit_now(status)
     sys.exit(status)
 """)
 
-STAGES = ("evidence", "end", "sweep", "drain", "report", "files")
+STAGES = ("evidence", "diagnose", "tell", "tree", "end", "sweep", "drain", "report", "files", "console",
+          "close")
+COLUMNS = (*STAGES, "exit", "between", "total")
 
 
 def one_round(args: argparse.Namespace, work: str, tree: str) -> dict:
@@ -95,11 +107,14 @@ def one_round(args: argparse.Namespace, work: str, tree: str) -> dict:
     exited = time.monotonic()
     with open(stages_out) as handle:
         marks = json.load(handle)
-    seconds = {label: end - start for label, start, end in marks}
+    seconds: dict = {}
+    for label, start, end in marks:
+        seconds[label] = seconds.get(label, 0.0) + end - start
     clock_out = min(start for label, start, _ in marks if label == "evidence")
-    files_end = max(end for label, _, end in marks if label == "files")
-    seconds["exit"] = exited - files_end
+    last = max(end for _, _, end in marks)
+    seconds["exit"] = exited - last
     seconds["total"] = exited - clock_out
+    seconds["between"] = seconds["total"] - sum(seconds.get(name, 0.0) for name in (*STAGES, "exit"))
     seconds["over_grace"] = seconds["total"] - args.kill_grace
     seconds["status"] = child.returncode
     seconds["load"] = load
@@ -119,15 +134,15 @@ def main() -> int:
         tree = os.path.join(work, "tree.py")
         with open(tree, "w") as handle:
             handle.write(TREE)
-        print("round load " + " ".join(f"{name:>8}" for name in (*STAGES, "exit", "total", "+grace")))
+        print("round load " + " ".join(f"{name:>8}" for name in (*COLUMNS, "+grace")))
         for number in range(args.rounds):
             row = one_round(args, work, tree)
             rows.append(row)
-            cells = " ".join(f"{row.get(name, float('nan')):8.2f}" for name in (*STAGES, "exit", "total"))
+            cells = " ".join(f"{row.get(name, float('nan')):8.2f}" for name in COLUMNS)
             print(f"{number:5d} {row['load']:4.1f} {cells} {row['over_grace']:8.2f}  (exit {row['status']})",
                   flush=True)
     print("median " + " ".join(f"{name}={statistics.median(r.get(name, 0.0) for r in rows):.2f}"
-                               for name in (*STAGES, "exit", "total", "over_grace")))
+                               for name in (*STAGES, "exit", "between", "total", "over_grace")))
     return 0
 
 
