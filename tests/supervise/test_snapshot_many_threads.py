@@ -8,13 +8,14 @@ out. A real process and a real py-spy dump here; what is counted is the parses, 
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
 
 import pytest
 
-from analyzer.supervise import snapshot
+from analyzer.supervise import diagnosis, snapshot, tree
 
 THOUSAND_THREADS = textwrap.dedent("""
     import threading
@@ -48,3 +49,22 @@ def test_a_thousand_thread_dump_is_parsed_once(monkeypatch):
     assert parses == [proc.pid]
     assert frames[0].function.endswith("wait") and any(f.function == "main_thread_waits" for f in frames)
     assert len(threads) == 1001 and sum(is_main for is_main, _ in threads) == 1
+
+
+def test_a_hang_finding_says_why_the_hung_process_has_no_python_stack():
+    """red41's q03 at load 14: py-spy timed out on every 1000-thread process, and the finding named only
+    the kernel's wait (state S, futex_do_wait), as if no stack had been asked for. The dump here times
+    out for real: a bound too short for any py-spy run."""
+    proc = subprocess.Popen([sys.executable, "-c", THOUSAND_THREADS], stdout=subprocess.PIPE)
+    try:
+        assert proc.stdout.readline() == b"threads up\n"
+        [dump] = snapshot.dump_stacks([proc.pid], 0.001)
+        [info] = tree.describe_all([tree.proc_of(proc.pid)])
+    finally:
+        proc.kill()
+        proc.wait()
+    assert dump.error == "timed out" and not dump.text.strip()
+    chosen, where = diagnosis.where_it_hung(os.getpid(), [info], [dump])
+    assert chosen is None
+    assert where.startswith(f"`{info.cmdline}` (pid {proc.pid}, state ")
+    assert where.endswith("; no Python stack: py-spy timed out")
