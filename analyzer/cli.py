@@ -20,6 +20,7 @@ from .durations import parse_duration
 from .errors import USAGE_EXIT_STATUS, AnalyzerError, CommandNotStarted, UsageError
 from .markup import one_line_message
 from .model import Report, Severity
+from .supervise import early_cancel
 from .verdict import decide
 
 if TYPE_CHECKING:
@@ -575,6 +576,12 @@ def _resolve_run_paths(args: argparse.Namespace) -> None:
             raise UsageError(f"{option} {path}: {problem}") from err
 
 
+class _CancelledBeforeStart(Exception):
+    def __init__(self, signum: int, at: float) -> None:
+        super().__init__(signum, at)
+        self.signum, self.at = signum, at
+
+
 def _main_run(argv: Sequence[str]) -> int:
     options_argv, command = _split_run_argv(argv)
     args = _run_parser().parse_args(options_argv)
@@ -612,7 +619,15 @@ def _main_run(argv: Sequence[str]) -> int:
     warnings: list = []
     try:
         try:
+            cancelled = early_cancel.taken()
+            if cancelled is not None:
+                # The runner cancelled while the guard started: nothing is started after that, and
+                # the step still gets its report (a cancelled run is never a pass).
+                raise _CancelledBeforeStart(*cancelled)
             supervision = run.supervise()
+        except _CancelledBeforeStart as err:
+            report = run.report_cancelled_before_start(err.signum, err.at - early_cancel.held_since(),
+                                                       job=job)
         except CommandNotStarted as err:
             # A shell's 127 or 126, and a report that says why, so a CI step fails saying so (a usage
             # error's exit 2 with no report left the summary empty). The one line on stderr too.
@@ -787,6 +802,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     (``_exit_now``)."""
     program = argv is None
     argv = list(sys.argv[1:] if argv is None else argv)
+    if program and argv[:1] == ["run"] and not early_cancel.held_since():
+        early_cancel.hold()  # the console script's entry; ``python -m analyzer`` held it already
     _fill_closed_standard_descriptors()
     try:
         if argv[:1] == ["run"]:

@@ -38,8 +38,9 @@ from typing import Any, Callable, Deque, Dict, FrozenSet, List, Mapping, Optiona
 from . import file_commands
 from .durations import format_duration
 from .errors import AnalyzerError, CommandNotStarted, UsageError
-from .exits import describe_command_exit
+from .exits import describe_command_exit, signal_name
 from .model import (
+    GUARD_CANCELLED_RULE,
     GUARD_COMMAND_FAILED_RULE,
     GUARD_COMMAND_NOT_STARTED_RULE,
     SCAN_INCOMPLETE_RULE,
@@ -49,6 +50,7 @@ from .model import (
     Kind,
     Report,
     Severity,
+    TimeoutReason,
 )
 from .report import github as github_report
 from .rules.model import Catalogue, Rule
@@ -1494,6 +1496,24 @@ class GuardedRun:
         findings = pipeline.combine([], self.catalogue, guard_findings=(finding,))
         command = CommandResult(argv=tuple(self.options.argv), exit_code=err.exit_status,
                                 log_dir=self.options.log_dir)
+        verdict, status = decide(findings, command, self.fail_on)
+        return Report(verdict=verdict, exit_status=status, findings=tuple(findings), command=command,
+                      **report_fields)
+
+    def report_cancelled_before_start(self, signum: int, after_s: float, **report_fields: Any) -> Report:
+        """The report of a run the runner cancelled before the command started: nothing ran.
+
+        As every cancel: exit 124, ``timeout_reason`` "cancelled", a ``guard-cancelled`` error; no logs
+        (nothing was printed), so nothing is scanned and there is no tree to end.
+        """
+        name = signal_name(signum) or f"signal {signum}"
+        message = (f"cancelled ({name}) {format_duration(max(0.0, after_s))} after the guard started,"
+                   " before the command started: nothing ran")
+        finding = Finding(Kind.HANG, GUARD_CANCELLED_RULE, Severity.ERROR, "", 0, message)
+        findings = pipeline.combine([], self.catalogue, guard_findings=(finding,))
+        command = CommandResult(argv=tuple(self.options.argv), exit_code=None, timed_out=True,
+                                timeout_reason=TimeoutReason.CANCELLED, log_dir=self.options.log_dir,
+                                started=False)
         verdict, status = decide(findings, command, self.fail_on)
         return Report(verdict=verdict, exit_status=status, findings=tuple(findings), command=command,
                       **report_fields)

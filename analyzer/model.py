@@ -196,6 +196,9 @@ class CommandResult:
     # How the guard held the tree: "cgroup-v2", "cgroup-v1" (the kernel's own membership, freeze and
     # kill) or "process-scan" (session, subreaper and environment token); None outside the guard.
     containment: Optional[str] = None
+    # False only when the runner cancelled before the guard started the command: nothing ran. Not in
+    # the JSON (its keys are stable): there ``exit_code`` is null and the guard-cancelled finding says so.
+    started: bool = True
 
     def to_dict(self) -> Dict[str, Any]:
         return {

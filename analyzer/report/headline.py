@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Optional, Sequence
 
 from ..durations import format_duration
-from ..exits import describe_exit
+from ..exits import describe_command_exit, describe_exit
 from ..markup import visible
 from ..model import CommandResult, Finding, Kind, Report, Severity, Verdict
 
@@ -85,6 +85,14 @@ def _with_leftovers(text: str, command: CommandResult) -> str:
     return text
 
 
+def how_it_ended(command: CommandResult) -> str:
+    """``"exit 143 (SIGTERM) after 2s"``, or that the command was never started (cancelled first)."""
+    if not command.started:
+        return "never started (the run was cancelled first)"
+    took = format_duration(command.duration_s)
+    return f"{describe_command_exit(command.exit_code, command.timed_out)} after {took}"
+
+
 def timeout_reason(command: CommandResult) -> str:
     """``"wall"``, ``"idle"``, ``"cancelled"`` or ``"aborted"``: why the guard ended the command."""
     reason = command.timeout_reason
@@ -93,6 +101,8 @@ def timeout_reason(command: CommandResult) -> str:
 
 def how_it_was_stopped(command: CommandResult) -> str:
     """``"the guard killed it"``, or how many processes survived even SIGKILL."""
+    if not command.started:
+        return "nothing was started"
     survivors = len(command.unkillable_pids)
     return f"{plural(survivors, 'process')} survived even SIGKILL" if survivors else "the guard killed it"
 

@@ -16,7 +16,6 @@ import shlex
 from dataclasses import dataclass
 from typing import List, Optional, Tuple
 
-from ..exits import describe_command_exit
 from ..markup import visible
 from ..model import CommandResult, Finding, Report, Verdict
 from ._escape import (
@@ -28,8 +27,7 @@ from ._escape import (
     safe_report,
     safe_text,
 )
-from ..durations import format_duration
-from .headline import FAILED, PASSED, headline, location, plural, root_cause, timeout_reason
+from .headline import FAILED, PASSED, headline, how_it_ended, location, plural, root_cause, timeout_reason
 
 DEFAULT_BUDGET_BYTES = 1_000_000
 EXCERPT_MAX_BYTES = 64 * 1024
@@ -136,8 +134,7 @@ def _command_section(command: CommandResult) -> str:
     lines = [
         "### Command\n",
         f"- Command: {markdown_code(argv)}",
-        f"- Ended: {describe_command_exit(command.exit_code, command.timed_out)}"
-        f" after {format_duration(command.duration_s)}",
+        f"- Ended: {how_it_ended(command)}",
         f"- Timed out: {'yes (' + timeout_reason(command) + ')' if command.timed_out else 'no'}",
     ]
     if command.leftover_pids:

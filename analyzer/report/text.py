@@ -5,12 +5,10 @@ from __future__ import annotations
 import shlex
 from typing import List
 
-from ..exits import describe_command_exit
 from ..model import CommandResult, Finding, Report
 from ..markup import visible
 from ._escape import clean_text, one_line, safe_report
-from ..durations import format_duration
-from .headline import headline, location, timeout_reason
+from .headline import headline, how_it_ended, location, timeout_reason
 
 EXCERPT_MAX_LINES = 20
 EXCERPTS_SHOWN = 10  # the best-ranked findings show their excerpt; the rest one line each
@@ -45,8 +43,7 @@ def _finding(number: int, finding: Finding, with_excerpt: bool) -> List[str]:
 def _command(command: CommandResult) -> List[str]:
     lines = [
         f"Command: {visible(shlex.join(command.argv))}",
-        f"  outcome: {describe_command_exit(command.exit_code, command.timed_out)}"
-        f" after {format_duration(command.duration_s)}",
+        f"  outcome: {how_it_ended(command)}",
     ]
     if command.timed_out:
         lines.append(f"  timed out: yes ({timeout_reason(command)})")

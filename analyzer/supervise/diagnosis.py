@@ -503,7 +503,11 @@ def where_it_hung(
         return chosen, f"{where} (pid {chosen.pid})"
     if info is None:
         return None, "an unknown place (the command was gone before it could be inspected)"
-    return None, f"`{info.cmdline}` (pid {info.pid}, state {info.state}, wchan {info.wchan or '?'})"
+    described = f"`{info.cmdline}` (pid {info.pid}, state {info.state}, wchan {info.wchan or '?'})"
+    # A Python process whose dump failed is described by the kernel: say why its stack is missing
+    # (red41's q03: py-spy timed out on 1000-thread processes and the finding named only a futex wait).
+    failed = next((dump.error for dump in dumps if dump.pid == info.pid and dump.error), "")
+    return None, f"{described}; no Python stack: py-spy {failed}" if failed else described
 
 
 def _candidates(

@@ -36,7 +36,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 from ..errors import UsageError
 from ..exits import REAL_TIME_SIGNALS, shell_status, signal_name, signal_number
 from ..model import CommandResult, Diagnostic, Finding, ProcessInfo, TimeoutReason
-from . import diagnosis, escalate, snapshot, spawn, tree, workflow
+from . import diagnosis, early_cancel, escalate, snapshot, spawn, tree, workflow
 from .keepalive import KeepAlive
 from .oom import OomWatch
 from .containment import CHOICES, Containment, open_containment
@@ -722,6 +722,9 @@ def supervise(options: GuardOptions) -> Supervision:
         no_copy = NO_PRIVATE_COPY.format(log_dir=options.log_dir)
         run.diagnostics.append(Diagnostic(NO_PRIVATE_COPY_TITLE, no_copy))
     restore = _install_handlers(cancel.handle)
+    early = early_cancel.taken()
+    if early is not None:  # came after the CLI's last look and before these handlers: ends the run at once
+        cancel.signum, cancel.at = early
     reason: Optional[TimeoutReason] = None
     fenced = False
     try:

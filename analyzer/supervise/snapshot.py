@@ -100,7 +100,7 @@ class StackDump:
 
     def threads(self) -> Tuple[Tuple[bool, Tuple[Frame, ...]], ...]:
         """Every thread the dump shows, in its order: (whether it is the main thread, its frames)."""
-        return tuple((is_main, tuple(frames)) for is_main, frames in _threads(self.text, self.pid))
+        return _threads(self.text, self.pid)
 
 
 class SourceLines:
@@ -306,7 +306,15 @@ def _main_thread_frames(text: str, pid: int) -> Tuple[Frame, ...]:
     return tuple(threads[0][1]) if threads else ()
 
 
-def _threads(text: str, pid: int) -> List[Tuple[bool, List[Frame]]]:
+# Parsed once per dump: the diagnosis asks each dump for its main thread dozens of times (every
+# candidate, helper and runtime check), and a process of 1000 threads (red41's q03) gave a 1 MB text
+# whose every re-parse took 0.1 s: 3.6 s of Python between the stacks and the SIGTERM, on no deadline.
+@functools.lru_cache(maxsize=64)  # twice the dumps one diagnosis takes (guard.MAX_DUMPS)
+def _threads(text: str, pid: int) -> Tuple[Tuple[bool, Tuple[Frame, ...]], ...]:
+    return tuple((is_main, tuple(frames)) for is_main, frames in _parse_threads(text, pid))
+
+
+def _parse_threads(text: str, pid: int) -> List[Tuple[bool, List[Frame]]]:
     threads: List[Tuple[bool, List[Frame]]] = []
     for row in text.splitlines():
         thread = _THREAD.match(row)

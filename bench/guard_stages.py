@@ -1,0 +1,150 @@
+"""Where the guard's time goes between a clock running out and its exit (issue 8 item 6).
+
+Runs ``python -m analyzer run --timeout T --kill-grace G -- python TREE`` where TREE is 16 hung Python
+processes that ignore SIGTERM (red41's q01a), each round in a fresh process, and prints per round the
+time of each stage after the clock ran out, measured inside the guard by wrapping its stage methods,
+and the exit as the parent saw it (``time.monotonic`` is one clock for every process on Linux):
+
+  evidence   process table, py-spy dumps of every Python process (all at once), nvidia-smi
+  diagnose   the hang finding built from the evidence
+  tell       the early report handed over (written to disk)
+  tree       the living tree read again before the signals (and inside sweep)
+  end        SIGTERM, the kill grace, SIGKILL and its wait (its own tree walks included)
+  sweep      the last look for survivors
+  drain      closing the pumps (pipe drains)
+  report     the scan's wait and the report built (``GuardedRun.report``)
+  files      report.json, summary, outputs written
+  console    the report (and warnings) on the console
+  close      the live scan stopped, private files removed
+  exit       from the last of these to the exit the parent sees
+
+Usage: python bench/guard_stages.py [--rounds 5] [--timeout 5] [--kill-grace 3] [--processes 16]
+A timing script, not a test: numbers depend on the host's load, printed beside each round.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+TREE = textwrap.dedent("""
+    import multiprocessing as mp, queue, signal, sys, threading, time
+    def worker(n):
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        print(f"ready {n}", flush=True)
+        [lambda: time.sleep(3600), lambda: threading.Event().wait(), lambda: queue.Queue().get()][n % 3]()
+    if __name__ == "__main__":
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        procs = [mp.get_context("fork").Process(target=worker, args=(n,)) for n in range(int(sys.argv[1]))]
+        for p in procs:
+            p.start()
+        for p in procs:
+            p.join()
+""")
+
+# Runs in the guard's process: wraps the stages, then the CLI as the program runs it.
+CHILD = textwrap.dedent("""
+    import json, os, sys, time
+    from analyzer.supervise import early_cancel
+    early_cancel.hold()
+    from analyzer import cli, guarded
+    from analyzer.supervise import guard
+    marks = []
+    def timed(owner, name, label):
+        inner = getattr(owner, name)
+        def wrapper(*args, **kwargs):
+            start = time.monotonic()
+            try:
+                return inner(*args, **kwargs)
+            finally:
+                marks.append((label, start, time.monotonic()))
+                with open(os.environ["STAGES_OUT"], "w") as handle:
+                    json.dump(marks, handle)
+        setattr(owner, name, wrapper)
+    timed(guard._Run, "collect_evidence", "evidence")
+    timed(guard.diagnosis, "diagnose_hang", "diagnose")
+    timed(guard._Run, "tell", "tell")
+    timed(guard._Run, "living_tree", "tree")
+    timed(guard._Run, "end", "end")
+    timed(guard._Run, "sweep", "sweep")
+    timed(guard._Run, "close_pumps", "drain")
+    timed(guarded.GuardedRun, "report", "report")
+    timed(cli, "_write_report_files", "files")
+    timed(cli, "_write_console_bounded", "console")
+    timed(guarded.GuardedRun, "close", "close")
+    status = cli._main_run(sys.argv[1:])
+    cli._exit_now(status)
+    sys.exit(status)
+""")
+
+STAGES = ("evidence", "diagnose", "tell", "tree", "end", "sweep", "drain", "report", "files", "console",
+          "close")
+COLUMNS = (*STAGES, "exit", "between", "total")
+
+
+def one_round(args: argparse.Namespace, work: str, tree: str) -> dict:
+    stages_out = os.path.join(work, "stages.json")
+    if os.path.exists(stages_out):
+        os.unlink(stages_out)
+    env = {**os.environ, "PYTHONPATH": REPO, "STAGES_OUT": stages_out}
+    load = os.getloadavg()[0]
+    started = time.monotonic()
+    child = subprocess.run(
+        [sys.executable, "-c", CHILD, "--log-dir", os.path.join(work, "logs"), "--json",
+         os.path.join(work, "report.json"), "--timeout", str(args.timeout),
+         "--kill-grace", str(args.kill_grace), "--", sys.executable, tree, str(args.processes)],
+        cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    exited = time.monotonic()
+    with open(stages_out) as handle:
+        marks = json.load(handle)
+    seconds: dict = {}
+    for label, start, end in marks:
+        seconds[label] = seconds.get(label, 0.0) + end - start
+    clock_out = min(start for label, start, _ in marks if label == "evidence")
+    last = max(end for _, _, end in marks)
+    seconds["exit"] = exited - last
+    seconds["total"] = exited - clock_out
+    seconds["between"] = seconds["total"] - sum(seconds.get(name, 0.0) for name in (*STAGES, "exit"))
+    seconds["over_grace"] = seconds["total"] - args.kill_grace
+    seconds["status"] = child.returncode
+    seconds["load"] = load
+    seconds["wall"] = exited - started
+    return seconds
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--timeout", type=float, default=5.0)
+    parser.add_argument("--kill-grace", type=float, default=3.0)
+    parser.add_argument("--processes", type=int, default=16)
+    args = parser.parse_args()
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="guard-stages-") as work:
+        tree = os.path.join(work, "tree.py")
+        with open(tree, "w") as handle:
+            handle.write(TREE)
+        print("round load " + " ".join(f"{name:>8}" for name in (*COLUMNS, "+grace")))
+        for number in range(args.rounds):
+            row = one_round(args, work, tree)
+            rows.append(row)
+            cells = " ".join(f"{row.get(name, float('nan')):8.2f}" for name in COLUMNS)
+            print(f"{number:5d} {row['load']:4.1f} {cells} {row['over_grace']:8.2f}  (exit {row['status']})",
+                  flush=True)
+    print("median " + " ".join(f"{name}={statistics.median(r.get(name, 0.0) for r in rows):.2f}"
+                               for name in (*STAGES, "exit", "between", "total", "over_grace")))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
