@@ -1208,15 +1208,18 @@ class LogState:
         them (CTest's and Catch2's verdicts are told by their own lists' rules)."""
         if self.outcome_rule is None:
             return
-        named = [self.events[("test-failure", t)].event.match for t in self.run_failed
+        found = [self.events[("test-failure", t)] for t in self.run_failed
                  if isinstance(t, str) and ("test-failure", t) in self.events]
+        named = [f.event.match for f in found]
         if verdict.rule.id in PYTEST_VERDICT_RULES:
             summary = (verdict.groups.get("summary") or "").strip()
             if not _FAILING_VERDICT.search(summary):
                 return
             counted = sum(int(n) for n in _PYTEST_FAILED_COUNT.findall(summary))
-            named_failed = sum(1 for m in named if m.groups.get("outcome") != "ERROR"
-                               and not m.text.lstrip("_ ").startswith("ERROR at "))
+            # (pytest-subtests before pytest 9 counted each failed subtest in "failed")
+            named_failed = sum(max(1, len(f.subtests or ())) for f in found
+                               if f.event.match.groups.get("outcome") != "ERROR"
+                               and not f.event.match.text.lstrip("_ ").startswith("ERROR at "))
             if self.run_failed and named_failed >= counted:
                 return
             groups = {"summary": summary}
