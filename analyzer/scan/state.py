@@ -1201,7 +1201,7 @@ class LogState:
         reports and summary cut away, or never printed), or names fewer of them than it counts "failed"
         (``--tb=line`` without an f in -r prints no header for a failed test, only "path:line: Exception").
         "failed" counts call-phase failures and "error" setup/teardown ones apart (_pytest/terminal.py
-        KNOWN_TYPES and ``build_summary_stats_line``; a test whose fixture errors is never counted failed), so
+        ``pytest_report_teststatus``, :351 in 9.2.0: a failed setup/teardown report's outcome is "error"), so
         only the tests named FAILED count against "N failed". unittest's ("FAILED (unexpected successes=1)"):
         before 3.11 its runner.py printed no report for an unexpected success, and a run cut before its
         reports names none of its failures; a run that named its failures under "FAIL:" headers is told by

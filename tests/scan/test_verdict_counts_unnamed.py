@@ -3,9 +3,9 @@
 pytest ``--tb=line`` with an -r lacking f (``--tb=line -rs``, ``-q --tb=line -rs``, ``-rN --tb=line``) prints
 each call-phase failure as "path:line: Exception" under FAILURES, with no header and no summary line, so
 only an ERRORS-section test is named. pytest counts "failed" (call phase) apart from "error" (setup and
-teardown): _pytest/reports.py ``TestReport.from_item_and_call`` gives a failed setup/teardown the "error"
-category (terminal.py ``_get_main_color``/``build_summary_stats_line`` count the two keys apart), so the
-verdict's "N failed" against the tests named FAILED is the count of failures no line names.
+teardown: _pytest/terminal.py ``pytest_report_teststatus``, :351 in pytest 9.2.0, makes a failed setup or
+teardown report's outcome "error"), so the verdict's "N failed" against the tests named FAILED is the count
+of failures no line names.
 CPython 3.9/3.10 unittest without -v prints only "u" and "FAILED (unexpected successes=1)" for an
 @expectedFailure test that passed (runner.py printErrors names it only since 3.11). Real runs, both engines.
 """
