@@ -128,6 +128,10 @@ TEST_FAILED_AS_EXPECTED = "{test} failed, as its run expected ({verdict})"
 TEST_FAILED_REASON = "{test} failed: {reason}"
 # A verdict that counts failures the log names no test of (``LogState._failures_unnamed``).
 FAILURES_UNNAMED = "pytest's verdict counts {summary}, but the log names none of its failed tests"
+# ... one that counts more "failed" than the log names (pytest --tb=line without an f in -r).
+FAILURES_PART_NAMED = (
+    "pytest's verdict counts {failed} failed ({summary}), but the log names only {named} of them")
+UNITTEST_FAILURES_UNNAMED = "unittest's verdict says {summary}, but the log names none of those tests"
 SUBTESTS_COUNT = "{count} subtests failed"
 SUBTESTS_FAILED = SUBTESTS_COUNT + ", first: {reason}"
 CAPPED = "{count} more distinct findings of {rules} were not kept (at most {cap} per rule and log)"
@@ -820,7 +824,14 @@ def _finding(
     if kind is Kind.TEST_FAILURE:
         name = _clip(test or "?", MAX_FIELD_CHARS)
         if test is None and event.reason:
-            message = FAILURES_UNNAMED.format(summary=_clip(event.reason, MAX_FIELD_CHARS))
+            summary = _clip(event.reason, MAX_FIELD_CHARS)
+            if match.groups.get("runner") == "unittest":
+                message = UNITTEST_FAILURES_UNNAMED.format(summary=summary)
+            elif match.groups.get("named"):
+                message = FAILURES_PART_NAMED.format(
+                    failed=match.groups["failed"], named=match.groups["named"], summary=summary)
+            else:
+                message = FAILURES_UNNAMED.format(summary=summary)
         elif handled and event.run_passed is not None:
             severity = Severity.NOTICE
             message = TEST_FAILED_AS_EXPECTED.format(test=name, verdict=_verdict_text(event.run_passed))

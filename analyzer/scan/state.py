@@ -173,6 +173,11 @@ _FAILING_VERDICT = lazy_regex(r"\b(?:failed|errors?)\b")
 # unittest's verdict ("Ran N tests in Xs", then OK or FAILED): its run printed a "FAIL: test_m (mod.Class)"
 # or "ERROR: ..." report for every test that failed before it (unittest's TextTestResult.printErrors).
 UNITTEST_VERDICT_OUTCOMES = ("OK", "FAILED")
+UNITTEST_VERDICT_RULE = "unittest-verdict"
+# What a verdict counts: pytest's "4 failed" (not pytest 9's "2 subtests failed"), unittest's
+# "FAILED (failures=1, unexpected successes=1)" (runner.py ``TextTestRunner.run``).
+_PYTEST_FAILED_COUNT = lazy_regex(r"(?:^|, )(\d+) failed\b")
+_UNITTEST_VERDICT_COUNTS = lazy_regex(r"(failures|errors|unexpected successes)=(\d+)")
 
 Identity = Tuple[str, str]
 
@@ -755,7 +760,7 @@ class LogState:
                 # line names it (pytest -rs prints no "FAILED x.py::t" summary line, and without -v no
                 # "x.py::t FAILED" line); one a line named stays that line's.
                 self._headers_failed()
-                if not self.run_failed and not self.tentative:
+                if not self.tentative:
                     self._failures_unnamed(match)
             if len(self.closed_runs) >= MAX_CLOSED_RUNS:
                 self.closed_runs.pop(0)  # a run that old stays judged by its own verdict
@@ -1188,16 +1193,51 @@ class LogState:
             ), name)
 
     def _failures_unnamed(self, verdict: Match) -> None:
-        """The log's own pytest run printed a ``verdict`` that counts failures ("=== 1 failed, 1 passed in
-        0.69s ===") and the log names none of them (their reports and summary cut away, or never printed): the
-        run still failed, one test failure of no named test says so. Kept as that run's failure, so a verdict
-        later found to be an inner run's takes it back (``_verdict_was_inner``)."""
-        summary = (verdict.groups.get("summary") or "").strip()
-        if self.outcome_rule is None or verdict.rule.id not in PYTEST_VERDICT_RULES \
-                or not _FAILING_VERDICT.search(summary):
+        """The log's own run printed a ``verdict`` that counts failures its log does not name: the run still
+        failed, one test failure of no named test says so. Kept as that run's failure, so a verdict later
+        found to be an inner run's takes it back (``_verdict_was_inner``).
+
+        pytest's ("=== 1 failed, 1 passed in 0.69s ==="): when the log names none of its failures (their
+        reports and summary cut away, or never printed), or names fewer of them than it counts "failed"
+        (``--tb=line`` without an f in -r prints no header for a failed test, only "path:line: Exception").
+        "failed" counts call-phase failures and "error" setup/teardown ones apart (_pytest/terminal.py
+        ``pytest_report_teststatus``, :351 in 9.2.0: a failed setup/teardown report's outcome is "error"), so
+        only the tests named FAILED count against "N failed". unittest's ("FAILED (unexpected successes=1)"):
+        before 3.11 its runner.py printed no report for an unexpected success, and a run cut before its
+        reports names none of its failures; a run that named its failures under "FAIL:" headers is told by
+        them (CTest's and Catch2's verdicts are told by their own lists' rules)."""
+        if self.outcome_rule is None:
+            return
+        found = [self.events[("test-failure", t)] for t in self.run_failed
+                 if isinstance(t, str) and ("test-failure", t) in self.events]
+        named = [f.event.match for f in found]
+        if verdict.rule.id in PYTEST_VERDICT_RULES:
+            summary = (verdict.groups.get("summary") or "").strip()
+            if not _FAILING_VERDICT.search(summary):
+                return
+            counted = sum(int(n) for n in _PYTEST_FAILED_COUNT.findall(summary))
+            # (pytest-subtests before pytest 9 counted each failed subtest in "failed")
+            named_failed = sum(max(1, len(f.subtests or ())) for f in found
+                               if f.event.match.groups.get("outcome") != "ERROR"
+                               and not f.event.match.text.lstrip("_ ").startswith("ERROR at "))
+            if self.run_failed and named_failed >= counted:
+                return
+            groups = {"summary": summary}
+            if self.run_failed:
+                groups.update(failed=str(counted), named=str(named_failed))
+        elif verdict.rule.id == UNITTEST_VERDICT_RULE and _reports_every_failure(verdict):
+            summary = f"FAILED ({verdict.groups.get('counts') or ''})"
+            counts = {k: int(n) for k, n in _UNITTEST_VERDICT_COUNTS.findall(summary)}
+            unexpected = counts.get("unexpected successes", 0)
+            named_unexpected = sum(1 for m in named if _is_unexpected_success(m))
+            if not (unexpected > named_unexpected or not self.run_failed and (
+                    counts.get("failures") or counts.get("errors"))):
+                return
+            groups = {"summary": summary, "runner": "unittest"}
+        else:
             return
         key = ("test-failure", (UNNAMED_FAILURES, verdict.line))
-        match = dataclasses.replace(verdict, rule=self.outcome_rule, groups={"summary": summary})
+        match = dataclasses.replace(verdict, rule=self.outcome_rule, groups=groups)
         if self._add(key, match, LogEvent(match, reason=summary), None) is not None:
             self.run_failed.append(key[1])
 
@@ -1655,6 +1695,12 @@ def _reported_nowhere_else(match: Match) -> bool:
     ``printErrors``), so no header is to come to confirm it, and the line names its test (a bare
     "unexpected success" is left to be confirmed, as a bare "FAIL" is)."""
     return match.groups.get("outcome") == "unexpected success" and bool(match.groups.get("test"))
+
+
+def _is_unexpected_success(match: Match) -> bool:
+    """Whether ``match`` names an unexpected success: 3.11's "UNEXPECTED SUCCESS: test_m (mod.C)" report,
+    or -v's "test_m (mod.C) ... unexpected success"."""
+    return "UNEXPECTED SUCCESS" in (match.groups.get("header"), (match.groups.get("outcome") or "").upper())
 
 
 def _reports_every_failure(verdict: Match) -> bool:
