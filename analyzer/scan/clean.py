@@ -733,6 +733,7 @@ def _ended(buf: bytes, first_line: int, last: int, found: int) -> int:
 # continues the line above it when its first word would not have fitted after that line in the panel.
 _RICH_BOTTOM = lazy(r"^[╰└]─+[╯┘]$")
 _RICH_WRAP_LOOK_BACK = 8  # rows of one wrapped exception line
+RICH_WRAP_ROWS = _RICH_WRAP_LOOK_BACK  # the most rows one is read in (``rich_wrapped_message``)
 _RICH_CORNERS = ("╰".encode(), "└".encode())  # looked for in the window's last _RICH_TAIL_BYTES first
 _RICH_TAIL_BYTES = 16384
 
@@ -752,16 +753,65 @@ def _wrapped_by_rich(buf: bytes, first_line: int, last: int, found: int) -> int:
         text = clean_line(buf[start:end])[0]
         end = start - 1
         if _RICH_BOTTOM.match(text):
-            if len(rows) < 2 or not _MESSAGE_EXC.match(rows[-1]):
+            # "KeyError: " alone on its row, its message folded below: cleaning took the blank after ":"
+            if len(rows) < 2 or not _MESSAGE_EXC.match(rows[-1] + " "):
                 return 0
-            width, lines = len(text), rows[::-1]  # the exception line first
-            fits = any(len(above.rstrip()) + 1 + len(row.split(" ", 1)[0]) <= width
-                       for above, row in zip(lines, lines[1:]))
-            return 0 if fits else number + 1
+            return number + 1 if _rich_rows_continue(rows[::-1], len(text)) else 0
         rows.append(text)
         if start == 0:
             break
     return 0
+
+
+def rich_wrapped_message(
+    buf: bytes, first_line: int, exc_line: int, last_line: Optional[int] = None
+) -> Optional[str]:
+    """The whole exception line that rich wrapped onto the rows below line ``exc_line`` of ``buf`` (its
+    first line is ``first_line``; ``last_line``: the number of its last line when counted already), its
+    rows joined; None when ``exc_line`` is no exception line right under a rich panel with such rows, or
+    lies more than ``_TRAILER_LOOK_BACK`` lines before ``buf``'s end. rich prints the line as one Text
+    (rich/traceback.py:685-693, Traceback.__rich_console__: ``Text.assemble((f"{stack.exc_type}: ", ...),
+    highlighter(stack.exc_value))``) that the console wraps at its width (rich/_wrap.py, divide_line): at
+    a blank between words, dropped where it fell past the edge, or, for a word longer than the width,
+    folded onto rows of exactly the width with no blank in them, starting on a row of its own. So a row as
+    wide as the panel with no blank in it was folded mid-word and joins the next without one; any other
+    row ended at a blank. The rows are those below whose first words did not fit on the row above
+    (``_rich_rows_continue``): a line the program printed after the exception is no row of it."""
+    end = len(buf) - 1 if buf.endswith(b"\n") else len(buf)
+    last = last_line if last_line is not None else first_line + buf.count(b"\n", 0, end)
+    if exc_line <= first_line or exc_line > last or last - exc_line > _TRAILER_LOOK_BACK:
+        return None
+    lines: List[str] = []  # from the log's last line up to the one above ``exc_line``
+    for _ in range(min(last - exc_line, _RICH_WRAP_LOOK_BACK + 1), last - exc_line):  # past the rows read
+        end = buf.rfind(b"\n", 0, end)
+    for _ in range(min(last - exc_line, _RICH_WRAP_LOOK_BACK + 1) + 2):
+        start = buf.rfind(b"\n", 0, end) + 1
+        lines.append(clean_line(buf[start:end])[0])
+        end = start - 1
+        if start == 0:
+            break
+    lines.reverse()
+    if len(lines) < 3 or not _RICH_BOTTOM.match(lines[0]) or not _MESSAGE_EXC.match(lines[1] + " "):
+        return None
+    width, rows = len(lines[0]), lines[1:2]
+    for row in lines[2:]:
+        if not row.strip() or _TRAILER.match(row) or not _rich_rows_continue(rows + [row], width):
+            break
+        rows.append(row)
+    if len(rows) < 2:
+        return None
+    message = rows[0]
+    for above, row in zip(rows, rows[1:]):
+        folded = len(above) >= width and " " not in above
+        message += ("" if folded else " ") + row.strip()
+    return message
+
+
+def _rich_rows_continue(lines: List[str], width: int) -> bool:
+    """Whether each of ``lines`` after the first continues the one above it as rich wraps a line at
+    ``width``: its first word would not have fitted after that line."""
+    return not any(len(above.rstrip()) + 1 + len(row.split(" ", 1)[0]) <= width
+                   for above, row in zip(lines, lines[1:]))
 
 
 # An exception's message that spans lines: CPython prints ``str(exc)`` whole after "Name: "

@@ -43,6 +43,7 @@ from ._engine_prefilter import (
 from ._engine_wrap import Piece, WrapReader, advisory_rows, attribution_view, logical_lines
 from .letters import HYPERSCAN_HINTS
 from .clean import (
+    RICH_WRAP_ROWS as _RICH_ROWS,
     CTEST_VERBOSE,
     RARE_MARKERS,
     MarkersIn,
@@ -52,6 +53,7 @@ from .clean import (
     speaker_led_run,
     headless_traceback,
     last_content_line,
+    rich_wrapped_message,
     split_segments,
     strip_controls,
     visible_excerpt,
@@ -387,6 +389,9 @@ def _reason(err: BaseException) -> str:
     return lines[0] if lines else type(err).__name__
 
 
+_RICH_TAIL_BYTES = 16384  # the most of the last lines kept for the next window (``_rich_messages``)
+
+
 class _Block:
     """A block rule's match in progress (internal, mutable while lines are fed to it)."""
 
@@ -558,6 +563,10 @@ class _SourceScan:
         self.last_content = 0  # the log's last line that says something (``last_content_line``)
         # the traceback without its head the log ends in, if any (``headless_traceback``)
         self.headless: Optional[Tuple[int, int, str, str]] = None
+        # The last lines of the windows read (their first line's number, their raw bytes), and the first line
+        # of a held traceback whose rich-wrapped rows may go on in the next window (``_rich_messages``).
+        self.rich_tail: Tuple[int, bytes] = (0, b"")
+        self.rich_hold: Optional[int] = None
         # The line whose ``\r``-ended states were matched before it ended, and the rules they matched.
         self.early_line = 0
         self.early_rules: Set[int] = set()
@@ -629,6 +638,7 @@ class _SourceScan:
                 else:
                     rerun = self.rerun_seen if self.rerun_probe is not None else None
                     self.tracker.end_window(buf, first_line, next_line, hint_ends=hint_ends, rerun=rerun)
+                self._rich_messages(buf, first_line, next_line)
                 first_line = self.next_line = next_line
                 if self.pending:
                     yield from self._flush()
@@ -640,6 +650,7 @@ class _SourceScan:
         self._close_cut_short_blocks()
         self.open = []  # other blocks still waiting for their end at EOF match nothing
         self.open_rules.clear()
+        self._rich_messages(b"", self.next_line, self.next_line, at_end=True)
         yield from self._flush()
         yield from self._notices()
 
@@ -1254,11 +1265,63 @@ class _SourceScan:
         )
         self.pending.append(pending)
 
+    def _rich_messages(self, buf: bytes, first_line: int, next_line: int, at_end: bool = False) -> None:
+        """Give each held traceback that ends in an exception line under a rich panel its whole line, when
+        rich wrapped it onto the rows below (``rich_wrapped_message``): "KeyError:" alone on its row, its
+        key folded under it. Read in the window ``buf`` (lines ``first_line`` to ``next_line - 1``) after
+        the last lines of the windows before it, so that any window size reads the same rows; a traceback
+        whose rows may go on in the next window is held (``rich_hold``) until they are read, or the log
+        ends (``at_end``). The raw rows: a wrapped view joins a row as wide as the terminal to the next
+        without a blank."""
+        tail_first, tail = self.rich_tail
+        contiguous = bool(tail) and tail_first + tail.count(b"\n") == first_line
+        self.rich_hold = None
+        held = [p for p in self.pending if self.rules[p[1]].marker == TRACEBACK_MARKER and p[5].get("exc")]
+        text, base = (tail + buf, tail_first) if contiguous and held else (buf, first_line)
+        if text.endswith(b"\n") or not text:
+            last, counted = next_line - 1, next_line - 1
+        else:  # a last line without its end: counted here
+            last, counted = base + text.count(b"\n"), None
+        if held and ("╰".encode() in text or "└".encode() in text):
+            for line, _index, end_line, _text, _excerpt, groups, _rank, _progress in held:
+                if end_line < base:
+                    continue
+                if not at_end and end_line + _RICH_ROWS > last:
+                    self.rich_hold = line if self.rich_hold is None else min(self.rich_hold, line)
+                    continue
+                whole = rich_wrapped_message(text, base, end_line, counted)
+                if whole is not None:
+                    groups["exc"] = whole
+        # the lines an exception line and its rows may span, for the next window
+        if not buf.endswith(b"\n"):
+            self.rich_tail = (0, b"")
+            return
+        keep, lines = len(buf) - 1, 0  # from the end of the window's last line up
+        while lines < _RICH_ROWS + 3:
+            keep = buf.rfind(b"\n", 0, keep)
+            if keep < 0:
+                break
+            lines += 1
+        if keep < 0 and contiguous:  # the whole window, and the lines before it the tail kept
+            kept = tail + buf
+            cut = len(kept) - 1
+            for _ in range(_RICH_ROWS + 3):
+                cut = kept.rfind(b"\n", 0, cut)
+                if cut < 0:
+                    break
+            kept = kept[cut + 1:]
+        else:
+            kept = buf[keep + 1:]
+        fits = len(kept) <= _RICH_TAIL_BYTES
+        self.rich_tail = (next_line - kept.count(b"\n"), kept) if fits else (0, b"")
+
     def _flush(self) -> Iterator[Match]:
         """Yield held matches that no open block can precede any more, in (line, rule) order."""
         if not self.pending:
             return
         limit = min(block.line for block in self.open) if self.open else None
+        if self.rich_hold is not None:
+            limit = self.rich_hold if limit is None else min(limit, self.rich_hold)
         if limit is None:
             ready, self.pending = self.pending, []
         else:
