@@ -503,22 +503,30 @@ def dump_all(
         room = len(deferred) if max_native is None else max_native - len(natives)
         undecided = [pids.index(pid) for pid in deferred]
         first = undecided[0] if undecided else -1
-        while undecided and room > 0 and time.monotonic() < natives_by:
+        # Read, asking for a native, while the last place was kept for the command: they get it if the
+        # command's own dump turns out not to need it (its dump may be read after theirs).
+        waiting: List[int] = []
+        while (undecided or waiting) and room > 0 and time.monotonic() < natives_by:
             done = [index for index in undecided if plain_helpers[index].ended(0.0)]
-            if not done:
+            if not done and undecided:
                 plain_helpers[undecided[0]].ended(min(natives_by, time.monotonic() + _DECIDE_POLL_S))
                 continue
             for index in done:
                 undecided.remove(index)
                 dump = read[index] = _dump_from(pids[index], plain_helpers[index])
-                kept = 1 if first in undecided else 0
-                if room > kept and needs_native(dump):
-                    room -= 1
-                    if time.monotonic() >= natives_by:  # its result could not arrive within the share
-                        not_taken.append(StackDump(pids[index], "", NATIVE_NOT_STARTED.format(share=share)))
-                        continue
-                    natives.extend((pids[index], helper) for helper in start_helpers(
-                        [argv(pids[index], True)], pass_fds, tools.env, helper_pids))
+                if needs_native(dump):
+                    waiting.insert(0 if index == first else len(waiting), index)
+            kept = 1 if first in undecided else 0
+            while waiting and room > kept:
+                index = waiting.pop(0)
+                room -= 1
+                if time.monotonic() >= natives_by:  # its result could not arrive within the share
+                    not_taken.append(StackDump(pids[index], "", NATIVE_NOT_STARTED.format(share=share)))
+                    continue
+                natives.extend((pids[index], helper) for helper in start_helpers(
+                    [argv(pids[index], True)], pass_fds, tools.env, helper_pids))
+            if not undecided:
+                break
     unread = [h for i, h in enumerate(plain_helpers) if i not in read]
     if natives_by < deadline:
         # The plain dumps keep the whole bound. A native is abandoned only past its share and once it

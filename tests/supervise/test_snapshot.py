@@ -164,10 +164,12 @@ def test_many_late_helpers_are_ended_together_not_one_after_another(tmp_path, mo
         assert not os.path.exists(f"/proc/{pid}") or open(f"/proc/{pid}/stat").read().split()[2] == "Z"
 
 
-def _echoing_py_spy(tmp_path, monkeypatch):
-    """A stand-in py-spy that prints the pid it was asked for (argv: dump MODE --full-filenames --pid PID)."""
+def _echoing_py_spy(tmp_path, monkeypatch, slow_pid=None):
+    """A stand-in py-spy that prints the pid it was asked for (argv: dump MODE --full-filenames --pid PID);
+    the dump of ``slow_pid`` ends 0.5 s after the others."""
     echo = tmp_path / "py-spy"
-    echo.write_text('#!/bin/sh\necho "asked for $5"\n')
+    slow = f'[ "$5" = {slow_pid} ] && sleep 0.5\n' if slow_pid else ""
+    echo.write_text(f'#!/bin/sh\n{slow}echo "asked for $5"\n')
     echo.chmod(0o755)
     monkeypatch.setattr(snapshot, "find_tool", lambda name: str(echo))
 
@@ -249,9 +251,13 @@ def test_torchruns_agent_caught_polling_the_rendezvous_is_not_where_the_hang_is(
     assert where == "`rank_one_never_arrives` (torch_hung_rank.py:14) (pid 4105)"
 
 
+@pytest.mark.parametrize("slow_pid", [None, 2000])
 @pytest.mark.parametrize("cap, natives", [(None, [2002, 2001]), (2, [2002, 2001]), (1, [2002])])
-def test_a_native_dump_starts_only_where_the_plain_one_asks_for_it(tmp_path, monkeypatch, cap, natives):
-    _echoing_py_spy(tmp_path, monkeypatch)
+def test_a_native_dump_starts_only_where_the_plain_one_asks_for_it(tmp_path, monkeypatch, cap, natives,
+                                                                   slow_pid):
+    # slow_pid 2000: the command's plain dump is read after 2001's, while the last place is kept for it;
+    # once it needs none, 2001 gets that place (CI once lost 2001's native when the dumps ended so).
+    _echoing_py_spy(tmp_path, monkeypatch, slow_pid)
     helpers = []
     asked = []
 
