@@ -63,7 +63,10 @@ def test_an_unexpected_success_is_the_runs_one_error_naming_its_test(tmp_path, e
     log = _unittest_log(tmp_path, UNEXPECTED, options)
     assert "unexpected successes=1" in log.read_text()
     errors = _errors(log, engine)
-    assert [test for _, test in errors] == ["test_fixed_upstream (test_flaky.TestFlaky)"]
+    # Before 3.11 only -v's line names the test; without it the verdict's count is one error of no test
+    # (tests/scan/test_verdict_counts_unnamed.py), as CI's 3.9 leg runs it.
+    named = sys.version_info >= (3, 11) or "-v" in options
+    assert [test for _, test in errors] == ["test_fixed_upstream (test_flaky.TestFlaky)" if named else None]
 
 
 @pytest.mark.parametrize("engine", ENGINES)
