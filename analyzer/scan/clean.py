@@ -732,9 +732,8 @@ def _ended(buf: bytes, first_line: int, last: int, found: int) -> int:
 # panel's: "FileNotFoundError: [Errno 2] No such file or directory: " then "'/nonexistent/path'". A row
 # continues the line above it when its first word would not have fitted after that line in the panel.
 _RICH_BOTTOM = lazy(r"^[╰└]─+[╯┘]$")
-_RICH_WRAP_LOOK_BACK = 8  # rows of one wrapped exception line
-RICH_WRAP_ROWS = _RICH_WRAP_LOOK_BACK  # the most rows one is read in (``rich_wrapped_message``)
-_RICH_CORNERS = ("╰".encode(), "└".encode())  # looked for in the window's last _RICH_TAIL_BYTES first
+RICH_WRAP_ROWS = 8  # the most rows of one wrapped exception line (also ``rich_wrapped_message``'s)
+RICH_CORNERS = ("╰".encode(), "└".encode())  # looked for in the window's last _RICH_TAIL_BYTES first
 _RICH_TAIL_BYTES = 16384
 
 
@@ -742,13 +741,13 @@ def _wrapped_by_rich(buf: bytes, first_line: int, last: int, found: int) -> int:
     """The number of the exception line right under a rich panel whose wrapped message ends at line
     ``found`` of ``buf`` (its first line is ``first_line``, its last ``last``), or 0."""
     tail = buf[-_RICH_TAIL_BYTES:]
-    if found <= first_line or found > last or (_RICH_CORNERS[0] not in tail and _RICH_CORNERS[1] not in tail):
+    if found <= first_line or found > last or (RICH_CORNERS[0] not in tail and RICH_CORNERS[1] not in tail):
         return 0
     end = len(buf) - 1 if buf.endswith(b"\n") else len(buf)
     for _ in range(last - found):  # to the end of line ``found``
         end = buf.rfind(b"\n", 0, end)
     rows: List[str] = []  # from line ``found`` up
-    for number in range(found, max(first_line, found - _RICH_WRAP_LOOK_BACK - 1) - 1, -1):
+    for number in range(found, max(first_line, found - RICH_WRAP_ROWS - 1) - 1, -1):
         start = buf.rfind(b"\n", 0, end) + 1
         text = clean_line(buf[start:end])[0]
         end = start - 1
@@ -782,9 +781,9 @@ def rich_wrapped_message(
     if exc_line <= first_line or exc_line > last or last - exc_line > _TRAILER_LOOK_BACK:
         return None
     lines: List[str] = []  # from the log's last line up to the one above ``exc_line``
-    for _ in range(min(last - exc_line, _RICH_WRAP_LOOK_BACK + 1), last - exc_line):  # past the rows read
+    for _ in range(min(last - exc_line, RICH_WRAP_ROWS + 1), last - exc_line):  # past the rows read
         end = buf.rfind(b"\n", 0, end)
-    for _ in range(min(last - exc_line, _RICH_WRAP_LOOK_BACK + 1) + 2):
+    for _ in range(min(last - exc_line, RICH_WRAP_ROWS + 1) + 2):
         start = buf.rfind(b"\n", 0, end) + 1
         lines.append(clean_line(buf[start:end])[0])
         end = start - 1

@@ -43,7 +43,8 @@ from ._engine_prefilter import (
 from ._engine_wrap import Piece, WrapReader, advisory_rows, attribution_view, logical_lines
 from .letters import HYPERSCAN_HINTS
 from .clean import (
-    RICH_WRAP_ROWS as _RICH_ROWS,
+    RICH_CORNERS,
+    RICH_WRAP_ROWS,
     CTEST_VERBOSE,
     RARE_MARKERS,
     MarkersIn,
@@ -1282,11 +1283,11 @@ class _SourceScan:
             last, counted = next_line - 1, next_line - 1
         else:  # a last line without its end: counted here
             last, counted = base + text.count(b"\n"), None
-        if held and ("╰".encode() in text or "└".encode() in text):
+        if held and any(corner in text for corner in RICH_CORNERS):
             for line, _index, end_line, _text, _excerpt, groups, _rank, _progress in held:
                 if end_line < base:
                     continue
-                if not at_end and end_line + _RICH_ROWS > last:
+                if not at_end and end_line + RICH_WRAP_ROWS > last:
                     self.rich_hold = line if self.rich_hold is None else min(self.rich_hold, line)
                     continue
                 whole = rich_wrapped_message(text, base, end_line, counted)
@@ -1297,7 +1298,7 @@ class _SourceScan:
             self.rich_tail = (0, b"")
             return
         keep, lines = len(buf) - 1, 0  # from the end of the window's last line up
-        while lines < _RICH_ROWS + 3:
+        while lines < RICH_WRAP_ROWS + 3:
             keep = buf.rfind(b"\n", 0, keep)
             if keep < 0:
                 break
@@ -1305,7 +1306,7 @@ class _SourceScan:
         if keep < 0 and contiguous:  # the whole window, and the lines before it the tail kept
             kept = tail + buf
             cut = len(kept) - 1
-            for _ in range(_RICH_ROWS + 3):
+            for _ in range(RICH_WRAP_ROWS + 3):
                 cut = kept.rfind(b"\n", 0, cut)
                 if cut < 0:
                     break
