@@ -34,9 +34,10 @@ from dataclasses import dataclass
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..errors import UsageError
+from ..durations import format_duration
 from ..exits import REAL_TIME_SIGNALS, shell_status, signal_name, signal_number
 from ..model import CommandResult, Diagnostic, Finding, ProcessInfo, TimeoutReason
-from . import diagnosis, early_cancel, escalate, snapshot, spawn, tree, workflow
+from . import diagnosis, early_cancel, escalate, senders, snapshot, spawn, tree, workflow
 from .keepalive import KeepAlive
 from .oom import OomWatch
 from .containment import CHOICES, Containment, open_containment
@@ -104,6 +105,13 @@ CANCEL_SIGNALS = tuple(
         "SIGIO", "SIGXCPU", "SIGPWR", "SIGTRAP", "SIGABRT", "SIGSYS", "SIGSTKFLT",
     )) if number is not None
 ) + tuple(REAL_TIME_SIGNALS)
+# A cancel signal the command's own tree sent the guard (its parent, or the guard's process group): the
+# runner's cancel comes from outside the tree, so the run goes on and the report says so.
+SIGNALS_FROM_TREE_TITLE = "The command signalled the guard; not a cancel"
+MAX_SIGNALS_FROM_TREE_NAMED = 10
+MORE_SIGNALS_FROM_TREE = "and {count} more signals from the command's tree\n"
+SIGNAL_FROM_TREE = ("{signal} from pid {pid} `{cmdline}` {after} after the command started: it came from the"
+                    " command's own tree, not the runner, so the guard went on with the run and its clocks")
 # The job-control stops a command can send its parent (`kill -TSTP $PPID`): unlike SIGSTOP they can be
 # caught, and a stopped guard runs no clock, so --timeout never fired. They are caught and dropped by a
 # handler rather than ignored: execve resets a handler to the default, while SIG_IGN would be inherited
@@ -278,6 +286,8 @@ class _Run:
         self.ended_by_guard_at: Optional[float] = None  # when diagnose_and_end began
         self.abort_event = ""
         self.cancelled_after_exit = False
+        self.signals_from_tree: List[str] = []  # the command's own signals to the guard, the first few
+        self.more_signals_from_tree = 0
         self.dir_fd = -1  # the log dir, held open: evidence goes there even if the path is swapped
         self.log_dir_deleted = False
         self.log_dir_mended = False
@@ -311,6 +321,38 @@ class _Run:
         self.reaper.start()
 
     # -- tree -----------------------------------------------------------------------------------
+    def sent_from_the_tree(self, pid: int) -> bool:
+        """Whether ``pid`` (a signal's sender) is the command or one of its processes, exited or not.
+
+        The runner's cancel comes from outside the tree (the runner, the step's shell); a sender that
+        exited and was reaped before this look cannot be placed and counts as outside (a cancel).
+        """
+        if pid <= 0 or pid == os.getpid():
+            return False
+        if tree.carries_token(pid, spawn.TOKEN_ENV, self.token):  # also before the guard has its pid
+            return True
+        if self.proc is None or self.root is None:
+            return False
+        table = tree.all_stats()
+        ancestor, steps = pid, 0
+        while ancestor in table and steps < 256:  # a zombie's parent still reads: `kill` run from a shell
+            if ancestor == self.proc.pid:
+                return True
+            ancestor, steps = table[ancestor].ppid, steps + 1
+        return pid in {p.pid for p in self.living_tree()}  # an orphan the guard adopted, by its token
+
+    def take_signal(self, signum: int, sender: int) -> None:
+        """A cancel signal with its sender: the runner's cancel, or the command's own, noted and let be."""
+        if self.sent_from_the_tree(sender):
+            if len(self.signals_from_tree) >= MAX_SIGNALS_FROM_TREE_NAMED:  # a loop of `kill $PPID`
+                self.more_signals_from_tree += 1
+                return
+            self.signals_from_tree.append(SIGNAL_FROM_TREE.format(
+                signal=signal_name(signum), pid=sender, cmdline=tree.cmdline(sender),
+                after=format_duration(time.monotonic() - self.started)))
+            return
+        self.cancel.handle(signum, None)
+
     def living_tree(self, hold: bool = False) -> List[tree.Proc]:
         """The tree now; with ``hold``, walked with the cgroup frozen.
 
@@ -738,6 +780,8 @@ def supervise(options: GuardOptions) -> Supervision:
         no_copy = NO_PRIVATE_COPY.format(log_dir=options.log_dir)
         run.diagnostics.append(Diagnostic(NO_PRIVATE_COPY_TITLE, no_copy))
     restore = _install_handlers(cancel.handle)
+    watch = senders.SenderWatch(CANCEL_SIGNALS, run.take_signal)
+    watch.start()
     early = early_cancel.taken()
     if early is not None:  # came after the CLI's last look and before these handlers: ends the run at once
         cancel.signum, cancel.at = early
@@ -829,6 +873,12 @@ def supervise(options: GuardOptions) -> Supervision:
                         f" wrote to {pump.name} ({pump.log_error}); the rest is not in the log.\n",
                     ))
         finally:
+            watch.stop()  # before the handlers go: a signal pending then goes to them
+            if run.signals_from_tree:
+                more = run.more_signals_from_tree
+                run.diagnostics.append(Diagnostic(SIGNALS_FROM_TREE_TITLE, "".join(
+                    f"{line}\n" for line in run.signals_from_tree) + (
+                    MORE_SIGNALS_FROM_TREE.format(count=more) if more else "")))
             restore()
             os.close(wake_read)
             os.close(wake_write)

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..durations import format_duration
+from .senders import unblocked
 
 PY_SPY_NAME = "py-spy"
 NVIDIA_SMI_NAME = "nvidia-smi"
@@ -343,10 +344,11 @@ class _Helper:
         self.out = tempfile.TemporaryFile()
         self.error = ""
         try:
-            self.proc: Optional[subprocess.Popen] = subprocess.Popen(
-                list(argv), stdin=subprocess.DEVNULL, stdout=self.out, stderr=subprocess.STDOUT,
-                pass_fds=tuple(pass_fds), env=dict(env) if env is not None else None,
-            )
+            with unblocked():  # see senders.py: a helper must get the guard's SIGTERM
+                self.proc: Optional[subprocess.Popen] = subprocess.Popen(
+                    list(argv), stdin=subprocess.DEVNULL, stdout=self.out, stderr=subprocess.STDOUT,
+                    pass_fds=tuple(pass_fds), env=dict(env) if env is not None else None,
+                )
         except OSError as err:
             self.proc = None
             self.error = f"could not start {argv[0]}: {err.strerror or err}"
