@@ -14,11 +14,12 @@ that comes while a thread is inside it goes the old way, to the Python handler: 
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import threading
 from typing import Callable, Iterator, Optional, Sequence
 
-_WAIT_S = 0.2  # how often the thread looks whether it should stop
+_WAIT_S = 1.0  # a bound only: ``stop`` wakes the thread with a signal of its own
 
 
 @contextlib.contextmanager
@@ -74,13 +75,19 @@ class SenderWatch:
     def _loop(self) -> None:
         while not self._stop.is_set():
             info = signal.sigtimedwait(self.signals, _WAIT_S)
-            if info is not None:
-                self._take(info.si_signo, info.si_pid)
+            if info is None:
+                continue
+            if self._stop.is_set() and info.si_pid == os.getpid() and info.si_signo == self.signals[-1]:
+                return  # the wake-up from ``stop`` (its si_code reads SI_USER, as a kill(2) of its own)
+            self._take(info.si_signo, info.si_pid)
 
     def stop(self) -> None:
         if self._thread is None:
             return
         self._stop.set()
+        if self._thread.ident is not None:
+            # Waiting out the poll cost the exit up to its length (issue 8 item 6: every 0.1 s counts).
+            signal.pthread_kill(self._thread.ident, self.signals[-1])
         self._thread.join()
         self._thread = None
         if self._before is not None:
