@@ -19,6 +19,8 @@ and the exit as the parent saw it (``time.monotonic`` is one clock for every pro
   exit       from the last of these to the exit the parent sees
 
 Usage: python bench/guard_stages.py [--rounds 5] [--timeout 5] [--kill-grace 3] [--processes 16]
+       [--set NAME=VALUE ...] (a guard constant for the run: STACKS_SHARE_S, PARALLEL_DUMPS, DUMP_EACH_S)
+"stacks" is taken/listed plain dumps in stacks.txt (a block with no stack says why).
 A timing script, not a test: numbers depend on the host's load, printed beside each round.
 """
 
@@ -27,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -58,6 +61,8 @@ CHILD = textwrap.dedent("""
     early_cancel.hold()
     from analyzer import cli, guarded
     from analyzer.supervise import guard
+    for name, value in json.loads(os.environ.get("GUARD_CONSTANTS", "{}")).items():
+        setattr(guard, name, value)  # --set NAME=VALUE: another share or cap, compared in one run
     marks = []
     def timed(owner, name, label):
         inner = getattr(owner, name)
@@ -89,13 +94,28 @@ CHILD = textwrap.dedent("""
 STAGES = ("evidence", "diagnose", "tell", "tree", "end", "sweep", "drain", "report", "files", "console",
           "close")
 COLUMNS = (*STAGES, "exit", "between", "total")
+DUMP_HEAD = re.compile(r"^=== pid \d+: ", re.M)
+NO_STACK = re.compile(r"^\(py-spy: (?!.*native)", re.M)
+
+
+def stacks_taken(log_dir: str) -> str:
+    """"taken/dumped" from stacks.txt: plain dumps with a stack, of all the plain dumps it lists."""
+    try:
+        with open(os.path.join(log_dir, "stacks.txt"), encoding="utf-8", errors="replace") as handle:
+            text = handle.read()
+    except OSError:
+        return "-"
+    blocks = DUMP_HEAD.split(text)[1:]
+    return f"{sum(1 for block in blocks if not NO_STACK.search(block))}/{len(blocks)}"
 
 
 def one_round(args: argparse.Namespace, work: str, tree: str) -> dict:
     stages_out = os.path.join(work, "stages.json")
     if os.path.exists(stages_out):
         os.unlink(stages_out)
-    env = {**os.environ, "PYTHONPATH": REPO, "STAGES_OUT": stages_out}
+    constants = dict(item.split("=", 1) for item in args.set)
+    env = {**os.environ, "PYTHONPATH": REPO, "STAGES_OUT": stages_out,
+           "GUARD_CONSTANTS": json.dumps({name: json.loads(value) for name, value in constants.items()})}
     load = os.getloadavg()[0]
     started = time.monotonic()
     child = subprocess.run(
@@ -119,6 +139,7 @@ def one_round(args: argparse.Namespace, work: str, tree: str) -> dict:
     seconds["status"] = child.returncode
     seconds["load"] = load
     seconds["wall"] = exited - started
+    seconds["stacks"] = stacks_taken(os.path.join(work, "logs"))
     return seconds
 
 
@@ -128,19 +149,22 @@ def main() -> int:
     parser.add_argument("--timeout", type=float, default=5.0)
     parser.add_argument("--kill-grace", type=float, default=3.0)
     parser.add_argument("--processes", type=int, default=16)
+    parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                        help="a constant of analyzer.supervise.guard for this run (STACKS_SHARE_S=3)")
     args = parser.parse_args()
     rows = []
     with tempfile.TemporaryDirectory(prefix="guard-stages-") as work:
         tree = os.path.join(work, "tree.py")
         with open(tree, "w") as handle:
             handle.write(TREE)
-        print("round load " + " ".join(f"{name:>8}" for name in (*COLUMNS, "+grace")))
+        print(" ".join(args.set) or "(the guard's own constants)")
+        print("round load " + " ".join(f"{name:>8}" for name in (*COLUMNS, "+grace")) + "   stacks")
         for number in range(args.rounds):
             row = one_round(args, work, tree)
             rows.append(row)
             cells = " ".join(f"{row.get(name, float('nan')):8.2f}" for name in COLUMNS)
-            print(f"{number:5d} {row['load']:4.1f} {cells} {row['over_grace']:8.2f}  (exit {row['status']})",
-                  flush=True)
+            print(f"{number:5d} {row['load']:4.1f} {cells} {row['over_grace']:8.2f} {row['stacks']:>8}"
+                  f"  (exit {row['status']})", flush=True)
     print("median " + " ".join(f"{name}={statistics.median(r.get(name, 0.0) for r in rows):.2f}"
                                for name in (*STAGES, "exit", "between", "total", "over_grace")))
     return 0

@@ -71,6 +71,9 @@ class KeepAlive:
         """Start the watcher; returns its pid, or None where it could not start (the run goes on)."""
         if _SOURCE is None:
             return None
+        # No signal blocked in the watcher (the guard blocks its cancel signals while it runs, see
+        # senders.py); not imported from there: this file also runs alone as the watcher.
+        before = signal.pthread_sigmask(signal.SIG_SETMASK, ())
         try:
             self.proc = subprocess.Popen(
                 [sys.executable, "-I", "-S", "-c", _BOOT, os.path.abspath(__file__), _SOURCE,
@@ -81,6 +84,8 @@ class KeepAlive:
         except OSError:
             self.proc = None
             return None
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, before)
         return self.proc.pid
 
     def resume(self) -> Optional[int]:

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..durations import format_duration
+from .senders import unblocked
 
 PY_SPY_NAME = "py-spy"
 NVIDIA_SMI_NAME = "nvidia-smi"
@@ -44,6 +45,10 @@ SOURCE_READ_S = 0.2
 NATIVE_ABANDONED = "abandoned: no result within the {share} the deadline leaves native stacks"
 NATIVE_NOT_STARTED = "not taken: its plain dump was read after the {share} the deadline leaves native stacks"
 _TIMED_OUT = "timed out"
+# What a plain dump's block says when it got no place, or lost its place, among the dumps run at once.
+PLAIN_NOT_STARTED = "not taken: the {share} the deadline leaves the stacks were spent on the ones above"
+PLAIN_CUT = "cut after {each}, past three times the slowest finished dump: its place went to one waiting"
+_POOL_POLL_S = 0.005  # how often the running dumps are looked at for a free place
 _DECIDE_POLL_S = 0.01  # how often the plain dumps are looked at while natives are chosen from them
 # Where the interpreter's own modules and installed packages live, whatever the prefix or venv.
 _LIBRARY_PATH_PARTS = ("/lib/python3", "/site-packages/", "/dist-packages/", "/lib64/python3")
@@ -339,10 +344,11 @@ class _Helper:
         self.out = tempfile.TemporaryFile()
         self.error = ""
         try:
-            self.proc: Optional[subprocess.Popen] = subprocess.Popen(
-                list(argv), stdin=subprocess.DEVNULL, stdout=self.out, stderr=subprocess.STDOUT,
-                pass_fds=tuple(pass_fds), env=dict(env) if env is not None else None,
-            )
+            with unblocked():  # see senders.py: a helper must get the guard's SIGTERM
+                self.proc: Optional[subprocess.Popen] = subprocess.Popen(
+                    list(argv), stdin=subprocess.DEVNULL, stdout=self.out, stderr=subprocess.STDOUT,
+                    pass_fds=tuple(pass_fds), env=dict(env) if env is not None else None,
+                )
         except OSError as err:
             self.proc = None
             self.error = f"could not start {argv[0]}: {err.strerror or err}"
@@ -373,6 +379,110 @@ class _Helper:
         text = self.out.read().decode("utf-8", "backslashreplace")
         self.out.close()
         return status, text
+
+
+class _Queued:
+    """A plain dump waiting for a place among those run at once; a ``_Helper`` once ``_Pool`` starts it."""
+
+    def __init__(self, argv: Sequence[str]) -> None:
+        self.argv = argv
+        self.helper: Optional[_Helper] = None
+        self._error = ""
+        self.settled = threading.Event()  # started, or never will be
+        self.started_at = 0.0
+
+    @property
+    def error(self) -> str:
+        """Why there is no dump: never started, cut, timed out, or the helper's own (not started)."""
+        return self._error or (self.helper.error if self.helper is not None else "")
+
+    @error.setter
+    def error(self, why: str) -> None:
+        self._error = self._error or why  # the first reason stays: a cut dump is not "timed out" too
+
+    @property
+    def proc(self) -> Optional[subprocess.Popen]:
+        return self.helper.proc if self.helper is not None else None
+
+    def ended(self, deadline: float) -> bool:
+        if not self.settled.wait(max(0.0, deadline - time.monotonic())):
+            return False
+        return self.helper.ended(deadline) if self.helper is not None else True
+
+    def send(self, signum: int) -> None:
+        if self.helper is not None:
+            self.helper.send(signum)
+
+    def result(self) -> Tuple[int, str]:
+        if self.helper is None:
+            return -1, ""
+        status, text = self.helper.result()
+        return (-1 if self.error else status), text
+
+
+class _Pool:
+    """Starts queued plain dumps, ``parallel`` running at once, each given ``each_s`` while others wait.
+
+    On 2 loaded CPUs 17 py-spy started at once shared the CPUs until the bound and none had finished
+    when they were ended (issue 8 item 6): a few at a time finish one after another, so what the
+    deadline cuts is the last ones in tree order, the command's own first. A thread feeds the places
+    until the queue is empty or ``deadline``; a queued dump not started by then is not taken.
+    """
+
+    def __init__(self, argvs: Sequence[Sequence[str]], parallel: int, each_s: float, deadline: float,
+                 share: str, pass_fds: Sequence[int], env: Optional[Tuple[Tuple[str, str], ...]],
+                 helper_pids: Optional[List[int]]) -> None:
+        self.slots = [_Queued(argv) for argv in argvs]
+        self._parallel, self._each_s, self._deadline, self._share = max(1, parallel), each_s, deadline, share
+        self._start = functools.partial(start_helpers, pass_fds=pass_fds, env=env, helper_pids=helper_pids)
+        self._thread: Optional[threading.Thread] = threading.Thread(target=self._feed, daemon=True)
+        try:
+            self._thread.start()
+        except RuntimeError:  # "can't start new thread": every dump at once, as before the pool
+            self._thread = None
+            self._start_now(self.slots)
+
+    def _start_now(self, slots: Sequence[_Queued]) -> None:
+        for slot, helper in zip(slots, self._start([slot.argv for slot in slots])):
+            slot.helper, slot.started_at = helper, time.monotonic()
+            slot.settled.set()
+
+    def _feed(self) -> None:
+        queue = list(self.slots)
+        running: List[_Queued] = []
+        took: List[float] = []  # how long each finished dump ran
+        try:
+            while queue and time.monotonic() < self._deadline:
+                now = time.monotonic()
+                for slot in running:
+                    if slot.proc is None or slot.proc.poll() is not None:
+                        took.append(now - slot.started_at)
+                running = [slot for slot in running if slot.proc is not None and slot.proc.poll() is None]
+                # Only an outlier gives its place up (a thousand threads, a target in D state): under
+                # load every dump is slow alike, and cutting them at a fixed time left none at all.
+                bound = max(self._each_s, 3 * max(took)) if took else float("inf")
+                over = [slot for slot in running if now - slot.started_at > bound]
+                if over and len(running) >= self._parallel:  # the longest running gives its place up
+                    slot = over[0]
+                    slot.error = PLAIN_CUT.format(each=format_duration(now - slot.started_at))
+                    slot.send(signal.SIGTERM)  # not waited for here: end_together does at the bound
+                    running.remove(slot)
+                room = self._parallel - len(running)
+                if room > 0:
+                    batch, queue = queue[:room], queue[room:]
+                    self._start_now(batch)
+                    running += batch
+                else:
+                    time.sleep(_POOL_POLL_S)
+        finally:
+            for slot in queue:
+                slot.error = PLAIN_NOT_STARTED.format(share=self._share)
+                slot.settled.set()
+
+    def join(self) -> None:
+        """Wait until every dump is started or marked not taken (at ``deadline`` at the latest)."""
+        if self._thread is not None:
+            self._thread.join()
 
 
 def end_together(helpers: Sequence[_Helper], deadline: float) -> None:
@@ -459,6 +569,8 @@ def dump_all(
     needs_native: Optional[Callable[[StackDump], bool]] = None,
     max_native: Optional[int] = None,
     native_s: Optional[float] = None,
+    parallel: Optional[int] = None,
+    each_s: Optional[float] = None,
 ) -> Tuple[List[StackDump], List[StackDump]]:
     """Non-blocking dumps of ``pids`` and native dumps of ``native_pids``, every helper started at once.
 
@@ -469,7 +581,9 @@ def dump_all(
     ``maybe_native`` (the command) until its plain dump is read. Natives come back in the order they
     were started. ``native_s`` (at most ``timeout_s``) is the share of native dumps: one still running
     that long after the call, and after every plain dump, is abandoned, and one needed later is not
-    started, each dump saying so; the plain dumps keep ``timeout_s``.
+    started, each dump saying so; the plain dumps keep ``timeout_s``. With ``parallel``, at most that
+    many plain dumps run at once, in the order of ``pids``, one running past ``each_s`` seconds ended
+    when another waits for its place; one not started within ``timeout_s`` says it was not taken.
     """
     tools = tools or _tools_now()
     tool = tools.py_spy
@@ -491,10 +605,17 @@ def dump_all(
         return [*prefix, argv0, "dump", "--native" if is_native else "--nonblocking", "--full-filenames",
                 "--pid", str(pid)]
 
+    pool: Optional[_Pool] = None
+    plain_helpers: Sequence = []
+    if parallel is not None and parallel < len(pids):
+        pool = _Pool([argv(pid, False) for pid in pids], parallel, timeout_s if each_s is None else each_s,
+                     deadline, format_duration(timeout_s), pass_fds, tools.env, helper_pids)
+        plain_helpers, wanted = pool.slots, wanted[len(pids):]
     started = start_helpers([argv(pid, is_native) for pid, is_native in wanted], pass_fds, tools.env,
                             helper_pids)
-    plain_helpers = started[: len(pids)]
-    natives: List[Tuple[int, _Helper]] = list(zip(at_once, started[len(pids):]))
+    if pool is None:
+        plain_helpers, started = started[: len(pids)], started[len(pids):]
+    natives: List[Tuple[int, _Helper]] = list(zip(at_once, started))
     read: dict = {}  # index in pids -> its plain dump, read early to choose the natives
     undecided: List[int] = []
     room = 0
@@ -527,6 +648,8 @@ def dump_all(
                     [argv(pids[index], True)], pass_fds, tools.env, helper_pids))
             if not undecided:
                 break
+    if pool is not None:
+        pool.join()  # every dump started or not taken: none starts while the late ones are ended
     unread = [h for i, h in enumerate(plain_helpers) if i not in read]
     if natives_by < deadline:
         # The plain dumps keep the whole bound. A native is abandoned only past its share and once it

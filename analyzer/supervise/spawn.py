@@ -24,7 +24,7 @@ import uuid
 from typing import Callable, Dict, Iterator, Mapping, Optional, Sequence, Tuple
 
 from ..errors import CommandNotStarted, UsageError
-from . import tree
+from . import senders, tree
 
 TOKEN_ENV = "GPU_HANG_GUARD_TOKEN"
 
@@ -117,6 +117,9 @@ def start(
     if not argv:
         raise UsageError("run: no command given after --")
     try:
+        # The guard's cancel signals are blocked in its threads (senders.py), never in the command: its
+        # mask is emptied in the child, since a command's `kill $PPID` can come before Popen returns,
+        # while a parent thread unblocked would take it the old way, its sender unknown.
         proc = subprocess.Popen(
             list(argv),
             stdout=subprocess.PIPE,
@@ -126,7 +129,7 @@ def start(
             cwd=cwd,
             start_new_session=True,
             close_fds=True,
-            preexec_fn=before_exec,
+            preexec_fn=senders.unblock_then(before_exec),
         )
     except OSError as err:
         if err.errno in _GUARDS_OWN_LIMITS:

@@ -161,6 +161,11 @@ def _has_token(pid: int, needle: bytes) -> bool:
     return needle in b"\0" + data
 
 
+def carries_token(pid: int, token_env: str, token: str) -> bool:
+    """Whether ``pid`` started with ``token_env=token`` in its environment (the tree's mark)."""
+    return _has_token(pid, f"\0{token_env}={token}\0".encode())
+
+
 def find_tree(
     root: Proc,
     token_env: str,

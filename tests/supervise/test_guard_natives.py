@@ -27,6 +27,7 @@ def whole_bound_for_natives(monkeypatch):
     # Which processes get a native dump, and what it shows: on 2 loaded CPUs a native dump can take
     # longer than its share (test_snapshot covers the share), so here it has the dumps' whole bound.
     monkeypatch.setattr(guard_module, "NATIVE_DUMP_SHARE_S", guard_module.DUMP_TIMEOUT_S)
+    monkeypatch.setattr(guard_module, "STACKS_SHARE_S", guard_module.DUMP_TIMEOUT_S)
 
 
 def run_launcher(guard, ranks: int):

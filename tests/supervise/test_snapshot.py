@@ -333,3 +333,27 @@ def test_a_native_dump_past_its_share_is_kept_while_a_plain_dump_still_runs(tmp_
     assert [(d.pid, d.text.strip()) for d in plain] == [
         (3000, "--nonblocking 3000"), (3001, "--nonblocking 3001")]
     assert [(d.pid, d.text.strip(), d.error) for d in native] == [(3000, "--native 3000", "")]
+
+
+def test_plain_dumps_run_a_few_at_once_and_one_not_started_within_the_bound_says_so(tmp_path, monkeypatch):
+    # One place: pid 3000's dump takes 30 s, so pid 3001's never starts within the 1 s bound. All at
+    # once (issue 8 item 6), 17 dumps on 2 loaded CPUs were all still running at the bound: none taken.
+    _slow_py_spy(tmp_path, monkeypatch, 0, (3000, 30))
+    helpers: list = []
+    plain, _ = snapshot.dump_all([3000, 3001], (), 1.0, helpers, parallel=1, each_s=0.1)
+    assert [(d.pid, d.text.strip(), d.error) for d in plain] == [
+        (3000, "", "timed out"), (3001, "", snapshot.PLAIN_NOT_STARTED.format(share="1s"))]
+    assert len(helpers) == 1  # the second py-spy was never started
+    assert not any(os.path.exists(f"/proc/{pid}") for pid in helpers)  # ended and reaped
+
+
+def test_a_dump_far_slower_than_the_others_gives_its_place_to_one_waiting(tmp_path, monkeypatch):
+    # Pid 3000's dump is quick, 3001's takes 30 s (a thousand threads, a target in D state): past three
+    # times the slowest finished one (and each_s) it is ended and 3002 gets its place. No finished
+    # dump, no cut: under load every dump is slow alike (the test above).
+    _slow_py_spy(tmp_path, monkeypatch, 0, (3001, 30))
+    plain, _ = snapshot.dump_all([3000, 3001, 3002], (), 20.0, [], parallel=1, each_s=0.1)
+    assert [(d.pid, d.text.strip()) for d in plain] == [
+        (3000, "--nonblocking 3000"), (3001, ""), (3002, "--nonblocking 3002")]
+    assert plain[1].error.startswith("cut after ") and plain[1].error.endswith(
+        "past three times the slowest finished dump: its place went to one waiting"), plain[1].error
