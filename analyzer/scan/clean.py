@@ -78,6 +78,7 @@ bar is cut off such a segment, so the message is matched as the start of a line,
 from __future__ import annotations
 
 import json
+import re
 from typing import Callable, FrozenSet, List, Optional, Tuple
 
 from ..lazy_re import lazy
@@ -413,10 +414,12 @@ def clean_stripped(raw: bytes, keep_progress: bool = False) -> Tuple[str, Option
 
 
 def clean_speaking(
-    raw: bytes, keep_progress: bool = False, task_labels: bool = True
+    raw: bytes, keep_progress: bool = False, task_labels: bool = True, launcher_ranks: bool = True
 ) -> Tuple[str, Optional[int], Optional[str]]:
     """``clean_stripped``, and the prefix that named the process the line came from (``_SPEAKER_GROUPS``),
-    None when no prefix did. ``task_labels``: whether "N: " is srun --label's task (``CTEST_VERBOSE``)."""
+    None when no prefix did. ``task_labels``: whether "N: " is srun --label's task (``CTEST_VERBOSE``);
+    ``launcher_ranks``: whether an MPI or Slurm launcher's label is the line's rank (``_launcher_rank``),
+    which it is not once the log shows torch's own rank behind it (``torch_rank_behind_launcher``)."""
     if raw.endswith(b"\n"):
         raw = raw[:-1]
     while raw.endswith(b"\r"):
@@ -478,6 +481,8 @@ def clean_speaking(
             named = next((m.group(name) for name in _SPEAKER_GROUPS if m.group(name)), None)
             if named is not None:
                 speaker = (speaker or "") + named
+                if rank is None and launcher_ranks:
+                    rank = _launcher_rank(m)
             text = text[m.end():]
             continue
         break
@@ -501,6 +506,39 @@ def clean_speaking(
         if m is not None:
             text = text[: m.start()].rstrip(" \t")
     return text, rank, speaker
+
+
+def _launcher_rank(m: re.Match) -> Optional[int]:
+    """The rank an MPI or Slurm launcher's line prefix names (``_LOGGER_PREFIX``'s ``job`` and ``task``
+    groups), None for the other prefixes. Open MPI's --tag-output writes "[JOB,RANK]<stdout>:" (ORTE's
+    and PRRTE's iof_base_output.c: ``"[%s,%s]<%s>:"``, the job id and the process's vpid, its rank in
+    MPI_COMM_WORLD), horovodrun's Gloo launcher "[RANK]<stdout>:", and srun --label the task's number
+    ("%0*d: ", Slurm's write_labelled_message.c), which is SLURM_PROCID, the rank torch and MPI take
+    from it. A rank is what torch's "[rank3]:" is: one process's lines, so one event told by each rank
+    folds into one finding naming the ranks, as it does under torchrun.
+
+    The label is the launched process's number, which is the rank only when that process is the
+    worker (``srun python train.py``, ``mpirun python train.py``). ``srun -l torchrun`` and ``mpirun -np
+    NODES torchrun`` launch one agent per node: the label is then the node's, every worker and the agent
+    of that node share it, and torch's "[rankN]:" names the worker (``torch_rank_behind_launcher``)."""
+    job = m.group("job")
+    if job:
+        return int(job[job.rfind(",") + 1 if "," in job else 1:-1])
+    task = m.group("task")
+    return int(task) if task else None
+
+
+# torch's rank ("[rank3]:", torchrun's log line prefix) or torchrun --tee's "[default3]:" right after an MPI
+# or Slurm launcher's label in one line's speaker (``clean_speaking`` joins the prefixes' own text: the
+# job group "[1,0]" or "[0]", the task group's digits): the launcher started torchrun, one per node.
+_TORCH_BEHIND_LAUNCHER = lazy(r"(?:\[\d+(?:,\d+)?\]|(?<![\w\]=])\d{1,6})\[(?:rank|[A-Za-z_]\w*?)?\d+\]:")
+
+
+def torch_rank_behind_launcher(speaker: Optional[str]) -> bool:
+    """Whether a line's speaker (``clean_speaking``'s third value) is torch's rank or torchrun's tee
+    behind an MPI or Slurm launcher's label: from there on, the log's launcher labels name torchrun's
+    node, not a rank (``_launcher_rank``)."""
+    return speaker is not None and _TORCH_BEHIND_LAUNCHER.search(speaker) is not None
 
 
 # A line that cleans to one segment that is empty or starts with a blank, told by its bytes alone: after
@@ -609,7 +647,8 @@ def _unemphasised(text: str) -> str:
 
 
 def clean_line(raw: bytes) -> Tuple[str, Optional[int]]:
-    """Return the text rules match for one raw line, and N from a ``[rankN]:`` prefix (else None).
+    """Return the text rules match for one raw line, and its rank: N from torch's ``[rankN]:`` prefix, else
+    an MPI or Slurm launcher's label (``_launcher_rank``), else None.
 
     Decoding is lenient (invalid UTF-8 becomes ``\\xNN`` text); inner ``\\r`` are kept as segment
     separators (see the module docstring). Never raises on any input.

@@ -50,6 +50,7 @@ from .clean import (
     MarkersIn,
     RUNNER_STAMP,
     clean_speaking,
+    torch_rank_behind_launcher,
     blank_led_run,
     speaker_led_run,
     headless_traceback,
@@ -464,15 +465,18 @@ class _Seen:
     """What one line's bytes gave when matched, none of it depending on where the line is: how it reads
     (cleaned, its rank and speaker, its segments) and the rules it matched (``hits``: rule index,
     whether a block rule, the segment and the match, and for a line rule its excerpt and groups).
-    ``lits`` and ``task_labels`` are what it was matched under; the line's cleaning is done on first need.
+    ``lits``, ``task_labels`` and ``launcher_ranks`` are what it was matched under; the line's cleaning is
+    done on first need.
     """
 
-    __slots__ = ("raw", "lits", "task_labels", "hits", "rank", "speaker", "segments", "excerpt", "ends")
+    __slots__ = ("raw", "lits", "task_labels", "launcher_ranks", "hits", "rank", "speaker", "segments",
+                 "excerpt", "ends")
 
-    def __init__(self, raw: bytes, lits: Optional[set], task_labels: bool) -> None:
+    def __init__(self, raw: bytes, lits: Optional[set], task_labels: bool, launcher_ranks: bool) -> None:
         self.raw = raw
         self.lits = lits
         self.task_labels = task_labels
+        self.launcher_ranks = launcher_ranks
         self.hits: List[tuple] = []
         self.rank: Optional[int] = None
         self.speaker: Optional[str] = None
@@ -485,14 +489,15 @@ class _Seen:
     def clean(self) -> List[str]:
         """The line's segments, cleaned the first time."""
         if self.segments is None:
-            text, self.rank, self.speaker = clean_speaking(self.raw, task_labels=self.task_labels)
+            text, self.rank, self.speaker = clean_speaking(
+                self.raw, task_labels=self.task_labels, launcher_ranks=self.launcher_ranks)
             self.segments = split_segments(text)
         return self.segments
 
     def moved(self, raw: bytes) -> "_Seen":
         """What the line ``raw`` gave, which cleans as this one (another runner stamp before the same
         bytes): the same reading and rules; the excerpts, cut from the original text, are its own."""
-        seen = _Seen(raw, self.lits, self.task_labels)
+        seen = _Seen(raw, self.lits, self.task_labels, self.launcher_ranks)
         seen.segments, seen.rank, seen.speaker = self.segments, self.rank, self.speaker
         if self.ends is None:
             self.ends = {}
@@ -546,6 +551,9 @@ class _SourceScan:
         self.loose = loose if loose is not None else LoosePatterns(rules)
         self.window_ascii = True  # whether the window being matched is ASCII
         self.task_labels = True  # whether "N: " is srun's task label, until the log shows ctest -V's
+        # whether a launcher's label (mpirun --tag-output's, srun --label's) is the rank, until the log shows
+        # torch's own rank behind one (clean.torch_rank_behind_launcher: srun -l torchrun labels the node)
+        self.launcher_ranks = True
         self.ctest_probe = plan.probe(CTEST_VERBOSE)  # the literal that finds ctest -V's header
         # The literal that finds pytest-rerunfailures' RERUN lines (None: a plan without it, searched for
         # by the tracker), and whether the window being matched holds it on a candidate line.
@@ -759,7 +767,8 @@ class _SourceScan:
             if stamp is not None:
                 memo, key = self.memo_stamped, raw[stamp.end():]
             seen = memo.get(key)
-            if seen is not None and seen.lits == lits and seen.task_labels == self.task_labels:
+            if (seen is not None and seen.lits == lits and seen.task_labels == self.task_labels
+                    and seen.launcher_ranks == self.launcher_ranks):
                 if seen.raw != raw:
                     seen = seen.moved(raw)
                 if self.open:
@@ -774,12 +783,14 @@ class _SourceScan:
         if line == self.early_line and not early:
             indices = [index for index in indices if index not in self.early_rules]
             riders = [index for index in riders if index not in self.early_rules]
-        seen = _Seen(buf[pos:stop] if raw is None else raw, lits, self.task_labels)
+        seen = _Seen(buf[pos:stop] if raw is None else raw, lits, self.task_labels, self.launcher_ranks)
         if not indices and (early or not self.open):
             if key is not None:
                 self._remember(memo, key, seen)
             return
         segments = seen.clean()
+        if self.launcher_ranks and torch_rank_behind_launcher(seen.speaker):
+            self.launcher_ranks = self.ranks.launcher_ranks = False
         if self.open and not early:
             self._feed_open(seen, pos, line)
         pure = self._search_line(indices, seen, segments)
@@ -1104,7 +1115,8 @@ class _SourceScan:
         indices = [i for i in kept if not self.first[i][2]]
         if not indices:
             return
-        cleaned, rank, speaker = clean_speaking(text, task_labels=self.task_labels)
+        cleaned, rank, speaker = clean_speaking(
+            text, task_labels=self.task_labels, launcher_ranks=self.launcher_ranks)
         pieces = [clean_speaking(buf[start:end], task_labels=self.task_labels)[0] for start, end in rows]
         last_row = line + len(rows) - 1
         progress: Any = _UNKNOWN

@@ -11,9 +11,9 @@ this watch looks at the window's bytes for the rank's prefix after each such tra
 from __future__ import annotations
 
 import re
-from typing import Dict, FrozenSet, Set, Tuple
+from typing import Dict, FrozenSet, List, Set, Tuple
 
-from .clean import clean_line
+from .clean import clean_speaking, strip_controls
 
 # What a rank may still print after its uncaught exception and before it is gone: the rest of the
 # exception's own text (indented lines, c10's "Exception raised from ..." and "frame #N:"), a chained
@@ -35,6 +35,8 @@ class RankWatch:
     def __init__(self) -> None:
         self.open: Dict[Watch, int] = {}  # watch -> lines of the rank read so far
         self.gone_on: Set[Watch] = set()
+        # whether a launcher's label is a rank (the engine's reading: ``clean.torch_rank_behind_launcher``)
+        self.launcher_ranks = True
 
     def watch(self, rank: int, end_line: int) -> None:
         if len(self.open) < MAX_WATCHES:
@@ -55,24 +57,39 @@ class RankWatch:
             else:
                 self.open[key] = looks
 
-    @staticmethod
-    def _read(buf: bytes, start: int, rank: int, looks: int) -> Tuple[int, bool]:
-        token = b"[rank%d]:" % rank
-        pos = buf.find(token, start)
+    def _read(self, buf: bytes, start: int, rank: int, looks: int) -> Tuple[int, bool]:
+        tokens = _prefix_tokens(rank) if self.launcher_ranks else _prefix_tokens(rank)[:1]
+        found = [buf.find(token, start) for token in tokens]
+        pos = _first(found)
         while pos != -1 and looks < MAX_LOOKS:
             begin = buf.rfind(b"\n", 0, pos) + 1
             end = buf.find(b"\n", pos)
             end = len(buf) if end == -1 else end
-            text, line_rank = clean_line(buf[begin:end])
+            text, line_rank, _speaker = clean_speaking(
+                strip_controls(buf[begin:end]), launcher_ranks=self.launcher_ranks)
             if line_rank == rank:
                 looks += 1
                 if not _NOT_GOING_ON.match(text):
                     return looks, True
-            pos = buf.find(token, end)
+            # each token is looked for again only once the line it was found in is read: linear in ``buf``
+            found = [buf.find(token, end) if -1 < at < end else at for token, at in zip(tokens, found)]
+            pos = _first(found)
         return looks, False
 
     def result(self) -> FrozenSet[Watch]:
         return frozenset(self.gone_on)
+
+
+def _prefix_tokens(rank: int) -> Tuple[bytes, ...]:
+    """Bytes inside each line prefix that names ``rank`` (``clean_speaking`` confirms the line's rank):
+    torch's "[rank3]:", Open MPI --tag-output's "[1,3]<stderr>:", horovodrun's "[3]<stderr>:" and srun
+    --label's "3: " (zero-padded to the widest task id: "03: " holds it)."""
+    return (b"[rank%d]:" % rank, b",%d]<std" % rank, b"[%d]<std" % rank, b"%d: " % rank)
+
+
+def _first(found: List[int]) -> int:
+    """The smallest of the offsets ``found`` (``bytes.find``'s), -1 when none was found."""
+    return min((at for at in found if at != -1), default=-1)
 
 
 def _line_offset(buf: bytes, first_line: int, line: int):

@@ -89,9 +89,6 @@ def test_other_loggers_prefixes_are_stripped():
         b"2021-06-08 13:00:47.364628: E external/org_tensorflow/tensorflow/compiler/xla/pjrt/client.cc:1981]"
         b" Execution of replica 0 failed: INTERNAL: CUDA_ERROR_ILLEGAL_ADDRESS":
             "Execution of replica 0 failed: INTERNAL: CUDA_ERROR_ILLEGAL_ADDRESS",
-        b"Fri Aug 11 12:31:45 2023[1,0]<stdout>:Traceback (most recent call last):":
-            "Traceback (most recent call last):",
-        b"[1,3]<stderr>:Segmentation fault (core dumped)": "Segmentation fault (core dumped)",
         # Markdown code in a paste (actions/runner#1473, modelscope/ms-swift#5884)
         b"`Killed`": "Killed",
         b"```Traceback (most recent call last):": "Traceback (most recent call last):",
@@ -112,6 +109,11 @@ def test_other_loggers_prefixes_are_stripped():
     }
     for raw, text in cases.items():
         assert clean_line(raw) == (text, None)
+    # mpirun --tag-output's "[JOB,RANK]<stream>:" names the rank as torch's "[rankN]:" does (mpi25)
+    assert clean_line(b"Fri Aug 11 12:31:45 2023[1,0]<stdout>:Traceback (most recent call last):") == (
+        "Traceback (most recent call last):", 0)
+    assert clean_line(b"[1,3]<stderr>:Segmentation fault (core dumped)") == (
+        "Segmentation fault (core dumped)", 3)
     raw = b"[rank7]:[E1206 18:44:12.715298746 ProcessGroupNCCL.cpp:607] [Rank 7] Watchdog"
     assert clean_line(raw) == (
         "[Rank 7] Watchdog", 7,
@@ -156,7 +158,7 @@ def test_the_prefix_that_names_a_process_is_returned_as_its_speaker():
     assert clean_speaking(b"gpu004: RuntimeError: x") == ("RuntimeError: x", None, "gpu004: ")
     # Determined names the trial (horovod/horovod#1678), horovodrun the rank (mpirun's tag without the job)
     raw = b"13047a84-9fa2-4afe-b5b4-6475139b76b3 || Tue Jan 21 03:44:59 2020[4]<stderr>:Segmentation fault"
-    assert clean_speaking(raw) == ("Segmentation fault", None, "13047a84-9fa2-4afe-b5b4-6475139b76b3[4]")
+    assert clean_speaking(raw) == ("Segmentation fault", 4, "13047a84-9fa2-4afe-b5b4-6475139b76b3[4]")
     raw = b"<>        [2021-12-07 10:43:01] 087c0ee7 || RuntimeError: x"  # the master's own stamp first
     assert clean_speaking(raw) == ("RuntimeError: x", None, "087c0ee7")
     # prefixes that do not name a process
@@ -176,9 +178,10 @@ def test_buildkite_stamps_are_stripped():
     assert clean_speaking(raw) == (raw[23:].decode(), None, None)
     raw = b"[2026-01-27T09:24:41Z] (EngineCore_DP0 pid=6819) ERROR 01-27 01:24:41 [dump_input.py:79] Dumping"
     assert clean_speaking(raw) == ("Dumping", None, "(EngineCore_DP0 pid=6819")
-    # srun --label's task (NOAA-EMC/global-workflow#1301) names the process, zero-padded to the widest id
+    # srun --label's task (NOAA-EMC/global-workflow#1301) names the process, zero-padded to the widest id,
+    # and its rank (SLURM_PROCID) unless torch's own rank follows (mpi25)
     raw = b"0: slurmstepd: error: *** STEP 25981927.1 ON k65 CANCELLED AT 2023-04-13T18:23:49 ***"
-    assert clean_speaking(raw) == (raw[3:].decode(), None, "0")
+    assert clean_speaking(raw) == (raw[3:].decode(), 0, "0")
     assert clean_speaking(b"07: [rank7]:Traceback (most recent call last):") == (
         "Traceback (most recent call last):", 7, "07[rank7]:")
     # ctest -V's test number looks the same ("2: Segmentation fault" is a death test's own output): a log
