@@ -60,7 +60,7 @@ from typing import (
 )
 
 from ..lazy_re import lazy_regex
-from ..model import Finding, Kind
+from ..model import UNITTEST_FAILURES_UNNAMED_RULE, Finding, Kind
 from ..rules.model import CUT_SHORT_GROUP, Catalogue, LineIgnore, Rule
 from .attribution import TestLine, is_unittest_fixture, is_unittest_id, normal_test_id
 from .clean import clean_line, kernel_clock
@@ -450,6 +450,7 @@ class LogState:
         # killed, a log cut) names its failures by them (``_headers_failed``).
         self.reported: Dict[str, Match] = {}
         self.outcome_rule = catalogue.scan_rule(PYTEST_OUTCOME_RULE)
+        self.unittest_unnamed_rule = _guard_rule_or_none(catalogue, UNITTEST_FAILURES_UNNAMED_RULE)
         # Context from markers: the latest one's kind ("header", "uheader", "reset", "verdict"), line
         # and test (a header's); the verdict in force; inner runs' depth and the outer test's context.
         self.ctx_kind = "reset"
@@ -1205,13 +1206,14 @@ class LogState:
         only the tests named FAILED count against "N failed". unittest's ("FAILED (unexpected successes=1)"):
         before 3.11 its runner.py printed no report for an unexpected success, and a run cut before its
         reports names none of its failures; a run that named its failures under "FAIL:" headers is told by
-        them (CTest's and Catch2's verdicts are told by their own lists' rules)."""
-        if self.outcome_rule is None:
-            return
+        them (CTest's and Catch2's verdicts are told by their own lists' rules). pytest's finding is its
+        ``pytest-test-outcome``'s, unittest's its own ``unittest-failures-unnamed``'s: no outcome line of
+        unittest's told it."""
         found = [self.events[("test-failure", t)] for t in self.run_failed
                  if isinstance(t, str) and ("test-failure", t) in self.events]
         named = [f.event.match for f in found]
-        if verdict.rule.id in PYTEST_VERDICT_RULES:
+        if verdict.rule.id in PYTEST_VERDICT_RULES and self.outcome_rule is not None:
+            rule = self.outcome_rule
             summary = (verdict.groups.get("summary") or "").strip()
             if not _FAILING_VERDICT.search(summary):
                 return
@@ -1225,7 +1227,9 @@ class LogState:
             groups = {"summary": summary}
             if self.run_failed:
                 groups.update(failed=str(counted), named=str(named_failed))
-        elif verdict.rule.id == UNITTEST_VERDICT_RULE and _reports_every_failure(verdict):
+        elif verdict.rule.id == UNITTEST_VERDICT_RULE and _reports_every_failure(verdict) \
+                and self.unittest_unnamed_rule is not None:
+            rule = self.unittest_unnamed_rule
             summary = f"FAILED ({verdict.groups.get('counts') or ''})"
             counts = {k: int(n) for k, n in _UNITTEST_VERDICT_COUNTS.findall(summary)}
             unexpected = counts.get("unexpected successes", 0)
@@ -1237,7 +1241,7 @@ class LogState:
         else:
             return
         key = ("test-failure", (UNNAMED_FAILURES, verdict.line))
-        match = dataclasses.replace(verdict, rule=self.outcome_rule, groups=groups)
+        match = dataclasses.replace(verdict, rule=rule, groups=groups)
         if self._add(key, match, LogEvent(match, reason=summary), None) is not None:
             self.run_failed.append(key[1])
 
@@ -1701,6 +1705,15 @@ def _is_unexpected_success(match: Match) -> bool:
     """Whether ``match`` names an unexpected success: 3.11's "UNEXPECTED SUCCESS: test_m (mod.C)" report,
     or -v's "test_m (mod.C) ... unexpected success"."""
     return "UNEXPECTED SUCCESS" in (match.groups.get("header"), (match.groups.get("outcome") or "").upper())
+
+
+def _guard_rule_or_none(catalogue: Catalogue, rule_id: str) -> Optional[Rule]:
+    """The ``guard: true`` rule ``rule_id`` in force, or ``None`` when the user ignores it (or a catalogue
+    built by hand lacks it): then its finding is not made."""
+    try:
+        return catalogue.guard_rule(rule_id)
+    except KeyError:
+        return None
 
 
 def _reports_every_failure(verdict: Match) -> bool:
