@@ -422,12 +422,13 @@ class LogState:
         catalogue: Catalogue,
         on_event: Optional[Callable[[Finding], None]] = None,
         preliminary: Optional[Callable[[Match], Finding]] = None,
-        want_id: Optional[Callable[[str, int], None]] = None,
+        want_id: Optional[Callable[..., None]] = None,
         across: Optional[Across] = None,
         on_run: Optional[OnRun] = None,
     ) -> None:
         """``want_id(name, line)`` is told each report header's name an event happened under, and the
-        event's line (``TestTracker.want``); ``across`` names the test of an event on no test's lines;
+        event's line (``TestTracker.want``; ``want_id(name, line, True)``: a retry plugin's item name);
+        ``across`` names the test of an event on no test's lines;
         ``on_run`` is told when each of the log's own test runs starts and ends (``OnRun``)."""
         self.path = path
         self.across = across
@@ -859,6 +860,9 @@ class LogState:
             self._set_context("reset", match.line)
             return
         self.retry_test = name if "Retrying" in fate or "remaining" in fate else None
+        if self.want_id is not None and name and "::" not in name:
+            # The plugin names the item (``item.name``); pytest -v printed its node id before the report.
+            self.want_id(name, match.line, True)
         self._set_context("header", match.line, name)
         self.ctx_passed, self.ctx_unsure = False, False
 
