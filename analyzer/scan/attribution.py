@@ -602,6 +602,12 @@ def _next_progress(buf: bytes, lo: int, hi: Optional[int] = None) -> int:
     return best
 
 
+def is_node_id(test: str) -> bool:
+    """Whether ``test`` is a pytest node id (``x.py::test_y[tp::0]``), not a report header's name: a "::"
+    before its parametrize id, which may hold "::" itself (``test_y[tp::0]`` is a header's name)."""
+    return "::" in test.partition("[")[0]
+
+
 def header_tail(name: str) -> bytes:
     """How a node id ends for pytest's report header ``name``: ``TestC.test_y[p.q]`` ->
     ``::TestC::test_y[p.q]`` (the parametrize id keeps its dots)."""

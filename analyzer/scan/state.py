@@ -62,7 +62,7 @@ from typing import (
 from ..lazy_re import lazy_regex
 from ..model import UNITTEST_FAILURES_UNNAMED_RULE, Finding, Kind
 from ..rules.model import CUT_SHORT_GROUP, Catalogue, LineIgnore, Rule
-from .attribution import TestLine, is_unittest_fixture, is_unittest_id, normal_test_id
+from .attribution import TestLine, is_node_id, is_unittest_fixture, is_unittest_id, normal_test_id
 from .clean import clean_line, kernel_clock
 from .letters import ProgressLetters, is_unittest_verdict
 from .letters import speaker as letters_speaker
@@ -289,7 +289,7 @@ class LogFindings:
         """The node id for a report header's name (``TestC.test_y[p]`` -> ``x.py::TestC::test_y[p]``): the
         one the log spelled elsewhere (``header_ids``; a run cut before its summary counts the header's
         name as failed, and a --collect-only list before it may spell it), else the failed test's."""
-        if raw is None or "::" in raw:
+        if raw is None or is_node_id(raw):
             return raw
         for name, node_id in self.header_ids:
             if name == raw:
@@ -377,19 +377,24 @@ def _named_test(match: Match) -> Optional[str]:
     if match.rule.kind is Kind.TEST_FAILURE:
         return None
     named = normal_test_id(match.groups.get("test") or "")
-    return named if "::" in named else None
+    return named if is_node_id(named) else None
 
 
 def _function_of(test: str) -> str:
     """A node id's function name: ``x.py::TestC::test_y[p]`` -> ``test_y``."""
-    return test.rpartition("::")[2].partition("[")[0]
+    return test.partition("[")[0].rpartition("::")[2]
 
 
 def _names_of(test: str) -> Set[str]:
     """The names a test's events may carry: its node id, and its report header's (``TestC.test_y[p]``,
-    ``test_y[p]``; pytest's header drops the file)."""
+    ``test_y[p]``; pytest's header drops the file; a doctest's, ``x.py::x.scale``, is "[doctest] x.scale":
+    _pytest/doctest.py DoctestItem.reportinfo)."""
+    if not is_node_id(test):
+        return {test}
     in_file = test.partition("::")[2]
-    return {test, in_file.replace("::", "."), in_file.rpartition("::")[2]} - {""}
+    head, bracket, params = in_file.partition("[")  # a parametrize id may hold "::" ("test_y[tp::0]")
+    return {test, head.replace("::", ".") + bracket + params, head.rpartition("::")[2] + bracket + params,
+            "[doctest] " + in_file}
 
 
 class _Open:
@@ -650,7 +655,7 @@ class LogState:
                 if self.ctx_test and self.section in FAILING_SECTIONS \
                         and len(self.reported) < MAX_FAILED_TESTS:
                     self.reported[self.ctx_test] = match
-                    if self.want_id is not None and "::" not in self.ctx_test:
+                    if self.want_id is not None and not is_node_id(self.ctx_test):
                         # Its node id is looked for from here on, not only once the log ended in its
                         # report (``_headers_failed``): by then the lines after it may be windows gone.
                         self.want_id(self.ctx_test, match.line)
@@ -860,7 +865,7 @@ class LogState:
             self._set_context("reset", match.line)
             return
         self.retry_test = name if "Retrying" in fate or "remaining" in fate else None
-        if self.want_id is not None and name and "::" not in name:
+        if self.want_id is not None and name and not is_node_id(name):
             # The plugin names the item (``item.name``); pytest -v printed its node id before the report.
             self.want_id(name, match.line, True)
         self._set_context("header", match.line, name)
@@ -893,7 +898,7 @@ class LogState:
             found = self.events.setdefault(_repeat_key(opened.event.match, test), opened)
             if found is not opened:
                 found.repeats += opened.repeats
-            if self.want_id is not None and "::" not in test:
+            if self.want_id is not None and not is_node_id(test):
                 self.want_id(test, opened.event.match.line)
 
     def _failed_as_expected(self, verdict: Match) -> None:
@@ -1179,7 +1184,7 @@ class LogState:
         if self.outcome_rule is None:
             return
         for name, header in reported.items():
-            if "::" not in name and name.endswith(".py"):
+            if not is_node_id(name) and name.endswith(".py"):
                 continue
             # (a failed subtest's report is headed "T.test_m [msg] (i=1)": its test's failure)
             if any(name in names or name.partition(" ")[0] in names
@@ -1191,7 +1196,7 @@ class LogState:
                 reasons = self.report_reasons.get(name) or [""]
                 reason = next((r for r in reversed(reasons) if not r.startswith("assert ")), reasons[-1])
             outcome = "ERROR" if header.text.lstrip("_ ").startswith("ERROR at ") else "FAILED"
-            if self.want_id is not None and "::" not in name:
+            if self.want_id is not None and not is_node_id(name):
                 self.want_id(name, header.line)
             self._failed(dataclasses.replace(
                 header, rule=self.outcome_rule, groups={"test": name, "outcome": outcome, "reason": reason},
@@ -1324,7 +1329,7 @@ class LogState:
             elif place is not None:
                 arrived = place.arrived
         if test is not None and progress is not None and not progress.line and self.want_id is not None \
-                and "::" not in test:
+                and not is_node_id(test):
             self.want_id(test, match.line)  # a report header's name (a header's context has no progress line)
         key = _repeat_key(match, test)
         found = self.events.get(key)
@@ -1747,8 +1752,9 @@ def _spanned(
 def _header_name(test: str) -> str:
     """``test`` as pytest's report header names it: a node id without its file, its classes joined by "."
     (``x.py::TestC::test_y[p]`` -> ``TestC.test_y[p]``); any other id as it is."""
-    parts = test.split("::")
-    return ".".join(parts[1:]) if len(parts) > 1 and parts[0].endswith(".py") else test
+    head, bracket, params = test.partition("[")  # a parametrize id may hold "::" ("test_x[tp::0]")
+    parts = head.split("::")
+    return ".".join(parts[1:]) + bracket + params if len(parts) > 1 and parts[0].endswith(".py") else test
 
 
 def _repeat_key(match: Match, test: Optional[str]) -> tuple:
