@@ -132,7 +132,7 @@ MAX_FIXTURE_BYTES = 256 * 1024  # a healthy suite kept whole (negative/*-suite.l
 # verdict25: 4 kB for a pytest --tb=line -rs run and a CPython 3.9 unexpected success no line names
 # rich24: 8 kB for rich tracebacks whose message rich folded onto the next rows (typer, chained), a twin
 # mpi24: 2 kB for four ranks' NCCL "Duplicate GPU detected" under mpirun --tag-output (horovod#3929)
-# names25: 11 kB for pytest-retry's and flaky's -v reports of a class's parametrized tests (green)
+# names25: 20 kB for pytest-retry's and flaky's -v reports of a class's tests; xdist crash under --tb=line
 MAX_CORPUS_BYTES = (7 * 512 * 1024 + 100_000 + 16 * 1024 + 283_000 + 93_000 + 6_000 + 3_000 + 11_000 + 11_000
                     + 4_000 + 7_000 + 3_000 + 2_000 + 2_000 + 1_000 + 14_000 + 50_000 + 6_000 + 6_000
                     + 37_000 + 14_000 + 6_000 + 59_000 + 4_000 + 17_000 + 3_000 + 17_000
@@ -144,7 +144,7 @@ MAX_CORPUS_BYTES = (7 * 512 * 1024 + 100_000 + 16 * 1024 + 283_000 + 93_000 + 6_
                     + 8_000 + 8_000 + 75_000 + 7_000 + 8_000 + 11_000 + 3_000 + 3_000 + 6_000 + 4_000
                     + 82_000 + 3_000 + 26_000 + 5_000 + 3_000 + 5_000 + 10_000 + 5_000 + 84_000 + 25_000
                     + 26_000 + 9_000 + 31_000 + 4_000 + 87_000 + 15_000 + 6_000 + 8_000 + 29_000 + 9_000
-                    + 3_000 + 4_000 + 8_000 + 2_000 + 11_000)
+                    + 3_000 + 4_000 + 8_000 + 2_000 + 20_000)
 
 
 def _engines() -> List[str]:

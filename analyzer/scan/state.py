@@ -1310,7 +1310,12 @@ class LogState:
             match = dataclasses.replace(match, groups={**match.groups, "rank": rank})  # the row's own rank
         kind, test, progress = self._context(match)
         named = _named_test(match) if not self.depth else None
-        if named is not None and test is not None and test.endswith(".py") and named.startswith(test + "::"):
+        if named is not None and test is None:
+            # The event names the test it ended on no test's lines: pytest --tb=line prints xdist's crash
+            # report with no header at all (terminal.py summary_failures_combined, :1244 in 9.2.0).
+            test = named
+        elif named is not None and test is not None and test.endswith(".py") \
+                and named.startswith(test + "::"):
             # The event names the test it ended ("worker 'gw1' crashed while running 'x.py::t'") under a
             # report xdist heads with that test's file: the log may show no other line of the test.
             header = self.reported.pop(self.ctx_test or "", None) if self.ctx_kind == "header" else None
