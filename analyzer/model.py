@@ -51,6 +51,9 @@ TRACEBACK_ENDS_LOG_RULE = "traceback-ends-log"
 # Also the scanner's: a rank's own uncaught exception (its "[rankN]:" traceback) that no finding tells, in a
 # log whose launcher reports a failed job: that rank failed on its own, beside the root cause reported.
 RANK_RAISED_RULE = "rank-raised"
+# Also the scanner's: a unittest verdict that counts failures no line of the log names ("FAILED (unexpected
+# successes=1)" after CPython 3.9's bare "u"), on the verdict's lines.
+UNITTEST_FAILURES_UNNAMED_RULE = "unittest-failures-unnamed"
 
 
 class Kind(str, enum.Enum):

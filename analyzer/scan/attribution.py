@@ -602,6 +602,12 @@ def _next_progress(buf: bytes, lo: int, hi: Optional[int] = None) -> int:
     return best
 
 
+def is_node_id(test: str) -> bool:
+    """Whether ``test`` is a pytest node id (``x.py::test_y[tp::0]``), not a report header's name: a "::"
+    before its parametrize id, which may hold "::" itself (``test_y[tp::0]`` is a header's name)."""
+    return "::" in test.partition("[")[0]
+
+
 def header_tail(name: str) -> bytes:
     """How a node id ends for pytest's report header ``name``: ``TestC.test_y[p.q]`` ->
     ``::TestC::test_y[p.q]`` (the parametrize id keeps its dots)."""
@@ -625,6 +631,29 @@ def node_ids_ending(buf: bytes, tail: bytes, limit: int = 2, start: int = 0) -> 
             if buf.endswith(b".py", begin, at) and at - begin > 3:
                 found.add(buf[begin:end].decode("utf-8", "surrogateescape"))
         at = buf.find(tail, end)
+    return found
+
+
+def node_ids_of_item(buf: bytes, item: bytes, limit: int = 2, end: Optional[int] = None) -> Set[str]:
+    """The distinct node ids in ``buf[:end]`` (up to ``limit``) whose last part is the pytest item name
+    ``item`` (``test_y[p]``, as a retry plugin's report prints ``item.name``): ``x.py::test_y[p]`` and
+    ``x.py::TestC::test_y[p]``, not ``x.py::test_y[p]_slow``."""
+    found: Set[str] = set()
+    tail = b"::" + item
+    stop = len(buf) if end is None else end
+    at = buf.find(tail, 0, stop)
+    while at != -1 and len(found) < limit:
+        after = at + len(tail)
+        if after == len(buf) or buf[after] not in _ID_GOES_ON:
+            begin = at
+            while begin > 0 and buf[begin - 1] in _ID_GOES_ON:
+                begin -= 1
+            path, colons, classes = buf[begin:at].partition(b"::")
+            if path.endswith(b".py") and len(path) > 3 and b"[" not in classes \
+                    and all(part.decode("ascii", "replace").isidentifier()
+                            for part in classes.split(b"::") if colons):
+                found.add(buf[begin:after].decode("utf-8", "surrogateescape"))
+        at = buf.find(tail, after, stop)
     return found
 
 
@@ -694,6 +723,7 @@ class TestTracker:
         "_here_start",
         "_here_old", "_bare_to", "_head", "ids", "_wanted", "_last", "row", "letters", "_needle_from",
         "_needle_at", "_failures_last", "_failures_next", "_failures_lo", "_collected", "_before",
+        "ids_before",
     )
 
     def __init__(self, hyperscan: bool = False) -> None:
@@ -733,6 +763,9 @@ class TestTracker:
         # Report headers' names -> the node id the log spells them with (None: two files have one),
         # the names still looked for (with the tail their id ends in), and the last window ended.
         self.ids: Dict[str, Optional[str]] = {}
+        # A retry plugin's item names -> the node id the log spelled them with before its report (pytest -v
+        # prints the id only before; None: two), used where nothing after the report names it (``found_ids``).
+        self.ids_before: Dict[str, Optional[str]] = {}
         self._wanted: Dict[str, bytes] = {}
         # The node ids of the last --collect-only -q list (``_collected_list``), its count line's number and
         # the first line of the window it was looked for from; the window before ``_last`` (None: none).
@@ -743,9 +776,14 @@ class TestTracker:
         # pytest's and unittest's progress letters without -v (``analyzer.scan.letters``)
         self.letters = ProgressLetters(hyperscan)
 
-    def want(self, name: str, line: int) -> None:
+    def want(self, name: str, line: int, item: bool = False) -> None:
         """Find the node id of pytest's report header ``name`` in the log from ``line`` on (an event under
-        that header; only what follows it, so the answer is the same however the log is cut in windows)."""
+        that header; only what follows it, so the answer is the same however the log is cut in windows).
+        ``item``: ``name`` is a retry plugin's item name (``test_y[p]``, of a test of any class), whose
+        node id pytest -v printed before it: looked for also in this window and the one before, up to
+        ``line`` (``ids_before``; a log cut in smaller windows may find it in neither: the name stays)."""
+        if item and name not in self.ids_before and len(self.ids_before) < MAX_WANTED:
+            self.ids_before[name] = self._id_before(name, line)
         if name in self._wanted or name in self.ids or len(self._wanted) >= MAX_WANTED:
             return
         self._wanted[name] = header_tail(name)
@@ -765,6 +803,36 @@ class TestTracker:
                     return
         self._listed(name, line, buf, at)
         self._look(buf, at)
+
+    def _id_before(self, item: str, line: int) -> Optional[str]:
+        """The one node id of retry plugin item ``item`` in the window holding ``line`` before it, or else
+        in the window before; None: none there, or two (two classes' or files' tests of that name)."""
+        if self._last is None:
+            return None
+        buf, first, starts = self._last
+        index = max(0, line - first)
+        if starts is not None:
+            at = starts[index] if index < len(starts) else len(buf)
+        else:
+            at = 0
+            for _ in range(index):
+                at = buf.find(b"\n", at) + 1
+                if not at:
+                    at = len(buf)
+                    break
+        name = item.encode("utf-8", "surrogateescape")
+        found = node_ids_of_item(buf, name, end=at)
+        if not found and self._before is not None:
+            found = node_ids_of_item(self._before[0], name)
+        return found.pop() if len(found) == 1 else None
+
+    def found_ids(self) -> Dict[str, Optional[str]]:
+        """Report headers' and retry plugins' names -> their node ids (``ids``; a retry plugin's item name
+        whose id nothing after its report named: the one printed before it, ``ids_before``)."""
+        found = {name: known for name, known in self.ids_before.items() if known is not None}
+        found.update((name, known) for name, known in self.ids.items()
+                     if known is not None or name not in found)
+        return found
 
     def _listed(self, name: str, line: int, buf: bytes, at: int) -> None:
         """Take the node id of report header ``name`` (on line ``line``, at ``buf[at]`` in the window

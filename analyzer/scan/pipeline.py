@@ -78,7 +78,8 @@ class LogScan:
                 wanted = state.progress_lines()
                 tracker.outcomes = {k: v for k, v in tracker.outcomes.items() if k in wanted}
         result = chains.findings(state.finish(
-            tracker.carry, tracker.outcomes, tracker.ids, scanner.next_line - 1, progress_row=tracker.row,
+            tracker.carry, tracker.outcomes, tracker.found_ids(), scanner.next_line - 1,
+            progress_row=tracker.row,
             letters=tracker.letters,
         ))
         if tracker.reruns:

@@ -60,9 +60,9 @@ from typing import (
 )
 
 from ..lazy_re import lazy_regex
-from ..model import Finding, Kind
+from ..model import UNITTEST_FAILURES_UNNAMED_RULE, Finding, Kind
 from ..rules.model import CUT_SHORT_GROUP, Catalogue, LineIgnore, Rule
-from .attribution import TestLine, is_unittest_fixture, is_unittest_id, normal_test_id
+from .attribution import TestLine, is_node_id, is_unittest_fixture, is_unittest_id, normal_test_id
 from .clean import clean_line, kernel_clock
 from .letters import ProgressLetters, is_unittest_verdict
 from .letters import speaker as letters_speaker
@@ -289,7 +289,7 @@ class LogFindings:
         """The node id for a report header's name (``TestC.test_y[p]`` -> ``x.py::TestC::test_y[p]``): the
         one the log spelled elsewhere (``header_ids``; a run cut before its summary counts the header's
         name as failed, and a --collect-only list before it may spell it), else the failed test's."""
-        if raw is None or "::" in raw:
+        if raw is None or is_node_id(raw):
             return raw
         for name, node_id in self.header_ids:
             if name == raw:
@@ -377,19 +377,24 @@ def _named_test(match: Match) -> Optional[str]:
     if match.rule.kind is Kind.TEST_FAILURE:
         return None
     named = normal_test_id(match.groups.get("test") or "")
-    return named if "::" in named else None
+    return named if is_node_id(named) else None
 
 
 def _function_of(test: str) -> str:
     """A node id's function name: ``x.py::TestC::test_y[p]`` -> ``test_y``."""
-    return test.rpartition("::")[2].partition("[")[0]
+    return test.partition("[")[0].rpartition("::")[2]
 
 
 def _names_of(test: str) -> Set[str]:
     """The names a test's events may carry: its node id, and its report header's (``TestC.test_y[p]``,
-    ``test_y[p]``; pytest's header drops the file)."""
+    ``test_y[p]``; pytest's header drops the file; a doctest's, ``x.py::x.scale``, is "[doctest] x.scale":
+    _pytest/doctest.py DoctestItem.reportinfo)."""
+    if not is_node_id(test):
+        return {test}
     in_file = test.partition("::")[2]
-    return {test, in_file.replace("::", "."), in_file.rpartition("::")[2]} - {""}
+    head, bracket, params = in_file.partition("[")  # a parametrize id may hold "::" ("test_y[tp::0]")
+    return {test, head.replace("::", ".") + bracket + params, head.rpartition("::")[2] + bracket + params,
+            "[doctest] " + in_file}
 
 
 class _Open:
@@ -422,12 +427,13 @@ class LogState:
         catalogue: Catalogue,
         on_event: Optional[Callable[[Finding], None]] = None,
         preliminary: Optional[Callable[[Match], Finding]] = None,
-        want_id: Optional[Callable[[str, int], None]] = None,
+        want_id: Optional[Callable[..., None]] = None,
         across: Optional[Across] = None,
         on_run: Optional[OnRun] = None,
     ) -> None:
         """``want_id(name, line)`` is told each report header's name an event happened under, and the
-        event's line (``TestTracker.want``); ``across`` names the test of an event on no test's lines;
+        event's line (``TestTracker.want``; ``want_id(name, line, True)``: a retry plugin's item name);
+        ``across`` names the test of an event on no test's lines;
         ``on_run`` is told when each of the log's own test runs starts and ends (``OnRun``)."""
         self.path = path
         self.across = across
@@ -450,6 +456,7 @@ class LogState:
         # killed, a log cut) names its failures by them (``_headers_failed``).
         self.reported: Dict[str, Match] = {}
         self.outcome_rule = catalogue.scan_rule(PYTEST_OUTCOME_RULE)
+        self.unittest_unnamed_rule = _guard_rule_or_none(catalogue, UNITTEST_FAILURES_UNNAMED_RULE)
         # Context from markers: the latest one's kind ("header", "uheader", "reset", "verdict"), line
         # and test (a header's); the verdict in force; inner runs' depth and the outer test's context.
         self.ctx_kind = "reset"
@@ -648,7 +655,7 @@ class LogState:
                 if self.ctx_test and self.section in FAILING_SECTIONS \
                         and len(self.reported) < MAX_FAILED_TESTS:
                     self.reported[self.ctx_test] = match
-                    if self.want_id is not None and "::" not in self.ctx_test:
+                    if self.want_id is not None and not is_node_id(self.ctx_test):
                         # Its node id is looked for from here on, not only once the log ended in its
                         # report (``_headers_failed``): by then the lines after it may be windows gone.
                         self.want_id(self.ctx_test, match.line)
@@ -858,6 +865,9 @@ class LogState:
             self._set_context("reset", match.line)
             return
         self.retry_test = name if "Retrying" in fate or "remaining" in fate else None
+        if self.want_id is not None and name and not is_node_id(name):
+            # The plugin names the item (``item.name``); pytest -v printed its node id before the report.
+            self.want_id(name, match.line, True)
         self._set_context("header", match.line, name)
         self.ctx_passed, self.ctx_unsure = False, False
 
@@ -888,7 +898,7 @@ class LogState:
             found = self.events.setdefault(_repeat_key(opened.event.match, test), opened)
             if found is not opened:
                 found.repeats += opened.repeats
-            if self.want_id is not None and "::" not in test:
+            if self.want_id is not None and not is_node_id(test):
                 self.want_id(test, opened.event.match.line)
 
     def _failed_as_expected(self, verdict: Match) -> None:
@@ -1174,7 +1184,7 @@ class LogState:
         if self.outcome_rule is None:
             return
         for name, header in reported.items():
-            if "::" not in name and name.endswith(".py"):
+            if not is_node_id(name) and name.endswith(".py"):
                 continue
             # (a failed subtest's report is headed "T.test_m [msg] (i=1)": its test's failure)
             if any(name in names or name.partition(" ")[0] in names
@@ -1186,7 +1196,7 @@ class LogState:
                 reasons = self.report_reasons.get(name) or [""]
                 reason = next((r for r in reversed(reasons) if not r.startswith("assert ")), reasons[-1])
             outcome = "ERROR" if header.text.lstrip("_ ").startswith("ERROR at ") else "FAILED"
-            if self.want_id is not None and "::" not in name:
+            if self.want_id is not None and not is_node_id(name):
                 self.want_id(name, header.line)
             self._failed(dataclasses.replace(
                 header, rule=self.outcome_rule, groups={"test": name, "outcome": outcome, "reason": reason},
@@ -1205,13 +1215,14 @@ class LogState:
         only the tests named FAILED count against "N failed". unittest's ("FAILED (unexpected successes=1)"):
         before 3.11 its runner.py printed no report for an unexpected success, and a run cut before its
         reports names none of its failures; a run that named its failures under "FAIL:" headers is told by
-        them (CTest's and Catch2's verdicts are told by their own lists' rules)."""
-        if self.outcome_rule is None:
-            return
+        them (CTest's and Catch2's verdicts are told by their own lists' rules). pytest's finding is its
+        ``pytest-test-outcome``'s, unittest's its own ``unittest-failures-unnamed``'s: no outcome line of
+        unittest's told it."""
         found = [self.events[("test-failure", t)] for t in self.run_failed
                  if isinstance(t, str) and ("test-failure", t) in self.events]
         named = [f.event.match for f in found]
-        if verdict.rule.id in PYTEST_VERDICT_RULES:
+        if verdict.rule.id in PYTEST_VERDICT_RULES and self.outcome_rule is not None:
+            rule = self.outcome_rule
             summary = (verdict.groups.get("summary") or "").strip()
             if not _FAILING_VERDICT.search(summary):
                 return
@@ -1225,7 +1236,9 @@ class LogState:
             groups = {"summary": summary}
             if self.run_failed:
                 groups.update(failed=str(counted), named=str(named_failed))
-        elif verdict.rule.id == UNITTEST_VERDICT_RULE and _reports_every_failure(verdict):
+        elif verdict.rule.id == UNITTEST_VERDICT_RULE and _reports_every_failure(verdict) \
+                and self.unittest_unnamed_rule is not None:
+            rule = self.unittest_unnamed_rule
             summary = f"FAILED ({verdict.groups.get('counts') or ''})"
             counts = {k: int(n) for k, n in _UNITTEST_VERDICT_COUNTS.findall(summary)}
             unexpected = counts.get("unexpected successes", 0)
@@ -1237,7 +1250,7 @@ class LogState:
         else:
             return
         key = ("test-failure", (UNNAMED_FAILURES, verdict.line))
-        match = dataclasses.replace(verdict, rule=self.outcome_rule, groups=groups)
+        match = dataclasses.replace(verdict, rule=rule, groups=groups)
         if self._add(key, match, LogEvent(match, reason=summary), None) is not None:
             self.run_failed.append(key[1])
 
@@ -1297,7 +1310,12 @@ class LogState:
             match = dataclasses.replace(match, groups={**match.groups, "rank": rank})  # the row's own rank
         kind, test, progress = self._context(match)
         named = _named_test(match) if not self.depth else None
-        if named is not None and test is not None and test.endswith(".py") and named.startswith(test + "::"):
+        if named is not None and test is None:
+            # The event names the test it ended on no test's lines: pytest --tb=line prints xdist's crash
+            # report with no header at all (terminal.py summary_failures_combined, :1244 in 9.2.0).
+            test = named
+        elif named is not None and test is not None and test.endswith(".py") \
+                and named.startswith(test + "::"):
             # The event names the test it ended ("worker 'gw1' crashed while running 'x.py::t'") under a
             # report xdist heads with that test's file: the log may show no other line of the test.
             header = self.reported.pop(self.ctx_test or "", None) if self.ctx_kind == "header" else None
@@ -1316,7 +1334,7 @@ class LogState:
             elif place is not None:
                 arrived = place.arrived
         if test is not None and progress is not None and not progress.line and self.want_id is not None \
-                and "::" not in test:
+                and not is_node_id(test):
             self.want_id(test, match.line)  # a report header's name (a header's context has no progress line)
         key = _repeat_key(match, test)
         found = self.events.get(key)
@@ -1703,6 +1721,15 @@ def _is_unexpected_success(match: Match) -> bool:
     return "UNEXPECTED SUCCESS" in (match.groups.get("header"), (match.groups.get("outcome") or "").upper())
 
 
+def _guard_rule_or_none(catalogue: Catalogue, rule_id: str) -> Optional[Rule]:
+    """The ``guard: true`` rule ``rule_id`` in force, or ``None`` when the user ignores it (or a catalogue
+    built by hand lacks it): then its finding is not made."""
+    try:
+        return catalogue.guard_rule(rule_id)
+    except KeyError:
+        return None
+
+
 def _reports_every_failure(verdict: Match) -> bool:
     """Whether ``verdict`` is unittest's, whose run reported each failed test under a header before it."""
     outcome = (verdict.groups.get("outcome") or "").strip()
@@ -1730,8 +1757,9 @@ def _spanned(
 def _header_name(test: str) -> str:
     """``test`` as pytest's report header names it: a node id without its file, its classes joined by "."
     (``x.py::TestC::test_y[p]`` -> ``TestC.test_y[p]``); any other id as it is."""
-    parts = test.split("::")
-    return ".".join(parts[1:]) if len(parts) > 1 and parts[0].endswith(".py") else test
+    head, bracket, params = test.partition("[")  # a parametrize id may hold "::" ("test_x[tp::0]")
+    parts = head.split("::")
+    return ".".join(parts[1:]) + bracket + params if len(parts) > 1 and parts[0].endswith(".py") else test
 
 
 def _repeat_key(match: Match, test: Optional[str]) -> tuple:

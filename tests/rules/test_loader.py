@@ -291,6 +291,7 @@ PROGRAM_FINDINGS = {
     "test-never-finished": (Kind.TEST_FAILURE, Severity.ERROR),
     "traceback-ends-log": (Kind.CRASH, Severity.ERROR),
     "rank-raised": (Kind.WORKER_FAILURE, Severity.ERROR),
+    "unittest-failures-unnamed": (Kind.TEST_FAILURE, Severity.ERROR),
 }
 
 

@@ -19,6 +19,8 @@ from tests.scan.test_engine_helpers import ENGINES
 from tests.scan.test_retries_and_fallbacks import body
 
 SPAWN_RESULT = "test_gpu_flaky.py::test_spawn_result"
+# pytest-retry's and flaky's reports say "test_kernel_stuck" (item.name); -v printed its node id before them
+KERNEL_STUCK = "test_gpu_flaky.py::test_kernel_stuck"
 
 
 @pytest.mark.parametrize("engine", ENGINES)
@@ -26,8 +28,8 @@ SPAWN_RESULT = "test_gpu_flaky.py::test_spawn_result"
 def test_a_timeout_in_an_attempt_a_retry_passed_is_that_tests_notice(engine, name):
     findings = scan({"job.log": body(name)}, engine=engine)
     assert [(f.rule, f.severity.value, f.test) for f in findings] == [
-        ("pytest-timeout", "notice", "test_kernel_stuck")]
-    assert findings[0].message.endswith("during test_kernel_stuck, which passed on rerun")
+        ("pytest-timeout", "notice", KERNEL_STUCK)]
+    assert findings[0].message.endswith(f"during {KERNEL_STUCK}, which passed on rerun")
     assert decide(findings)[1] == 0
 
 
@@ -37,7 +39,7 @@ def test_a_test_that_failed_every_attempt_is_an_error_naming_it(engine):
     errors = {(f.rule, f.test) for f in findings if f.severity.value == "error"}
     assert errors == {("queue-empty-uncaught", SPAWN_RESULT), ("pytest-test-outcome", SPAWN_RESULT)}
     # the other tests' failed attempts in the same report stay notices of their own tests
-    assert ("pytest-timeout", "notice", "test_kernel_stuck") in {
+    assert ("pytest-timeout", "notice", KERNEL_STUCK) in {
         (f.rule, f.severity.value, f.test) for f in findings}
     assert decide(findings)[1] == 1
 
