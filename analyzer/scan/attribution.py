@@ -62,7 +62,16 @@ UNITTEST_NEEDLE = b") ..."
 REGRTEST_NEEDLE = b"] test"  # regrtest only runs modules named test*
 # A unittest id alone on its line, its docstring on the next (with or without a CR before the LF).
 UNITTEST_DOC_NEEDLES = (b")\n", b")\r\n")
-NEEDLES = (PYTEST_NEEDLE, UNITTEST_NEEDLE, REGRTEST_NEEDLE) + UNITTEST_DOC_NEEDLES
+# pytest names a test of a module outside its rootdir with an empty path ("::PosixTests::test_sigint PASSED":
+# ``pytest --pyargs pkg.mod``, or a file given outside --rootdir): _pytest/nodes.py's
+# _check_initialpaths_for_relpath returns "" for an initial path (pytest 7.4.4 nodes.py:574-578, 8.4.2
+# nodes.py:547-551, 9.2.0 nodes.py:568-572) and the parent's id is joined to the name with "::" (7.4.4
+# nodes.py:240, 8.4.2 nodes.py:209, 9.2.0 nodeid.py:62). Such an id starts its -v line (b"\n::"; behind
+# GitHub's timestamp or an -r outcome word, b" ::").
+NO_PATH_NEEDLES = (b"\n::", b" ::")
+NEEDLES = (PYTEST_NEEDLE, UNITTEST_NEEDLE, REGRTEST_NEEDLE) + UNITTEST_DOC_NEEDLES + NO_PATH_NEEDLES
+# Where a needle's line starts, from where the needle is: b"\n::" one byte after.
+_NEEDLE_SHIFT = {needle: 1 if needle[:1] == b"\n" else 0 for needle in NEEDLES}
 # A byte of each needle that memchr looks for first: a window without it cannot hold the needle, and
 # rfind of a needle that is not there reads the whole window, at a tenth of memchr's speed.
 _NEEDLE_BYTES = {needle: needle[-1:] if needle.endswith(b":") else needle[:1] for needle in NEEDLES}
@@ -71,7 +80,7 @@ _NEEDLE_BYTES = {needle: needle[-1:] if needle.endswith(b":") else needle[:1] fo
 MAX_CANDIDATES = 64
 # A progress line holds one of these (``_PYTEST_LINE``'s node id, ``_XDIST_LINE``, ``_REGRTEST_LINE``,
 # ``_UNITTEST_LINE``); a line without any cannot be one (``_may_be_progress``).
-_PROGRESS_WORDS = (b".py::", b"[gw", b"] test", b" ...")
+_PROGRESS_WORDS = (b".py::", b"[gw", b"] test", b" ...", b"::")
 # A line ``_parse_at`` may read as a progress line holds one of those words or a docstring head's " (",
 # with Markdown's ``*``/``_`` maybe between their bytes (``_unmarked``): one C search rejects a traceback's
 # code line that ends in ")" (the docstring needle), where cleaning and parsing it cost microseconds.
@@ -90,7 +99,8 @@ def _may_parse_within(buf: bytes, start: int, end: int) -> bool:
     a tenth of memchr's speed); spelled out, ``_MAY_PARSE_WORDS`` in that order, as a loop costs more."""
     text = buf[start:end].translate(None, b"*_")
     return (b".py::" in text or (b"[" in text and b"[gw" in text) or (b"]" in text and b"] test" in text)
-            or b" ..." in text or b" (" in text)
+            or b" ..." in text or b" (" in text
+            or text.startswith(b"::") or b"\n::" in text or b" ::" in text)
 
 # unittest's class and module fixtures: when one fails, unittest reports it as a test of that name
 # ("setUpClass (mod.Class) ... ERROR", "ERROR: setUpModule (mod)") that "Ran N tests" does not count.
@@ -107,7 +117,14 @@ _PATH_BYTES = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ01
 _ID_GOES_ON = _PATH_BYTES | frozenset(b":[")
 
 # A node id; a parametrize id may hold spaces ("t.py::test_store[two words]"), so it runs to its "]".
-_NODE_ID = r"[\w./-]+\.py::[^\s\[]*(?:\[[^\]\n]*\])?\S*"
+# The no-path form (NO_PATH_NEEDLES) only where a node id starts, its names identifiers up to a blank or the
+# line's end, and never a GitHub workflow command's name ("::group::x", "::error file=a::m", "::endgroup::").
+WORKFLOW_COMMANDS = ("group", "endgroup", "error", "warning", "notice", "debug", "add-mask",
+                     "stop-commands", "set-output", "save-state", "add-matcher", "remove-matcher", "echo",
+                     "set-env", "add-path")
+_NO_PATH = (r"(?<!\S)(?=::(?!(?:" + "|".join(re.escape(c) for c in WORKFLOW_COMMANDS) + r")(?![\w-]))"
+            r"[A-Za-z_]\w*(?:::[A-Za-z_]\w*)*(?:\[[^\]\n]*\])?(?:\s|$))")
+_NODE_ID = r"(?:[\w./-]+\.py|" + _NO_PATH + r")::[^\s\[]*(?:\[[^\]\n]*\])?\S*"
 _PYTEST_LINE = lazy(r"(?P<test>" + _NODE_ID + r")(?P<rest>.*)")
 # The progress column is left out under ``-o console_output_style=classic`` (and by pytest before 3.3) and
 # is a count under ``count``: ``[gw2] PASSED t``, ``[gw2] [ 3/40] PASSED t``.
@@ -403,7 +420,7 @@ def _last_progress(buf: bytes, hi: int, floor: int = 0) -> Optional[Tuple[int, i
         lo = best[0] if best is not None else floor
         if buf.find(_NEEDLE_BYTES[needle], lo, hi) == -1:
             continue
-        at = buf.rfind(needle, lo, hi)
+        at = _line_of_needle(buf, needle, buf.rfind(needle, lo, hi), lo)
         tries = 0
         while at != -1 and tries < MAX_CANDIDATES:
             tries += 1
@@ -415,8 +432,19 @@ def _last_progress(buf: bytes, hi: int, floor: int = 0) -> Optional[Tuple[int, i
                 break
             if start <= lo:
                 break
-            at = buf.rfind(needle, lo, start)
+            at = _line_of_needle(buf, needle, buf.rfind(needle, lo, start), lo)
     return best
+
+
+def _line_of_needle(buf: bytes, needle: bytes, at: int, lo: int) -> int:
+    """Where in the line of ``needle`` found at ``at`` (-1: not found after ``lo``, a line's start) to read
+    it from: b"\\n::" is the next line's start, or ``lo`` when that line starts so (no b"\\n" before it)."""
+    shift = _NEEDLE_SHIFT[needle]
+    if not shift:
+        return at
+    if at != -1:
+        return at + shift
+    return lo if buf.startswith(needle[shift:], lo) else -1
 
 
 def _in_run_script(buf: bytes, start: int) -> bool:
@@ -590,7 +618,10 @@ def _next_progress(buf: bytes, lo: int, hi: Optional[int] = None) -> int:
     or ``hi``, if none)."""
     best = len(buf) if hi is None else hi
     for needle in NEEDLES:
-        at = buf.find(needle, lo, best)
+        shift = _NEEDLE_SHIFT[needle]
+        at = buf.find(needle, max(0, lo - shift), best)
+        if shift:  # b"\n::": the line after the b"\n", or the first line when it starts so
+            at = 0 if lo == 0 and buf.startswith(needle[shift:]) else at if at == -1 else at + shift
         tries = 0
         while at != -1 and tries < MAX_CANDIDATES:
             tries += 1
@@ -599,6 +630,8 @@ def _next_progress(buf: bytes, lo: int, hi: Optional[int] = None) -> int:
                 best = min(best, start)
                 break
             at = buf.find(needle, end, best)
+            if shift and at != -1:
+                at += shift
     return best
 
 
@@ -624,8 +657,15 @@ def node_ids_ending(buf: bytes, tail: bytes, limit: int = 2, start: int = 0) -> 
                 begin -= 1
             if buf.endswith(b".py", begin, at) and at - begin > 3:
                 found.add(buf[begin:end].decode("utf-8", "surrogateescape"))
+            elif begin == at and _NO_PATH_BEFORE.fullmatch(buf, buf.rfind(b"\n", 0, at) + 1, at):
+                found.add(buf[at:end].decode("utf-8", "surrogateescape"))
         at = buf.find(tail, end)
     return found
+
+
+# What comes before a node id with no path (``_NO_PATH``) on its line: nothing (a -v line, a --collect-only
+# -q list) or an -r line's outcome word ("PASSED ::TestC::test_y"), behind GitHub's timestamp.
+_NO_PATH_BEFORE = lazy(_TS + rb"(?:(?:PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS|RERUN) )?")
 
 
 # pytest --collect-only -q prints each node id on its own line, then (after a blank line) how many
