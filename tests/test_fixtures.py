@@ -134,6 +134,7 @@ MAX_FIXTURE_BYTES = 256 * 1024  # a healthy suite kept whole (negative/*-suite.l
 # mpi24: 2 kB for four ranks' NCCL "Duplicate GPU detected" under mpirun --tag-output (horovod#3929)
 # recall44: 7 kB for TPU core halts, hipInfo's checkHipErrors, ROCclr's callbackQueue status, two twins
 # healthy24: 23 kB for CPython 3.11's test_faulthandler/test_signal by pytest --pyargs, green and a twin
+# pyargs25: 7 kB for pytest -v -s runs whose node ids have no path (handled abort, hang, workflow commands)
 MAX_CORPUS_BYTES = (7 * 512 * 1024 + 100_000 + 16 * 1024 + 283_000 + 93_000 + 6_000 + 3_000 + 11_000 + 11_000
                     + 4_000 + 7_000 + 3_000 + 2_000 + 2_000 + 1_000 + 14_000 + 50_000 + 6_000 + 6_000
                     + 37_000 + 14_000 + 6_000 + 59_000 + 4_000 + 17_000 + 3_000 + 17_000
@@ -145,7 +146,7 @@ MAX_CORPUS_BYTES = (7 * 512 * 1024 + 100_000 + 16 * 1024 + 283_000 + 93_000 + 6_
                     + 8_000 + 8_000 + 75_000 + 7_000 + 8_000 + 11_000 + 3_000 + 3_000 + 6_000 + 4_000
                     + 82_000 + 3_000 + 26_000 + 5_000 + 3_000 + 5_000 + 10_000 + 5_000 + 84_000 + 25_000
                     + 26_000 + 9_000 + 31_000 + 4_000 + 87_000 + 15_000 + 6_000 + 8_000 + 29_000 + 9_000
-                    + 3_000 + 4_000 + 8_000 + 2_000 + 7_000 + 23_000)
+                    + 3_000 + 4_000 + 8_000 + 2_000 + 7_000 + 23_000 + 7_000)
 
 
 def _engines() -> List[str]:
