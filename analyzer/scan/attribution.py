@@ -87,11 +87,10 @@ _PROGRESS_WORDS = (b".py::", b"[gw", b"] test", b" ...", b"::")
 # A line ``_parse_at`` may read as a progress line holds one of those words or a docstring head's " (",
 # with Markdown's ``*``/``_`` maybe between their bytes (``_unmarked``): one C search rejects a traceback's
 # code line that ends in ")" (the docstring needle), where cleaning and parsing it cost microseconds.
-# The no-path form's b"::" only after a blank, a marker or nothing: tried at each ":" of a traceback's
-# candidate lines, the bare word cost a fifth more than the other words together.
-_MAY_PARSE = lazy(b"|".join([b"[*_]*".join(re.escape(word[i:i + 1]) for i in range(len(word)))
-                             for word in _PROGRESS_WORDS + (b" (",) if word != b"::"]
-                            + [rb"::(?<![^\s*_]::)"]))
+# Not the no-path form's b"::": tried at each ":" of a traceback's candidate lines it cost 7% of a scan of
+# tracebacks, and a line its needles find holds it where it starts a node id (``_last_progress``).
+_MAY_PARSE = lazy(b"|".join(b"[*_]*".join(re.escape(word[i:i + 1]) for i in range(len(word)))
+                            for word in _PROGRESS_WORDS + (b" (",) if word != b"::"))
 _MAY_PARSE_WORDS = _PROGRESS_WORDS + (b" (",)
 
 
@@ -106,7 +105,7 @@ def _may_parse_within(buf: bytes, start: int, end: int) -> bool:
     text = buf[start:end].translate(None, b"*_")
     return (b".py::" in text or (b"[" in text and b"[gw" in text) or (b"]" in text and b"] test" in text)
             or b" ..." in text or b" (" in text
-            or text.startswith(b"::") or b"\n::" in text or b" ::" in text)
+            or (b"::" in text and (text.startswith(b"::") or b"\n::" in text or b" ::" in text)))
 
 # unittest's class and module fixtures: when one fails, unittest reports it as a test of that name
 # ("setUpClass (mod.Class) ... ERROR", "ERROR: setUpModule (mod)") that "Ran N tests" does not count.
@@ -434,7 +433,8 @@ def _last_progress(buf: bytes, hi: int, floor: int = 0) -> Optional[Tuple[int, i
         while at != -1 and tries < MAX_CANDIDATES:
             tries += 1
             start, end = _line_around(buf, at)
-            parsed = _parse_at(buf, start, end) if _MAY_PARSE.search(buf, start, end) is not None else None
+            may = first == b"::" or _MAY_PARSE.search(buf, start, end) is not None  # NO_PATH_NEEDLES
+            parsed = _parse_at(buf, start, end) if may else None
             if parsed is not None and not _in_run_script(buf, start):
                 if best is None or start > best[0]:
                     best = (start, end, parsed)
@@ -855,7 +855,8 @@ class TestTracker:
         """Whether ``at`` for a line of ``buf`` that ends at ``end`` would change nothing but how far it
         read; if so, moves that on as ``at`` would. It entered this window already, holds no test in force
         and watches none, and no line between where it read to and ``end`` may parse as a progress line
-        (``_MAY_PARSE``, which each candidate line of ``_last_progress`` must match): ``at`` would find no
+        (``_may_parse_within``: ``_MAY_PARSE``, or a no-path needle's "::", which each candidate line of
+        ``_last_progress`` holds): ``at`` would find no
         progress line, leave its test and watch as they are, and read the fixture and ``--tb=line`` owners
         (pure, its caches only remember where needles are)."""
         if self._buf is not buf or self._here is not None or self._watch is not None:
