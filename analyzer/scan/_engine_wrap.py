@@ -85,7 +85,7 @@ _OUTCOME_ROW = lazy(rb"(?:ok|PASSED|SKIPPED|XFAIL|expected failure|skipped '.*')
 # lines were joined into one, so an event on the last of them went to the test three rows up.
 _OUTCOME_END = lazy(
     rb"(?: \.\.\. (?:ok|FAIL|ERROR|expected failure|unexpected success|skipped '.*')"
-    rb"|\.py::\S* (?:PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS|RERUN))$"
+    rb"|(?:\.py|^)::\S* (?:PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS|RERUN))$"
 )
 # One cut is evidence of a terminal only where the break falls where no program ends a line and starts
 # the next: a word in lower case goes on ("so t" / "he stacktrace", "stopped ex" / "itcode=-SIGTERM>"), a
@@ -471,7 +471,7 @@ def _progress_after(buf: bytes, row: Piece, joined: bytes) -> bool:
     would hide: the sample's one widest line may end a word just before unittest's next line
     ("... timed out after 0.3 seconds" / "setUpClass (mod.C) ... ERROR"), which no cut explains as well."""
     text = buf[row[0]:row[1]]
-    if not any(needle in text for needle in (PYTEST_NEEDLE, UNITTEST_NEEDLE)):
+    if not any(needle in text for needle in (PYTEST_NEEDLE, UNITTEST_NEEDLE)) and not text.startswith(b"::"):
         return False
     return parse_progress(text) is not None and parse_progress(joined) is None
 

@@ -62,21 +62,35 @@ UNITTEST_NEEDLE = b") ..."
 REGRTEST_NEEDLE = b"] test"  # regrtest only runs modules named test*
 # A unittest id alone on its line, its docstring on the next (with or without a CR before the LF).
 UNITTEST_DOC_NEEDLES = (b")\n", b")\r\n")
-NEEDLES = (PYTEST_NEEDLE, UNITTEST_NEEDLE, REGRTEST_NEEDLE) + UNITTEST_DOC_NEEDLES
+# pytest names a test of a module outside its rootdir with an empty path ("::PosixTests::test_sigint PASSED":
+# ``pytest --pyargs pkg.mod``, or a file given outside --rootdir): _pytest/nodes.py's
+# _check_initialpaths_for_relpath returns "" for an initial path (pytest 7.4.4 nodes.py:574-578, 8.4.2
+# nodes.py:547-551, 9.2.0 nodes.py:568-572) and the parent's id is joined to the name with "::" (7.4.4
+# nodes.py:240, 8.4.2 nodes.py:209, 9.2.0 nodeid.py:62). Such an id starts its -v line (b"\n::"; behind
+# GitHub's timestamp or an -r outcome word, b" ::").
+NO_PATH_NEEDLES = (b"\n::", b" ::")
+NEEDLES = (PYTEST_NEEDLE, UNITTEST_NEEDLE, REGRTEST_NEEDLE) + UNITTEST_DOC_NEEDLES + NO_PATH_NEEDLES
+# Where a needle's line starts, from where the needle is: b"\n::" one byte after.
+_NEEDLE_SHIFT = {needle: 1 if needle[:1] == b"\n" else 0 for needle in NEEDLES}
 # A byte of each needle that memchr looks for first: a window without it cannot hold the needle, and
 # rfind of a needle that is not there reads the whole window, at a tenth of memchr's speed.
 _NEEDLE_BYTES = {needle: needle[-1:] if needle.endswith(b":") else needle[:1] for needle in NEEDLES}
+# The no-path needles' ":" is in most windows (a clock, a traceback's "last):"); b"::", searched once for
+# both, is in few but a C++ log's (two reverse searches cost 1.3 ms a MiB of tracebacks, this 0.8 ms).
+_NEEDLE_BYTES.update((needle, b"::") for needle in NO_PATH_NEEDLES)
 # A window full of lines that mention a node id without being progress lines (a long short test
 # summary) is searched this many candidates deep, then counts as showing no test.
 MAX_CANDIDATES = 64
 # A progress line holds one of these (``_PYTEST_LINE``'s node id, ``_XDIST_LINE``, ``_REGRTEST_LINE``,
 # ``_UNITTEST_LINE``); a line without any cannot be one (``_may_be_progress``).
-_PROGRESS_WORDS = (b".py::", b"[gw", b"] test", b" ...")
+_PROGRESS_WORDS = (b".py::", b"[gw", b"] test", b" ...", b"::")
 # A line ``_parse_at`` may read as a progress line holds one of those words or a docstring head's " (",
 # with Markdown's ``*``/``_`` maybe between their bytes (``_unmarked``): one C search rejects a traceback's
 # code line that ends in ")" (the docstring needle), where cleaning and parsing it cost microseconds.
+# Not the no-path form's b"::": tried at each ":" of a traceback's candidate lines it cost 7% of a scan of
+# tracebacks, and a line its needles find holds it where it starts a node id (``_last_progress``).
 _MAY_PARSE = lazy(b"|".join(b"[*_]*".join(re.escape(word[i:i + 1]) for i in range(len(word)))
-                            for word in _PROGRESS_WORDS + (b" (",)))
+                            for word in _PROGRESS_WORDS + (b" (",) if word != b"::"))
 _MAY_PARSE_WORDS = _PROGRESS_WORDS + (b" (",)
 
 
@@ -90,7 +104,8 @@ def _may_parse_within(buf: bytes, start: int, end: int) -> bool:
     a tenth of memchr's speed); spelled out, ``_MAY_PARSE_WORDS`` in that order, as a loop costs more."""
     text = buf[start:end].translate(None, b"*_")
     return (b".py::" in text or (b"[" in text and b"[gw" in text) or (b"]" in text and b"] test" in text)
-            or b" ..." in text or b" (" in text)
+            or b" ..." in text or b" (" in text
+            or (b"::" in text and (text.startswith(b"::") or b"\n::" in text or b" ::" in text)))
 
 # unittest's class and module fixtures: when one fails, unittest reports it as a test of that name
 # ("setUpClass (mod.Class) ... ERROR", "ERROR: setUpModule (mod)") that "Ran N tests" does not count.
@@ -107,7 +122,14 @@ _PATH_BYTES = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ01
 _ID_GOES_ON = _PATH_BYTES | frozenset(b":[")
 
 # A node id; a parametrize id may hold spaces ("t.py::test_store[two words]"), so it runs to its "]".
-_NODE_ID = r"[\w./-]+\.py::[^\s\[]*(?:\[[^\]\n]*\])?\S*"
+# The no-path form (NO_PATH_NEEDLES) only where a node id starts, its names identifiers up to a blank or the
+# line's end, and never a GitHub workflow command's name ("::group::x", "::error file=a::m", "::endgroup::").
+WORKFLOW_COMMANDS = ("group", "endgroup", "error", "warning", "notice", "debug", "add-mask",
+                     "stop-commands", "set-output", "save-state", "add-matcher", "remove-matcher", "echo",
+                     "set-env", "add-path")
+_NO_PATH = (r"(?<!\S)(?=::(?!(?:" + "|".join(re.escape(c) for c in WORKFLOW_COMMANDS) + r")(?![\w-]))"
+            r"[A-Za-z_]\w*(?:::[A-Za-z_]\w*)*(?:\[[^\]\n]*\])?(?:\s|$))")
+_NODE_ID = r"(?:[\w./-]+\.py|" + _NO_PATH + r")::[^\s\[]*(?:\[[^\]\n]*\])?\S*"
 _PYTEST_LINE = lazy(r"(?P<test>" + _NODE_ID + r")(?P<rest>.*)")
 # The progress column is left out under ``-o console_output_style=classic`` (and by pytest before 3.3) and
 # is a count under ``count``: ``[gw2] PASSED t``, ``[gw2] [ 3/40] PASSED t``.
@@ -399,24 +421,39 @@ def _last_progress(buf: bytes, hi: int, floor: int = 0) -> Optional[Tuple[int, i
     """The last progress line in ``buf[floor:hi]`` (``floor`` is a line start or a ``\\n``):
     ``(start, end, parsed)``, or None."""
     best: Optional[Tuple[int, int, Parsed]] = None
+    absent = []  # pre-checks that failed: absent from the spans of the needles after them too
     for needle in NEEDLES:
         lo = best[0] if best is not None else floor
-        if buf.find(_NEEDLE_BYTES[needle], lo, hi) == -1:
+        first = _NEEDLE_BYTES[needle]
+        if first in absent or buf.rfind(first, lo, hi) == -1:
+            absent.append(first)
             continue
-        at = buf.rfind(needle, lo, hi)
+        at = _line_of_needle(buf, needle, buf.rfind(needle, lo, hi), lo)
         tries = 0
         while at != -1 and tries < MAX_CANDIDATES:
             tries += 1
             start, end = _line_around(buf, at)
-            parsed = _parse_at(buf, start, end) if _MAY_PARSE.search(buf, start, end) is not None else None
+            may = first == b"::" or _MAY_PARSE.search(buf, start, end) is not None  # NO_PATH_NEEDLES
+            parsed = _parse_at(buf, start, end) if may else None
             if parsed is not None and not _in_run_script(buf, start):
                 if best is None or start > best[0]:
                     best = (start, end, parsed)
                 break
             if start <= lo:
                 break
-            at = buf.rfind(needle, lo, start)
+            at = _line_of_needle(buf, needle, buf.rfind(needle, lo, start), lo)
     return best
+
+
+def _line_of_needle(buf: bytes, needle: bytes, at: int, lo: int) -> int:
+    """Where in the line of ``needle`` found at ``at`` (-1: not found after ``lo``, a line's start) to read
+    it from: b"\\n::" is the next line's start, or ``lo`` when that line starts so (no b"\\n" before it)."""
+    shift = _NEEDLE_SHIFT[needle]
+    if not shift:
+        return at
+    if at != -1:
+        return at + shift
+    return lo if buf.startswith(needle[shift:], lo) else -1
 
 
 def _in_run_script(buf: bytes, start: int) -> bool:
@@ -590,7 +627,10 @@ def _next_progress(buf: bytes, lo: int, hi: Optional[int] = None) -> int:
     or ``hi``, if none)."""
     best = len(buf) if hi is None else hi
     for needle in NEEDLES:
-        at = buf.find(needle, lo, best)
+        shift = _NEEDLE_SHIFT[needle]
+        at = buf.find(needle, max(0, lo - shift), best)
+        if shift:  # b"\n::": the line after the b"\n", or the first line when it starts so
+            at = 0 if lo == 0 and buf.startswith(needle[shift:]) else at if at == -1 else at + shift
         tries = 0
         while at != -1 and tries < MAX_CANDIDATES:
             tries += 1
@@ -599,6 +639,8 @@ def _next_progress(buf: bytes, lo: int, hi: Optional[int] = None) -> int:
                 best = min(best, start)
                 break
             at = buf.find(needle, end, best)
+            if shift and at != -1:
+                at += shift
     return best
 
 
@@ -630,6 +672,8 @@ def node_ids_ending(buf: bytes, tail: bytes, limit: int = 2, start: int = 0) -> 
                 begin -= 1
             if buf.endswith(b".py", begin, at) and at - begin > 3:
                 found.add(buf[begin:end].decode("utf-8", "surrogateescape"))
+            elif begin == at and _NO_PATH_BEFORE.fullmatch(buf, buf.rfind(b"\n", 0, at) + 1, at):
+                found.add(buf[at:end].decode("utf-8", "surrogateescape"))
         at = buf.find(tail, end)
     return found
 
@@ -655,6 +699,11 @@ def node_ids_of_item(buf: bytes, item: bytes, limit: int = 2, end: Optional[int]
                 found.add(buf[begin:after].decode("utf-8", "surrogateescape"))
         at = buf.find(tail, after, stop)
     return found
+
+
+# What comes before a node id with no path (``_NO_PATH``) on its line: nothing (a -v line, a --collect-only
+# -q list) or an -r line's outcome word ("PASSED ::TestC::test_y"), behind GitHub's timestamp.
+_NO_PATH_BEFORE = lazy(_TS + rb"(?:(?:PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS|RERUN) )?")
 
 
 # pytest --collect-only -q prints each node id on its own line, then (after a blank line) how many
@@ -874,7 +923,8 @@ class TestTracker:
         """Whether ``at`` for a line of ``buf`` that ends at ``end`` would change nothing but how far it
         read; if so, moves that on as ``at`` would. It entered this window already, holds no test in force
         and watches none, and no line between where it read to and ``end`` may parse as a progress line
-        (``_MAY_PARSE``, which each candidate line of ``_last_progress`` must match): ``at`` would find no
+        (``_may_parse_within``: ``_MAY_PARSE``, or a no-path needle's "::", which each candidate line of
+        ``_last_progress`` holds): ``at`` would find no
         progress line, leave its test and watch as they are, and read the fixture and ``--tb=line`` owners
         (pure, its caches only remember where needles are)."""
         if self._buf is not buf or self._here is not None or self._watch is not None:
