@@ -55,6 +55,14 @@ RANK_RAISED_RULE = "rank-raised"
 # successes=1)" after CPython 3.9's bare "u"), on the verdict's lines.
 UNITTEST_FAILURES_UNNAMED_RULE = "unittest-failures-unnamed"
 
+# The workflow commands GitHub's runner registers (actions/runner 258d6c8: src/Runner.Worker/
+# ActionCommandManager.cs and its IActionCommandExtension classes), matched ignoring case ("::ERROR::x" is
+# one): the guard keeps the command's own from the runner, the scanner never reads one as a test's name.
+WORKFLOW_COMMANDS = frozenset({
+    "add-mask", "add-matcher", "add-path", "debug", "echo", "endgroup", "error", "group", "notice",
+    "remove-matcher", "save-state", "set-env", "set-output", "warning", "stop-commands",
+})
+
 
 class Kind(str, enum.Enum):
     """What kind of lie a finding uncovers; the values are part of the JSON contract."""

@@ -54,6 +54,7 @@ from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 from ..lazy_re import lazy
+from ..model import WORKFLOW_COMMANDS
 from .clean import clean_stripped, strip_controls
 from .letters import ProgressLetters
 
@@ -123,11 +124,9 @@ _ID_GOES_ON = _PATH_BYTES | frozenset(b":[")
 
 # A node id; a parametrize id may hold spaces ("t.py::test_store[two words]"), so it runs to its "]".
 # The no-path form (NO_PATH_NEEDLES) only where a node id starts, its names identifiers up to a blank or the
-# line's end, and never a GitHub workflow command's name ("::group::x", "::error file=a::m", "::endgroup::").
-WORKFLOW_COMMANDS = ("group", "endgroup", "error", "warning", "notice", "debug", "add-mask",
-                     "stop-commands", "set-output", "save-state", "add-matcher", "remove-matcher", "echo",
-                     "set-env", "add-path")
-_NO_PATH = (r"(?<!\S)(?=::(?!(?:" + "|".join(re.escape(c) for c in WORKFLOW_COMMANDS) + r")(?![\w-]))"
+# line's end, and never a GitHub workflow command's name, in any case ("::group::x", "::error file=a::m",
+# "::ENDGROUP::": ``WORKFLOW_COMMANDS``).
+_NO_PATH = (r"(?<!\S)(?=::(?!(?i:" + "|".join(map(re.escape, sorted(WORKFLOW_COMMANDS))) + r")(?![\w-]))"
             r"[A-Za-z_]\w*(?:::[A-Za-z_]\w*)*(?:\[[^\]\n]*\])?(?:\s|$))")
 _NODE_ID = r"(?:[\w./-]+\.py|" + _NO_PATH + r")::[^\s\[]*(?:\[[^\]\n]*\])?\S*"
 _PYTEST_LINE = lazy(r"(?P<test>" + _NODE_ID + r")(?P<rest>.*)")

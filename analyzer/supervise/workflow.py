@@ -13,6 +13,8 @@ import secrets
 import threading
 from typing import Dict, FrozenSet, List, Mapping, Optional, Tuple
 
+from ..model import WORKFLOW_COMMANDS
+
 
 def stop_token() -> str:
     """A fresh unguessable token for one guarded run (hex, so it never needs escaping)."""
@@ -43,13 +45,8 @@ def resume_line(token: str) -> bytes:
     return f"\n::{token}::\n".encode("ascii")
 
 
-# The commands GitHub's runner registers (actions/runner 258d6c8: src/Runner.Worker/ActionCommandManager.cs
-# and its IActionCommandExtension classes), matched ignoring case. The first parser to find one of them
-# in a line wins (TryParseV2, then the legacy TryParse), so a line's command depends on the whole set.
-_REGISTERED_COMMANDS = frozenset({
-    "add-mask", "add-matcher", "add-path", "debug", "echo", "endgroup", "error", "group", "notice",
-    "remove-matcher", "save-state", "set-env", "set-output", "warning", "stop-commands",
-})
+# The first parser to find one of the runner's commands (``WORKFLOW_COMMANDS``) in a line wins (TryParseV2,
+# then the legacy TryParse), so a line's command depends on the whole set.
 _STOP_COMMAND = "stop-commands"
 # Data escapes as ActionCommand.UnescapeData and the legacy ActionCommand.Unescape undo them, in order.
 _DATA_ESCAPES = (("%0D", "\r"), ("%0A", "\n"), ("%25", "%"))
@@ -164,7 +161,7 @@ class CommandFollower:
     def _line(self, head: bytes, cut: bool, marked: bool) -> None:
         """One whole line: its first ``LINE_HEAD_BYTES`` bytes, whether more followed, and whether what
         followed held a legacy ``##[``."""
-        registered = _REGISTERED_COMMANDS | ({self.stop_token.lower()} if self.stop_token else frozenset())
+        registered = WORKFLOW_COMMANDS | ({self.stop_token.lower()} if self.stop_token else frozenset())
         command = parse_command(head.decode("utf-8", "replace"), registered)
         if command is None:
             # The runner reads the whole line: a legacy "##[" past the kept head could be a command.
@@ -221,7 +218,7 @@ def _candidates(data: bytes, start: int, stop: int) -> List[int]:
 
 def _resume_line_for(token: str) -> Optional[bytes]:
     """A line the runner reads as ``token``'s resume command, or None when no line is (a space in it)."""
-    registered = _REGISTERED_COMMANDS | {token.lower()}
+    registered = WORKFLOW_COMMANDS | {token.lower()}
     for line in (f"::{token}::", f"##[{token}]"):
         if "\r" not in line and "\n" not in line and parse_command(line, registered) == (token.lower(), ""):
             return f"\n{line}\n".encode("utf-8")

@@ -25,6 +25,8 @@ def test_a_no_path_node_id_starts_a_progress_line(line, test, finished):
     b"::tok::", b"::pause-logging::", b"::set-output name=x::1", b"::save-state name=x::1", b"::echo::on",
     b"::add-matcher::m.json", b"::remove-matcher owner=o::", b"2024-01-09T18:41:23.1Z ::group::pytest",
     b"::ffff:10.0.0.1 connected", b"::1 port 80", b"::std::vector<int> v", b"x ::test_y PASSED",
+    # the runner matches a command's name ignoring case (examples/inject.py's "::ERROR::...")
+    b"::ERROR::injected upper-case command", b"::Warning file=a.py::w", b"::EndGroup:: x",
 ])
 def test_a_workflow_command_or_other_double_colon_is_no_test(line):
     assert parse_progress(line) is None
