@@ -159,7 +159,7 @@ def test_many_late_helpers_are_ended_together_not_one_after_another(tmp_path, mo
     dumps = snapshot.dump_stacks([os.getpid()] * 16, 0.5, helpers)
     took = time.monotonic() - start
     assert [dump.error for dump in dumps] == ["timed out"] * 16
-    assert took < 0.5 + 2 * snapshot._HELPER_TERM_WAIT_S + 0.8, took
+    assert took < 0.5 + 8 * snapshot._HELPER_TERM_WAIT_S, took  # half the 16 waits one after another took
     for pid in helpers:  # every stand-in is gone (SIGKILL), none left running
         assert not os.path.exists(f"/proc/{pid}") or open(f"/proc/{pid}/stat").read().split()[2] == "Z"
 
@@ -175,32 +175,42 @@ def _echoing_py_spy(tmp_path, monkeypatch, slow_pid=None):
 
 
 def _slow_starts(monkeypatch, seconds):
-    """Each helper start takes ``seconds`` more, as fork and exec did on 2 loaded CPUs (20-50 ms each)."""
+    """Each helper start takes ``seconds`` more, as fork and exec did on 2 loaded CPUs (20-50 ms each).
+
+    Returns the threads that started helpers and the most starts seen under way at one moment.
+    """
     start = snapshot._Helper.__init__
     threads = set()
+    in_flight = [0]
+    most_in_flight = [0]
+    lock = threading.Lock()
 
     def slow(self, *args, **kwargs):
-        threads.add(threading.get_ident())
+        with lock:
+            threads.add(threading.get_ident())
+            in_flight[0] += 1
+            most_in_flight[0] = max(most_in_flight[0], in_flight[0])
         time.sleep(seconds)
+        with lock:
+            in_flight[0] -= 1
         start(self, *args, **kwargs)
 
     monkeypatch.setattr(snapshot._Helper, "__init__", slow)
-    return threads
+    return threads, most_in_flight
 
 
 def test_helpers_start_at_once_and_each_dump_keeps_its_pid(tmp_path, monkeypatch):
     # Started in a loop, 16 starts of 0.1 s each took 1.6 s before the first dump could be waited for.
+    # Overlapping starts are counted rather than timed: a wall-clock bound failed on a loaded CI machine.
     _echoing_py_spy(tmp_path, monkeypatch)
-    threads = _slow_starts(monkeypatch, 0.1)
+    threads, most_in_flight = _slow_starts(monkeypatch, 0.1)
     pids = list(range(1000, 1016))
     helpers = []
-    start = time.monotonic()
     dumps = snapshot.dump_stacks(pids, 5.0, helpers)
-    took = time.monotonic() - start
     assert [dump.pid for dump in dumps] == pids
     assert [dump.text.strip() for dump in dumps] == [f"asked for {pid}" for pid in pids]
     assert len(helpers) == 16 and len(threads) > 1
-    assert took < 16 * 0.1 / 2, took
+    assert most_in_flight[0] > 1
 
 
 def test_helpers_start_one_after_another_where_no_thread_can_start(tmp_path, monkeypatch):
