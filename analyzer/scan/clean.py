@@ -142,6 +142,16 @@ RUNNER_STAMP = lazy(_STAMP)
 # can lose the line's first byte, "[" ("rank0]:Traceback (most recent call last):", torchtitan#3065): no
 # other line starts with "rank0]:".
 _RANK = lazy(r"\[?rank(\d+)\]: ?")
+# Intel's PSM3 (libfabric's psm3 provider) and PSM2 print their errors after the process's label and a
+# blank: "%s: %s\n" (psm_error.c:83, psm3_get_mylabel()), their debug macros "%s.%s: " with the program's
+# name ("rank2.python: Reading from remote process' memory failed"). PSM3 makes the label "%s:rank%lu"
+# from the host and the launcher's rank (PMI_RANK, OMPI_COMM_WORLD_RANK, torchrun's RANK, SLURM_PROCID:
+# libfabric prov/psm3/psm3/utils/utils_debug.c, psm3_init_mylabel); a build seen in the field prints
+# "rank5: " alone (yao-matrix/mblog's FSDP run). The rank is what torch's "[rank5]:" is. Not a pdsh host
+# (``_LOGGER_PREFIX``'s host group): no host name is "rank" and digits, and the host form has two colons.
+# PSM3's debug macros put the time before the label, "[%lu.%09lu] " (PSM3_TIME_FMT, utils_debug.h).
+_PSM_LABEL = lazy(r"(?:\[\d+\.\d{9}\] )?(?:[A-Za-z\d][\w.-]*:)?rank(\d+)(?:\.[A-Za-z_][\w.-]*)?: (?=\S)")
+_PSM_LABEL_END = 96  # where "rank" may end in a line that starts with a PSM label (a host name is short)
 # Ray's log deduplication: the driver prints a line that other workers repeated within its window once
 # more, with how often (ray python/ray/_private/ray_logging/__init__.py, DedupState.formatted:
 # line + " [repeated {count}x across cluster]" + _warn_once(), the first time followed by
@@ -474,6 +484,15 @@ def clean_speaking(
                 rank = int(m.group(1))
                 # the lost "[" put back: the rank's other lines name the same speaker
                 speaker = (speaker or "") + ("" if text[:1] == "[" else "[") + m.group().rstrip()
+                text = text[m.end():]
+                continue
+        if "rank" in text[:_PSM_LABEL_END]:
+            m = _PSM_LABEL.match(text)
+            if m is not None:
+                rank = int(m.group(1))
+                # one speaker for the label with or without the program's name; no bracket, so a launcher's
+                # label before it is no torchrun behind that launcher (``torch_rank_behind_launcher``)
+                speaker = (speaker or "") + "rank%d:" % rank
                 text = text[m.end():]
                 continue
         m = _LOGGER_PREFIX.match(text)
