@@ -1115,9 +1115,8 @@ class _SourceScan:
         indices = [i for i in kept if not self.first[i][2]]
         if not indices:
             return
-        cleaned, rank, speaker = clean_speaking(
-            text, task_labels=self.task_labels, launcher_ranks=self.launcher_ranks)
-        pieces = [clean_speaking(buf[start:end], task_labels=self.task_labels)[0] for start, end in rows]
+        cleaned, rank, speaker = self._clean_as_read(text)
+        pieces = [self._clean_as_read(buf[start:end])[0] for start, end in rows]
         last_row = line + len(rows) - 1
         progress: Any = _UNKNOWN
         for index in indices:
@@ -1146,6 +1145,12 @@ class _SourceScan:
                 self._open(index, line, cleaned, rank, speaker, m, progress, excerpt, last_row)
             else:
                 self.pending.append((line, index, last_row, cleaned, excerpt, _groups(m), rank, progress))
+
+    def _clean_as_read(self, raw: bytes) -> Tuple[str, Optional[int], Optional[str]]:
+        """``clean_speaking`` under this log's reading so far (``task_labels``, ``launcher_ranks``): a joined
+        line and each of its rows are cleaned alike, so a rule that a row matches alone is judged on what
+        the join would give it."""
+        return clean_speaking(raw, task_labels=self.task_labels, launcher_ranks=self.launcher_ranks)
 
     def _drop_pending(self, line: int, index: int) -> None:
         """Take back the match of rule ``index`` that row ``line`` made alone (``_line`` ran just before):
