@@ -429,7 +429,7 @@ def clean_speaking(
     """``clean_stripped``, and the prefix that named the process the line came from (``_SPEAKER_GROUPS``),
     None when no prefix did. ``task_labels``: whether "N: " is srun --label's task (``CTEST_VERBOSE``);
     ``launcher_ranks``: whether an MPI or Slurm launcher's label is the line's rank (``_launcher_rank``),
-    which it is not once the log shows torch's own rank behind it (``torch_rank_behind_launcher``)."""
+    which it is not once the log shows torchrun behind it (``torchrun_behind_launcher``)."""
     if raw.endswith(b"\n"):
         raw = raw[:-1]
     while raw.endswith(b"\r"):
@@ -551,6 +551,30 @@ def _launcher_rank(m: re.Match) -> Optional[int]:
 # or Slurm launcher's label in one line's speaker (``clean_speaking`` joins the prefixes' own text: the
 # job group "[1,0]" or "[0]", the task group's digits): the launcher started torchrun, one per node.
 _TORCH_BEHIND_LAUNCHER = lazy(r"(?:\[\d+(?:,\d+)?\]|(?<![\w\]=])\d{1,6})\[(?:rank|[A-Za-z_]\w*?)?\d+\]:")
+
+
+# torchrun's own lines: its elastic agent's log records (run.py's banner, the agent's rendezvous and worker
+# group, the launching side of its workers' processes: "torch/distributed/elastic/multiprocessing/api.py:
+# 1002] failed (exitcode: -9) local_rank: 1 ..."), in torch's glog-like format or logging's default
+# ("WARNING:torch.distributed.run:"). Only the process that runs torchrun's agent prints them, never a worker.
+_TORCHRUN_AGENT_LINE = lazy(
+    rb"torch/distributed/(?:run\.py:\d|elastic/(?:agent/server/[\w.]+:\d|multiprocessing/api\.py:\d))"
+    rb"|:torch\.distributed\.(?:run|elastic\.agent\.server\.[\w.]+|elastic\.multiprocessing\.api):"
+)
+
+
+def torchrun_behind_launcher(speaker: Optional[str], raw: bytes) -> bool:
+    """Whether a line (``raw``, and ``clean_speaking``'s speaker of it) shows that an MPI or Slurm launcher
+    started torchrun, one agent a node: torch's rank behind the launcher's label
+    (``torch_rank_behind_launcher``), or one of torchrun's own log records behind it, which a log shows
+    before any worker speaks when the workers print nothing under torch's "[rankN]:" (a worker the OOM
+    killer took)."""
+    if speaker is None:
+        return False
+    if torch_rank_behind_launcher(speaker):
+        return True
+    return _TORCHRUN_AGENT_LINE.search(raw) is not None \
+        and clean_speaking(raw)[1] != clean_speaking(raw, launcher_ranks=False)[1]
 
 
 def torch_rank_behind_launcher(speaker: Optional[str]) -> bool:
