@@ -142,6 +142,16 @@ RUNNER_STAMP = lazy(_STAMP)
 # can lose the line's first byte, "[" ("rank0]:Traceback (most recent call last):", torchtitan#3065): no
 # other line starts with "rank0]:".
 _RANK = lazy(r"\[?rank(\d+)\]: ?")
+# Intel's PSM3 (libfabric's psm3 provider) and PSM2 print their errors after the process's label and a
+# blank: "%s: %s\n" (psm_error.c:83, psm3_get_mylabel()), their debug macros "%s.%s: " with the program's
+# name ("rank2.python: Reading from remote process' memory failed"). PSM3 makes the label "%s:rank%lu"
+# from the host and the launcher's rank (PMI_RANK, OMPI_COMM_WORLD_RANK, torchrun's RANK, SLURM_PROCID:
+# libfabric prov/psm3/psm3/utils/utils_debug.c, psm3_init_mylabel); a build seen in the field prints
+# "rank5: " alone (yao-matrix/mblog's FSDP run). The rank is what torch's "[rank5]:" is. Not a pdsh host
+# (``_LOGGER_PREFIX``'s host group): no host name is "rank" and digits, and the host form has two colons.
+# PSM3's debug macros put the time before the label, "[%lu.%09lu] " (PSM3_TIME_FMT, utils_debug.h).
+_PSM_LABEL = lazy(r"(?:\[\d+\.\d{9}\] )?(?:[A-Za-z\d][\w.-]*:)?rank(\d+)(?:\.[A-Za-z_][\w.-]*)?: (?=\S)")
+_PSM_LABEL_END = 96  # where "rank" may end in a line that starts with a PSM label (a host name is short)
 # Ray's log deduplication: the driver prints a line that other workers repeated within its window once
 # more, with how often (ray python/ray/_private/ray_logging/__init__.py, DedupState.formatted:
 # line + " [repeated {count}x across cluster]" + _warn_once(), the first time followed by
@@ -419,7 +429,7 @@ def clean_speaking(
     """``clean_stripped``, and the prefix that named the process the line came from (``_SPEAKER_GROUPS``),
     None when no prefix did. ``task_labels``: whether "N: " is srun --label's task (``CTEST_VERBOSE``);
     ``launcher_ranks``: whether an MPI or Slurm launcher's label is the line's rank (``_launcher_rank``),
-    which it is not once the log shows torch's own rank behind it (``torch_rank_behind_launcher``)."""
+    which it is not once the log shows torchrun behind it (``torchrun_behind_launcher``)."""
     if raw.endswith(b"\n"):
         raw = raw[:-1]
     while raw.endswith(b"\r"):
@@ -474,6 +484,15 @@ def clean_speaking(
                 rank = int(m.group(1))
                 # the lost "[" put back: the rank's other lines name the same speaker
                 speaker = (speaker or "") + ("" if text[:1] == "[" else "[") + m.group().rstrip()
+                text = text[m.end():]
+                continue
+        if "rank" in text[:_PSM_LABEL_END]:
+            m = _PSM_LABEL.match(text)
+            if m is not None:
+                rank = int(m.group(1))
+                # one speaker for the label with or without the program's name; no bracket, so a launcher's
+                # label before it is no torchrun behind that launcher (``torch_rank_behind_launcher``)
+                speaker = (speaker or "") + "rank%d:" % rank
                 text = text[m.end():]
                 continue
         m = _LOGGER_PREFIX.match(text)
@@ -532,6 +551,30 @@ def _launcher_rank(m: re.Match) -> Optional[int]:
 # or Slurm launcher's label in one line's speaker (``clean_speaking`` joins the prefixes' own text: the
 # job group "[1,0]" or "[0]", the task group's digits): the launcher started torchrun, one per node.
 _TORCH_BEHIND_LAUNCHER = lazy(r"(?:\[\d+(?:,\d+)?\]|(?<![\w\]=])\d{1,6})\[(?:rank|[A-Za-z_]\w*?)?\d+\]:")
+
+
+# torchrun's own lines: its elastic agent's log records (run.py's banner, the agent's rendezvous and worker
+# group, the launching side of its workers' processes: "torch/distributed/elastic/multiprocessing/api.py:
+# 1002] failed (exitcode: -9) local_rank: 1 ..."), in torch's glog-like format or logging's default
+# ("WARNING:torch.distributed.run:"). Only the process that runs torchrun's agent prints them, never a worker.
+_TORCHRUN_AGENT_LINE = lazy(
+    rb"torch/distributed/(?:run\.py:\d|elastic/(?:agent/server/[\w.]+:\d|multiprocessing/api\.py:\d))"
+    rb"|:torch\.distributed\.(?:run|elastic\.agent\.server\.[\w.]+|elastic\.multiprocessing\.api):"
+)
+
+
+def torchrun_behind_launcher(speaker: Optional[str], raw: bytes) -> bool:
+    """Whether a line (``raw``, and ``clean_speaking``'s speaker of it) shows that an MPI or Slurm launcher
+    started torchrun, one agent a node: torch's rank behind the launcher's label
+    (``torch_rank_behind_launcher``), or one of torchrun's own log records behind it, which a log shows
+    before any worker speaks when the workers print nothing under torch's "[rankN]:" (a worker the OOM
+    killer took)."""
+    if speaker is None:
+        return False
+    if torch_rank_behind_launcher(speaker):
+        return True
+    return _TORCHRUN_AGENT_LINE.search(raw) is not None \
+        and clean_speaking(raw)[1] != clean_speaking(raw, launcher_ranks=False)[1]
 
 
 def torch_rank_behind_launcher(speaker: Optional[str]) -> bool:

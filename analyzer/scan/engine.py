@@ -50,7 +50,7 @@ from .clean import (
     MarkersIn,
     RUNNER_STAMP,
     clean_speaking,
-    torch_rank_behind_launcher,
+    torchrun_behind_launcher,
     blank_led_run,
     speaker_led_run,
     headless_traceback,
@@ -552,7 +552,8 @@ class _SourceScan:
         self.window_ascii = True  # whether the window being matched is ASCII
         self.task_labels = True  # whether "N: " is srun's task label, until the log shows ctest -V's
         # whether a launcher's label (mpirun --tag-output's, srun --label's) is the rank, until the log shows
-        # torch's own rank behind one (clean.torch_rank_behind_launcher: srun -l torchrun labels the node)
+        # torch's own rank or torchrun's log behind one (clean.torchrun_behind_launcher: srun -l torchrun
+        # labels the node)
         self.launcher_ranks = True
         self.ctest_probe = plan.probe(CTEST_VERBOSE)  # the literal that finds ctest -V's header
         # The literal that finds pytest-rerunfailures' RERUN lines (None: a plan without it, searched for
@@ -789,8 +790,10 @@ class _SourceScan:
                 self._remember(memo, key, seen)
             return
         segments = seen.clean()
-        if self.launcher_ranks and torch_rank_behind_launcher(seen.speaker):
+        if self.launcher_ranks and torchrun_behind_launcher(seen.speaker, seen.raw):
             self.launcher_ranks = self.ranks.launcher_ranks = False
+            seen = _Seen(seen.raw, lits, self.task_labels, False)  # torchrun's agent's own line names no rank
+            segments = seen.clean()
         if self.open and not early:
             self._feed_open(seen, pos, line)
         pure = self._search_line(indices, seen, segments)
@@ -1115,9 +1118,8 @@ class _SourceScan:
         indices = [i for i in kept if not self.first[i][2]]
         if not indices:
             return
-        cleaned, rank, speaker = clean_speaking(
-            text, task_labels=self.task_labels, launcher_ranks=self.launcher_ranks)
-        pieces = [clean_speaking(buf[start:end], task_labels=self.task_labels)[0] for start, end in rows]
+        cleaned, rank, speaker = self._clean_as_read(text)
+        pieces = [self._clean_as_read(buf[start:end])[0] for start, end in rows]
         last_row = line + len(rows) - 1
         progress: Any = _UNKNOWN
         for index in indices:
@@ -1146,6 +1148,12 @@ class _SourceScan:
                 self._open(index, line, cleaned, rank, speaker, m, progress, excerpt, last_row)
             else:
                 self.pending.append((line, index, last_row, cleaned, excerpt, _groups(m), rank, progress))
+
+    def _clean_as_read(self, raw: bytes) -> Tuple[str, Optional[int], Optional[str]]:
+        """``clean_speaking`` under this log's reading so far (``task_labels``, ``launcher_ranks``): a joined
+        line and each of its rows are cleaned alike, so a rule that a row matches alone is judged on what
+        the join would give it."""
+        return clean_speaking(raw, task_labels=self.task_labels, launcher_ranks=self.launcher_ranks)
 
     def _drop_pending(self, line: int, index: int) -> None:
         """Take back the match of rule ``index`` that row ``line`` made alone (``_line`` ran just before):

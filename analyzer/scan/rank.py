@@ -116,6 +116,10 @@ PEER_VIEW = (
 )
 BESIDE_THE_ROOT = "a failure of its own, beside the root cause its launcher reports"
 REPEATED = " (seen {count} times)"
+REPEATED_BY_RANKS = " (seen {count} times: {ranks})"  # identical lines of several ranks folded
+MORE_RANKS = " and {count} more"
+# The ranks a folded event names, the lowest first; the rest are counted (a 512-rank job's one NCCL error).
+MAX_RANKS_NAMED = 8
 DURING = " during {test}"
 HANDLED = " during {test}, which passed"
 HANDLED_RERUN = " during {test}, which passed on rerun"
@@ -884,7 +888,7 @@ def _finding(
         severity = Severity.NOTICE
     repeats = event.repeats + told_repeats
     if repeats > 1:
-        message += REPEATED.format(count=repeats)
+        message += _repeated(repeats, event.told_by_ranks)
     if event.shutdown is not None and not handled:
         if demote and severity is Severity.ERROR:
             severity = Severity.WARNING
@@ -1012,6 +1016,28 @@ def _told_again_by(
         message += OTHER_RANKS_TOLD.format(ranks=_clip(names, MAX_FIELD_CHARS),
                                            where=_clip(where, MAX_FIELD_CHARS))
     return message, excerpt, repeats
+
+
+def _repeated(count: int, told_by_ranks: int) -> str:
+    """A folded event's " (seen 3 times)", naming the ranks whose identical lines were folded into it when
+    there were several (``LogEvent.told_by_ranks``): " (seen 3 times: ranks 3, 17, 40)", the lowest
+    ``MAX_RANKS_NAMED`` and a count of the rest (" and 56 more")."""
+    ranks: List[int] = []
+    more = 0
+    rank = 0
+    bits = told_by_ranks
+    while bits:
+        if bits & 1:
+            if len(ranks) < MAX_RANKS_NAMED:
+                ranks.append(rank)
+            else:
+                more += 1
+        bits >>= 1
+        rank += 1
+    if len(ranks) < 2:
+        return REPEATED.format(count=count)
+    names = "ranks " + ", ".join(str(r) for r in ranks) + (MORE_RANKS.format(count=more) if more else "")
+    return REPEATED_BY_RANKS.format(count=count, ranks=names)
 
 
 def _names_token(text: str, value: str) -> bool:

@@ -240,6 +240,11 @@ class LogEvent:
     # without -v) that says the test which printed it passed (``analyzer.scan.letters``); 0: none does.
     passed_letter: int = 0
     subtests: int = 0  # a test failure's failed subtests its reports named (unittest's subTest, pytest 9's)
+    # For an event told more than once, the ranks whose prefixed lines told it ("[rank3]:", a launcher's
+    # label), one bit per rank below MAX_TOLD_RANK (``told_by_rank``); 0 for one telling. Identical lines
+    # of many ranks fold into one event before anything else reads their ranks, and a 64-rank job's
+    # reader wants "ranks 3, 17, 40", not "seen 3 times".
+    told_by_ranks: int = 0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -401,7 +406,7 @@ class _Open:
     """A folded event while its log is still being read (mutable, internal)."""
 
     __slots__ = ("event", "repeats", "identity", "reason", "verdict_after", "outcome_by_verdict", "attempt",
-                 "recovered", "run_passed", "inner", "arrived", "subtests")
+                 "recovered", "run_passed", "inner", "arrived", "subtests", "told_by_ranks")
 
     def __init__(self, event: LogEvent, identity: Optional[Identity]) -> None:
         self.event = event
@@ -416,6 +421,7 @@ class _Open:
         self.inner = False  # happened in an inner run: the outer run's verdict judges it
         self.arrived = event.arrived  # LogEvent.arrived, over every telling
         self.subtests: Optional[set] = None  # a test failure's failed subtests, by their parameters
+        self.told_by_ranks = told_by_rank(event.match.rank)  # LogEvent.told_by_ranks, over every telling
 
 
 class LogState:
@@ -898,6 +904,7 @@ class LogState:
             found = self.events.setdefault(_repeat_key(opened.event.match, test), opened)
             if found is not opened:
                 found.repeats += opened.repeats
+                found.told_by_ranks |= opened.told_by_ranks
             if self.want_id is not None and not is_node_id(test):
                 self.want_id(test, opened.event.match.line)
 
@@ -1128,6 +1135,7 @@ class LogState:
         self.run_events.pop(id(opened), None)
         if new_key in self.events:  # the same event already told in that test
             self.events[new_key].repeats += opened.repeats
+            self.events[new_key].told_by_ranks |= opened.told_by_ranks
             return
         opened.event = dataclasses.replace(opened.event, test=test)
         self.events[new_key] = opened
@@ -1359,6 +1367,7 @@ class LogState:
                 found = None
         if found is not None:
             found.repeats += 1
+            found.told_by_ranks |= told_by_rank(match.rank)
             # Told again after its run succeeded or printed its verdict: whether it was handled is open again.
             found.recovered = None
             found.run_passed = None
@@ -1563,6 +1572,7 @@ class LogState:
                 event = dataclasses.replace(
                     event, repeats=opened.repeats, reason=opened.reason, recovered=opened.recovered,
                     run_passed=opened.run_passed, arrived=opened.arrived, inner=opened.inner,
+                    told_by_ranks=opened.told_by_ranks,
                 )
             if letters is not None and event.test is None and not event.exit_path and event.across is None \
                     and opened.run_passed is not None and opened.recovered is None \
@@ -1782,6 +1792,16 @@ def kernel_apart(one: Match, other: Match) -> bool:
     if clock is None or other_clock is None or clock[0] != other_clock[0]:
         return False
     return abs(clock[1] - other_clock[1]) > KERNEL_BURST_S
+
+
+# The ranks ``LogEvent.told_by_ranks`` keeps, as bits of one int: 512 bytes at most per event however many
+# ranks tell it. A rank past it (jobs of more than 4096 processes) is counted in ``repeats`` only.
+MAX_TOLD_RANK = 4096
+
+
+def told_by_rank(rank: Optional[int]) -> int:
+    """The bit of ``LogEvent.told_by_ranks`` for a line of ``rank`` (0: no rank, or one past the cap)."""
+    return 1 << rank if rank is not None and 0 <= rank < MAX_TOLD_RANK else 0
 
 
 def _unspoken(key: tuple) -> tuple:

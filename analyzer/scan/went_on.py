@@ -82,9 +82,10 @@ class RankWatch:
 
 def _prefix_tokens(rank: int) -> Tuple[bytes, ...]:
     """Bytes inside each line prefix that names ``rank`` (``clean_speaking`` confirms the line's rank):
-    torch's "[rank3]:", Open MPI --tag-output's "[1,3]<stderr>:", horovodrun's "[3]<stderr>:" and srun
-    --label's "3: " (zero-padded to the widest task id: "03: " holds it)."""
-    return (b"[rank%d]:" % rank, b",%d]<std" % rank, b"[%d]<std" % rank, b"%d: " % rank)
+    torch's "[rank3]:" and PSM's "rank3: " label (also "host:rank3.python: "), then the launchers' labels:
+    Open MPI --tag-output's "[1,3]<stderr>:", horovodrun's "[3]<stderr>:" and srun --label's "3: "
+    (zero-padded to the widest task id: "03: " holds it)."""
+    return (b"rank%d" % rank, b",%d]<std" % rank, b"[%d]<std" % rank, b"%d: " % rank)
 
 
 def _first(found: List[int]) -> int:

@@ -286,7 +286,8 @@ def test_the_same_error_from_every_rank_is_one_finding_with_a_count():
     log = "".join(f"[rank{n}]: CUDA error: an illegal memory access was encountered\n" for n in range(4))
     findings = scan({"job.log": log})
     assert summary(findings) == [("cuda-error", "error", 1)]
-    assert findings[0].message == "CUDA error: an illegal memory access was encountered (seen 4 times)"
+    assert findings[0].message == (
+        "CUDA error: an illegal memory access was encountered (seen 4 times: ranks 0, 1, 2, 3)")
 
 
 def test_repeats_differing_only_in_an_address_fold_but_different_events_do_not():
