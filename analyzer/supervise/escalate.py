@@ -70,8 +70,8 @@ def send(
                 os.kill(proc.pid, signum)
             except OSError:
                 pass
-        if containment is not None and containment.kernel:
-            containment.signal(signum)
+    if containment is not None and containment.kernel:
+        containment.signal(*signums)  # every signal at one frozen instant: one freeze, not one each
 
 
 def may_signal(pid: int) -> bool:

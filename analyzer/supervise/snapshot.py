@@ -49,6 +49,7 @@ _TIMED_OUT = "timed out"
 PLAIN_NOT_STARTED = "not taken: the {share} the deadline leaves the stacks were spent on the ones above"
 PLAIN_CUT = "cut after {each}, past three times the slowest finished dump: its place went to one waiting"
 _POOL_POLL_S = 0.005  # how often the running dumps are looked at for a free place
+_END_POLL_S = (0.001, 0.01)  # first and largest pause between looks at the helpers being ended
 _DECIDE_POLL_S = 0.01  # how often the plain dumps are looked at while natives are chosen from them
 # Where the interpreter's own modules and installed packages live, whatever the prefix or venv.
 _LIBRARY_PATH_PARTS = ("/lib/python3", "/site-packages/", "/dist-packages/", "/lib64/python3")
@@ -485,23 +486,41 @@ class _Pool:
             self._thread.join()
 
 
-def end_together(helpers: Sequence[_Helper], deadline: float) -> None:
-    """Every helper ended by ``deadline``, or else ended together: one SIGTERM to each still running
-    (sudo passes it on to py-spy, while a SIGKILL would orphan py-spy), one short wait for them all,
-    then SIGKILL to the rest and one more short wait. Ending them one after another cost each late
-    helper its own waits: 16 py-spy starved by the hung tree's own threads took the guard 20 s past
-    its 3 s bound. A helper the kernel holds even after SIGKILL (state D) is left, marked timed out.
+def end_together(helpers: Sequence[_Helper], deadline: float,
+                 later: Sequence[_Helper] = (), later_by: float = 0.0) -> None:
+    """Every helper ended by ``deadline`` (``later`` by ``later_by``), or else ended together: one SIGTERM
+    to each still running (sudo passes it on to py-spy, while a SIGKILL would orphan py-spy), one short
+    wait for them all, then SIGKILL to the rest and one more short wait. Ending them one after another
+    cost each late helper its own waits: 16 py-spy starved by the hung tree's own threads took the guard
+    20 s past its 3 s bound. A helper the kernel holds even after SIGKILL (state D) is left, marked timed
+    out.
+
+    The waits look at every late helper every few milliseconds: waiting on each in turn (``Popen.wait``
+    backs off to 50 ms) and ending the plain dumps and the natives one group after the other held the
+    stacks 0.05-0.13 s past their share on 2 loaded CPUs (bench/guard_stages.py --work spin).
     """
     late = [helper for helper in helpers if not helper.ended(deadline)]
+    late += [helper for helper in later if not helper.ended(later_by)]
     for helper in late:
         helper.error = _TIMED_OUT
         helper.send(signal.SIGTERM)
     for signum in (signal.SIGKILL, None):
-        bound = time.monotonic() + _HELPER_TERM_WAIT_S
-        late = [helper for helper in late if not helper.ended(bound)]
+        late = _wait_for_all(late, time.monotonic() + _HELPER_TERM_WAIT_S)
         for helper in late:
             if signum is not None:
                 helper.send(signum)
+
+
+def _wait_for_all(helpers: Sequence[_Helper], bound: float) -> List[_Helper]:
+    """Those of ``helpers`` still running at ``bound`` (monotonic), each looked at every few ms until then."""
+    pause = _END_POLL_S[0]
+    while True:
+        helpers = [helper for helper in helpers if not helper.ended(0.0)]
+        left = bound - time.monotonic()
+        if not helpers or left <= 0:
+            return helpers
+        time.sleep(min(pause, left))
+        pause = min(2 * pause, _END_POLL_S[1])
 
 
 def start_helpers(
@@ -654,8 +673,7 @@ def dump_all(
     if natives_by < deadline:
         # The plain dumps keep the whole bound. A native is abandoned only past its share and once it
         # alone holds the stage: ending it while plain dumps still run would lose it and gain nothing.
-        end_together(unread, deadline)
-        end_together([h for _, h in natives], max(natives_by, time.monotonic()))
+        end_together(unread, deadline, [h for _, h in natives], natives_by)
         for _, helper in natives:
             if helper.error == _TIMED_OUT:
                 helper.error = NATIVE_ABANDONED.format(share=share)
