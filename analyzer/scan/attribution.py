@@ -427,7 +427,7 @@ def _last_progress(buf: bytes, hi: int, floor: int = 0) -> Optional[Tuple[int, i
         if first in absent or buf.rfind(first, lo, hi) == -1:
             absent.append(first)
             continue
-        at = _line_of_needle(buf, needle, buf.rfind(needle, lo, hi), lo)
+        at = _needle_line(buf, needle, lo, hi)
         tries = 0
         while at != -1 and tries < MAX_CANDIDATES:
             tries += 1
@@ -440,19 +440,27 @@ def _last_progress(buf: bytes, hi: int, floor: int = 0) -> Optional[Tuple[int, i
                 break
             if start <= lo:
                 break
-            at = _line_of_needle(buf, needle, buf.rfind(needle, lo, start), lo)
+            at = _needle_line(buf, needle, lo, start)
     return best
 
 
-def _line_of_needle(buf: bytes, needle: bytes, at: int, lo: int) -> int:
-    """Where in the line of ``needle`` found at ``at`` (-1: not found after ``lo``, a line's start) to read
-    it from: b"\\n::" is the next line's start, or ``lo`` when that line starts so (no b"\\n" before it)."""
+def _needle_line(buf: bytes, needle: bytes, lo: int, hi: int, forward: bool = False) -> int:
+    """Where to read the line of the last ``needle`` in ``buf[lo:hi]`` (``lo`` a line's start), or of the
+    first one (``forward``), from: the needle's own place, but b"\\n::" is the next line's start; -1 when
+    there is none. b"\\n::" cannot find a line at ``lo`` with no b"\\n" before it: the buffer's first line
+    (forward: it comes first) or the span's first line (backward: it comes last)."""
     shift = _NEEDLE_SHIFT[needle]
     if not shift:
-        return at
+        return buf.find(needle, lo, hi) if forward else buf.rfind(needle, lo, hi)
+    if forward:
+        if lo == 0 and buf.startswith(needle[shift:]):
+            return 0
+        at = buf.find(needle, max(0, lo - shift), hi)
+    else:
+        at = buf.rfind(needle, lo, hi)
     if at != -1:
         return at + shift
-    return lo if buf.startswith(needle[shift:], lo) else -1
+    return lo if not forward and buf.startswith(needle[shift:], lo) else -1
 
 
 def _in_run_script(buf: bytes, start: int) -> bool:
@@ -626,10 +634,7 @@ def _next_progress(buf: bytes, lo: int, hi: Optional[int] = None) -> int:
     or ``hi``, if none)."""
     best = len(buf) if hi is None else hi
     for needle in NEEDLES:
-        shift = _NEEDLE_SHIFT[needle]
-        at = buf.find(needle, max(0, lo - shift), best)
-        if shift:  # b"\n::": the line after the b"\n", or the first line when it starts so
-            at = 0 if lo == 0 and buf.startswith(needle[shift:]) else at if at == -1 else at + shift
+        at = _needle_line(buf, needle, lo, best, forward=True)
         tries = 0
         while at != -1 and tries < MAX_CANDIDATES:
             tries += 1
@@ -637,9 +642,7 @@ def _next_progress(buf: bytes, lo: int, hi: Optional[int] = None) -> int:
             if start >= lo and _parse_at(buf, start, end) is not None:
                 best = min(best, start)
                 break
-            at = buf.find(needle, end, best)
-            if shift and at != -1:
-                at += shift
+            at = _needle_line(buf, needle, end, best, forward=True)
     return best
 
 
