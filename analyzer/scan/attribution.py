@@ -51,7 +51,7 @@ import bisect
 import re
 import dataclasses
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Sequence, Set, Tuple
+from typing import Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
 
 from ..lazy_re import lazy
 from ..model import WORKFLOW_COMMANDS
@@ -669,9 +669,7 @@ def node_ids_ending(buf: bytes, tail: bytes, limit: int = 2, start: int = 0) -> 
         end = at + len(tail)
         if end == len(buf) or buf[end] not in _ID_GOES_ON:
             start = at
-            begin = at
-            while begin > 0 and buf[begin - 1] in _PATH_BYTES:
-                begin -= 1
+            begin = _id_start(buf, at, _PATH_BYTES)
             if buf.endswith(b".py", begin, at) and at - begin > 3:
                 found.add(buf[begin:end].decode("utf-8", "surrogateescape"))
             elif begin == at and _NO_PATH_BEFORE.fullmatch(buf, buf.rfind(b"\n", 0, at) + 1, at):
@@ -691,9 +689,7 @@ def node_ids_of_item(buf: bytes, item: bytes, limit: int = 2, end: Optional[int]
     while at != -1 and len(found) < limit:
         after = at + len(tail)
         if after == len(buf) or buf[after] not in _ID_GOES_ON:
-            begin = at
-            while begin > 0 and buf[begin - 1] in _ID_GOES_ON:
-                begin -= 1
+            begin = _id_start(buf, at, _ID_GOES_ON)
             path, colons, classes = buf[begin:at].partition(b"::")
             if path.endswith(b".py") and len(path) > 3 and b"[" not in classes \
                     and all(part.decode("ascii", "replace").isidentifier()
@@ -701,6 +697,15 @@ def node_ids_of_item(buf: bytes, item: bytes, limit: int = 2, end: Optional[int]
                 found.add(buf[begin:after].decode("utf-8", "surrogateescape"))
         at = buf.find(tail, after, stop)
     return found
+
+
+def _id_start(buf: bytes, at: int, id_bytes: FrozenSet[int]) -> int:
+    """Where a node id whose "::tail" is at ``at`` starts: back over ``id_bytes``, a path's
+    (``_PATH_BYTES``: up to the file's path) or a whole id's (``_ID_GOES_ON``: its classes too)."""
+    begin = at
+    while begin > 0 and buf[begin - 1] in id_bytes:
+        begin -= 1
+    return begin
 
 
 # What comes before a node id with no path (``_NO_PATH``) on its line: nothing (a -v line, a --collect-only
