@@ -51,7 +51,7 @@ import bisect
 import re
 import dataclasses
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Sequence, Set, Tuple
+from typing import Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
 
 from ..lazy_re import lazy
 from ..model import WORKFLOW_COMMANDS
@@ -83,16 +83,22 @@ _NEEDLE_BYTES.update((needle, b"::") for needle in NO_PATH_NEEDLES)
 # summary) is searched this many candidates deep, then counts as showing no test.
 MAX_CANDIDATES = 64
 # A progress line holds one of these (``_PYTEST_LINE``'s node id, ``_XDIST_LINE``, ``_REGRTEST_LINE``,
-# ``_UNITTEST_LINE``); a line without any cannot be one (``_may_be_progress``).
-_PROGRESS_WORDS = (b".py::", b"[gw", b"] test", b" ...", b"::")
+# ``_UNITTEST_LINE``) or starts a node id with no path (``_NO_PATH_MAY_START``); a line without any cannot be
+# one (``_may_be_progress``).
+_PROGRESS_WORDS = (b".py::", b"[gw", b"] test", b" ...")
+# Where a node id with no path may start in a raw line: "::" then a name's first letter, with no letter
+# or digit before it (a line's start, a blank, or the end of a prefix that cleaning cuts: "[rank0]:").
+# C++'s qualified names ("c10d::ProcessGroupNCCL::watchdogHandler()", "std::", the IPv6 "::1") are not:
+# "::" alone as a word let each such line be cleaned and parsed. The "::" comes first, so that the search
+# skips to each one (a leading lookbehind is tried at every byte: 7 times slower on C++ frames).
+_NO_PATH_MAY_START = lazy(rb"::(?<![A-Za-z0-9_]::)[A-Za-z_]")
 # A line ``_parse_at`` may read as a progress line holds one of those words or a docstring head's " (",
 # with Markdown's ``*``/``_`` maybe between their bytes (``_unmarked``): one C search rejects a traceback's
 # code line that ends in ")" (the docstring needle), where cleaning and parsing it cost microseconds.
-# Not the no-path form's b"::": tried at each ":" of a traceback's candidate lines it cost 7% of a scan of
+# Not the no-path form's "::": tried at each ":" of a traceback's candidate lines it cost 7% of a scan of
 # tracebacks, and a line its needles find holds it where it starts a node id (``_last_progress``).
 _MAY_PARSE = lazy(b"|".join(b"[*_]*".join(re.escape(word[i:i + 1]) for i in range(len(word)))
-                            for word in _PROGRESS_WORDS + (b" (",) if word != b"::"))
-_MAY_PARSE_WORDS = _PROGRESS_WORDS + (b" (",)
+                            for word in _PROGRESS_WORDS + (b" (",)))
 
 
 def _may_parse_within(buf: bytes, start: int, end: int) -> bool:
@@ -102,7 +108,8 @@ def _may_parse_within(buf: bytes, start: int, end: int) -> bool:
     searches read each byte once (on 33 MB of logged tracebacks' frames: 0.23 s, this 0.15 s); on one
     line the pattern is cheaper. "[gw" and "] test" are searched for only where memchr finds their
     bracket, rare in a traceback's frames (each search of a word that is not there reads every byte at
-    a tenth of memchr's speed); spelled out, ``_MAY_PARSE_WORDS`` in that order, as a loop costs more."""
+    a tenth of memchr's speed); spelled out, ``_PROGRESS_WORDS`` and " (" in that order, as a loop costs
+    more. A no-path needle's line ("::" at its start or after a blank) may parse too."""
     text = buf[start:end].translate(None, b"*_")
     return (b".py::" in text or (b"[" in text and b"[gw" in text) or (b"]" in text and b"] test" in text)
             or b" ..." in text or b" (" in text
@@ -125,8 +132,10 @@ _ID_GOES_ON = _PATH_BYTES | frozenset(b":[")
 # A node id; a parametrize id may hold spaces ("t.py::test_store[two words]"), so it runs to its "]".
 # The no-path form (NO_PATH_NEEDLES) only where a node id starts, its names identifiers up to a blank or the
 # line's end, and never a GitHub workflow command's name, in any case ("::group::x", "::error file=a::m",
-# "::ENDGROUP::": ``WORKFLOW_COMMANDS``).
+# "::ENDGROUP::": ``WORKFLOW_COMMANDS``), nor C++'s global operator ("::operator new(unsigned long)" a
+# wrapped frame starts with: the one C++ name a blank follows, an operator-function-id).
 _NO_PATH = (r"(?<!\S)(?=::(?!(?i:" + "|".join(map(re.escape, sorted(WORKFLOW_COMMANDS))) + r")(?![\w-]))"
+            r"(?!operator\s)"
             r"[A-Za-z_]\w*(?:::[A-Za-z_]\w*)*(?:\[[^\]\n]*\])?(?:\s|$))")
 _NODE_ID = r"(?:[\w./-]+\.py|" + _NO_PATH + r")::[^\s\[]*(?:\[[^\]\n]*\])?\S*"
 _PYTEST_LINE = lazy(r"(?P<test>" + _NODE_ID + r")(?P<rest>.*)")
@@ -250,11 +259,14 @@ def parse_progress(raw: bytes) -> Optional[Parsed]:
 
 
 def _may_be_progress(raw: bytes) -> bool:
-    """False when ``raw`` holds none of the words each progress line's pattern needs (``_PROGRESS_WORDS``),
-    and so cannot be one. A traceback's code lines that end in ")" are candidates of the docstring needle:
-    cleaning each one and trying four patterns cost about 50 us a line."""
+    """False when ``raw`` holds none of the words each progress line's pattern needs (``_PROGRESS_WORDS``)
+    and no "::" where a node id with no path may start (``_NO_PATH_MAY_START``), and so cannot be one. A
+    traceback's code lines that end in ")" are candidates of the docstring needle, a C++ frame's the no-path
+    needle's: cleaning each one and trying four patterns cost about 50 us a line."""
     raw = _unmarked(raw)
-    return any(word in raw for word in _PROGRESS_WORDS)
+    if any(word in raw for word in _PROGRESS_WORDS):
+        return True
+    return b"::" in raw and _NO_PATH_MAY_START.search(raw) is not None
 
 
 def _unmarked(raw: bytes) -> bytes:
@@ -427,7 +439,7 @@ def _last_progress(buf: bytes, hi: int, floor: int = 0) -> Optional[Tuple[int, i
         if first in absent or buf.rfind(first, lo, hi) == -1:
             absent.append(first)
             continue
-        at = _line_of_needle(buf, needle, buf.rfind(needle, lo, hi), lo)
+        at = _needle_line(buf, needle, lo, hi)
         tries = 0
         while at != -1 and tries < MAX_CANDIDATES:
             tries += 1
@@ -440,19 +452,27 @@ def _last_progress(buf: bytes, hi: int, floor: int = 0) -> Optional[Tuple[int, i
                 break
             if start <= lo:
                 break
-            at = _line_of_needle(buf, needle, buf.rfind(needle, lo, start), lo)
+            at = _needle_line(buf, needle, lo, start)
     return best
 
 
-def _line_of_needle(buf: bytes, needle: bytes, at: int, lo: int) -> int:
-    """Where in the line of ``needle`` found at ``at`` (-1: not found after ``lo``, a line's start) to read
-    it from: b"\\n::" is the next line's start, or ``lo`` when that line starts so (no b"\\n" before it)."""
+def _needle_line(buf: bytes, needle: bytes, lo: int, hi: int, forward: bool = False) -> int:
+    """Where to read the line of the last ``needle`` in ``buf[lo:hi]`` (``lo`` a line's start), or of the
+    first one (``forward``), from: the needle's own place, but b"\\n::" is the next line's start; -1 when
+    there is none. b"\\n::" cannot find a line at ``lo`` with no b"\\n" before it: the buffer's first line
+    (forward: it comes first) or the span's first line (backward: it comes last)."""
     shift = _NEEDLE_SHIFT[needle]
     if not shift:
-        return at
+        return buf.find(needle, lo, hi) if forward else buf.rfind(needle, lo, hi)
+    if forward:
+        if lo == 0 and buf.startswith(needle[shift:]):
+            return 0
+        at = buf.find(needle, max(0, lo - shift), hi)
+    else:
+        at = buf.rfind(needle, lo, hi)
     if at != -1:
         return at + shift
-    return lo if buf.startswith(needle[shift:], lo) else -1
+    return lo if not forward and buf.startswith(needle[shift:], lo) else -1
 
 
 def _in_run_script(buf: bytes, start: int) -> bool:
@@ -626,10 +646,7 @@ def _next_progress(buf: bytes, lo: int, hi: Optional[int] = None) -> int:
     or ``hi``, if none)."""
     best = len(buf) if hi is None else hi
     for needle in NEEDLES:
-        shift = _NEEDLE_SHIFT[needle]
-        at = buf.find(needle, max(0, lo - shift), best)
-        if shift:  # b"\n::": the line after the b"\n", or the first line when it starts so
-            at = 0 if lo == 0 and buf.startswith(needle[shift:]) else at if at == -1 else at + shift
+        at = _needle_line(buf, needle, lo, best, forward=True)
         tries = 0
         while at != -1 and tries < MAX_CANDIDATES:
             tries += 1
@@ -637,9 +654,7 @@ def _next_progress(buf: bytes, lo: int, hi: Optional[int] = None) -> int:
             if start >= lo and _parse_at(buf, start, end) is not None:
                 best = min(best, start)
                 break
-            at = buf.find(needle, end, best)
-            if shift and at != -1:
-                at += shift
+            at = _needle_line(buf, needle, end, best, forward=True)
     return best
 
 
@@ -666,9 +681,7 @@ def node_ids_ending(buf: bytes, tail: bytes, limit: int = 2, start: int = 0) -> 
         end = at + len(tail)
         if end == len(buf) or buf[end] not in _ID_GOES_ON:
             start = at
-            begin = at
-            while begin > 0 and buf[begin - 1] in _PATH_BYTES:
-                begin -= 1
+            begin = _id_start(buf, at, _PATH_BYTES)
             if buf.endswith(b".py", begin, at) and at - begin > 3:
                 found.add(buf[begin:end].decode("utf-8", "surrogateescape"))
             elif begin == at and _NO_PATH_BEFORE.fullmatch(buf, buf.rfind(b"\n", 0, at) + 1, at):
@@ -688,9 +701,7 @@ def node_ids_of_item(buf: bytes, item: bytes, limit: int = 2, end: Optional[int]
     while at != -1 and len(found) < limit:
         after = at + len(tail)
         if after == len(buf) or buf[after] not in _ID_GOES_ON:
-            begin = at
-            while begin > 0 and buf[begin - 1] in _ID_GOES_ON:
-                begin -= 1
+            begin = _id_start(buf, at, _ID_GOES_ON)
             path, colons, classes = buf[begin:at].partition(b"::")
             if path.endswith(b".py") and len(path) > 3 and b"[" not in classes \
                     and all(part.decode("ascii", "replace").isidentifier()
@@ -698,6 +709,15 @@ def node_ids_of_item(buf: bytes, item: bytes, limit: int = 2, end: Optional[int]
                 found.add(buf[begin:after].decode("utf-8", "surrogateescape"))
         at = buf.find(tail, after, stop)
     return found
+
+
+def _id_start(buf: bytes, at: int, id_bytes: FrozenSet[int]) -> int:
+    """Where a node id whose "::tail" is at ``at`` starts: back over ``id_bytes``, a path's
+    (``_PATH_BYTES``: up to the file's path) or a whole id's (``_ID_GOES_ON``: its classes too)."""
+    begin = at
+    while begin > 0 and buf[begin - 1] in id_bytes:
+        begin -= 1
+    return begin
 
 
 # What comes before a node id with no path (``_NO_PATH``) on its line: nothing (a -v line, a --collect-only
