@@ -60,7 +60,7 @@ from .clean import (
     strip_controls,
     visible_excerpt,
 )
-from .match import Match
+from .match import Match, engine_match
 from .state import ECHO_MARKER, TRACEBACK_MARKER, is_line_echo
 from .went_on import RankWatch
 from .sources import Source, Unscannable, zip_errors
@@ -1303,7 +1303,10 @@ class _SourceScan:
             last, counted = next_line - 1, next_line - 1
         else:  # a last line without its end: counted here
             last, counted = base + text.count(b"\n"), None
-        if held and any(corner in text for corner in RICH_CORNERS):
+        # A panel's corners are not ASCII: a window known to be ASCII (``run``) is not searched twice for them
+        # (a fiftieth of a scan of logged tracebacks, every window of which holds some).
+        if held and not (self.window_ascii if text is buf else text.isascii()) \
+                and any(corner in text for corner in RICH_CORNERS):
             for line, _index, end_line, _text, _excerpt, groups, _rank, _progress in held:
                 if end_line < base:
                     continue
@@ -1354,10 +1357,8 @@ class _SourceScan:
         rules = self.rules
         path = self.path
         for line, index, end_line, text, excerpt, groups, rank, progress in ready:
-            match = Match(
-                rule=rules[index], path=path, line=line, end_line=end_line, text=text, excerpt=excerpt,
-                seq=self.seq, groups=groups, rank=rank, progress=progress,
-            )
+            match = engine_match(rules[index], path, line, end_line, text, excerpt, self.seq, groups, rank,
+                                 progress)
             self.seq += 1
             yield match
 

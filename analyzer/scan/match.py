@@ -36,3 +36,22 @@ class Match:
         """The test of the progress line in force, when it names one that ran here (not xdist's)."""
         progress = self.progress
         return progress.test if progress is not None and not progress.xdist else None
+
+
+def engine_match(
+    rule: Rule, path: str, line: int, end_line: int, text: str, excerpt: str, seq: int,
+    groups: Mapping[str, str], rank: Optional[int], progress: Optional[TestLine],
+) -> Match:
+    """``Match(...)`` with every field given, made for the engine's every match: a frozen dataclass's
+    ``__init__`` sets each field through ``object.__setattr__``, which was about a twentieth of a scan of
+    logged tracebacks (five matches each: the traceback, its ``store.set`` lines' echoes, its exception
+    line). The same object: its ``__dict__`` is what ``__init__`` would have filled (a test compares them)."""
+    match = _NEW(Match)
+    match.__dict__.update(
+        rule=rule, path=path, line=line, end_line=end_line, text=text, excerpt=excerpt, seq=seq,
+        groups=groups, rank=rank, progress=progress,
+    )
+    return match
+
+
+_NEW = object.__new__

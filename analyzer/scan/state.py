@@ -166,6 +166,7 @@ _ADDRESS = lazy_regex(r"0x[0-9a-fA-F]+")
 # torchrun's ChildFailedError report names the failed rank on a line of its own inside the block:
 # "  rank      : 1 (local_rank: 1)".
 REPORT_RANK = lazy_regex(r"\brank\s*:\s*(\d+) \(local_rank:")
+REPORT_RANK_WORD = " (local_rank:"  # what every match of REPORT_RANK holds
 # A frame of a Python stack: faulthandler's '  File "/work/tests/test_x.py", line 7 in test_segv', a
 # traceback's '  File "/work/x.py", line 7, in main'.
 FRAME = lazy_regex(r'^\s*File "(?P<path>[^"]+)", line (?P<line>\d+)(?:,? in (?P<function>\w+))?')
@@ -1696,7 +1697,9 @@ def identity_of(match: Match, use_rank_prefix: bool) -> Optional[Identity]:
     rank = next((match.groups[n] for n in RANK_GROUPS if match.groups.get(n)), None)
     if rank is None and use_rank_prefix and match.rank is not None:
         rank = str(match.rank)
-    if rank is None and match.rule.is_block:
+    if rank is None and match.rule.is_block and REPORT_RANK_WORD in match.excerpt:
+        # The word first: a traceback's whole excerpt is read, where ``regex`` tries the pattern's "\b"
+        # at each character (about 7 us on a logged traceback's 3.7 kB, the word's search 1).
         found = REPORT_RANK.search(match.excerpt)
         rank = found.group(1) if found else None
     if rank is not None:
