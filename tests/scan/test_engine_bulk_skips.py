@@ -18,8 +18,7 @@ import pytest
 
 from analyzer.rules.loader import load_catalogue
 from analyzer.scan import engine as engine_module
-from analyzer.scan.attribution import RERUN_WORD, TestTracker as Tracker
-from tests.scan.test_engine_helpers import ENGINES, ids_lines, scan_bytes, summary
+from tests.scan.test_engine_helpers import ENGINES, ids_lines, record_rerun_told, scan_bytes, summary
 
 CATALOGUE = load_catalogue()
 STAMP = "2024-01-09T10:00:00.0000000Z "
@@ -121,14 +120,7 @@ def test_a_run_stops_at_a_line_that_is_not_blank_led(tmp_path, engine, cut, end_
 def test_a_run_stops_at_a_probes_literal(tmp_path, monkeypatch, engine):
     """A probe's literal has no rule (a skip that passes the lines no rule may match would pass it):
     ``_window`` must see it (pytest-rerunfailures' RERUN, told to the tracker for each window)."""
-    told = []
-    end_window = Tracker.end_window
-
-    def recording(self, buf, first_line, next_line, starts=None, raw=None, hint_ends=None, rerun=None):
-        told.append((rerun, RERUN_WORD in buf))
-        return end_window(self, buf, first_line, next_line, starts, raw, hint_ends, rerun)
-
-    monkeypatch.setattr(Tracker, "end_window", recording)
+    told = record_rerun_told(monkeypatch)
     monkeypatch.setattr(engine_module, "READ_SIZE", 4096)
     scan_bytes(tmp_path, _log(random.Random(4), 40), CATALOGUE, engine)
     assert any(seen for _, seen in told)

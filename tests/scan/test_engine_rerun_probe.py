@@ -11,10 +11,9 @@ import pytest
 
 from analyzer.rules.loader import load_catalogue
 from analyzer.scan import engine as engine_module
-from analyzer.scan.attribution import RERUN_WORD, TestTracker as Tracker
 from analyzer.scan.engine import iter_matches
 from analyzer.scan.sources import iter_sources
-from tests.scan.test_engine_helpers import ENGINES
+from tests.scan.test_engine_helpers import ENGINES, record_rerun_told
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CATALOGUE = load_catalogue()
@@ -29,14 +28,7 @@ def test_there_are_real_rerun_logs_to_test_on():
 @pytest.mark.parametrize("size", [97, 4096, 1 << 20])
 @pytest.mark.parametrize("engine", ENGINES)
 def test_the_engine_says_rerun_for_every_window_that_holds_it(engine, size, monkeypatch):
-    told = []
-    end_window = Tracker.end_window
-
-    def recording(self, buf, first_line, next_line, starts=None, raw=None, hint_ends=None, rerun=None):
-        told.append((rerun, RERUN_WORD in buf))
-        return end_window(self, buf, first_line, next_line, starts, raw, hint_ends, rerun)
-
-    monkeypatch.setattr(Tracker, "end_window", recording)
+    told = record_rerun_told(monkeypatch)
     monkeypatch.setattr(engine_module, "READ_SIZE", size)
     list(iter_matches(iter_sources(RERUN_LOGS), CATALOGUE, engine))
     # A wrapped view is searched by the tracker itself (None); every other window is told.
