@@ -271,6 +271,7 @@ def events_told_again(items: Sequence[Item]) -> ToldAgain:
     for by_rule in by_log.values():
         in_order = sorted((it for group in by_rule.values() for it in group), key=lambda it: it[2].match.seq)
         ends = _ended_by(in_order)
+        mates = _line_mates(in_order)
         for item in in_order:
             rule = item[2].match.rule
             raised = _raised_in_its_traceback(item, in_order)
@@ -287,22 +288,67 @@ def events_told_again(items: Sequence[Item]) -> ToldAgain:
             # of may name a rank ("NCCL communicator was aborted on rank 1") where the report names a thread.
             # So is the exception the worker's own attached traceback ends in, whatever pid it names
             # ("DataLoader worker (pid 2920) is killed by signal", raised in rank 0, pid 2855).
-            for other, _ in [*ended, *raised, *_chained(item, named, absorbed)]:
-                if id(other[2]) in absorbed:  # a report an earlier link ended, already told
+            for linked, _ in [*ended, *raised, *_chained(item, named, absorbed)]:
+                if id(linked[2]) in absorbed:  # a report an earlier link ended, already told
                     continue
-                absorbed.add(id(other[2]))
-                # A teller told again tells nothing of its own: what it absorbed moves along (a Ray
-                # death whose line a terminal cut, then the retry that handled it), and so do the
-                # worker reports it ended (rank 0's monitored_barrier error, which mp.spawn's report
-                # of process 0 ends in, told again by rank 0's first log line of it).
-                inherited = told.pop(id(other[2]), [])
-                inherited += [
-                    report[2] for report, _ in ends.get(id(other[2]), ())
-                    if id(report[2]) not in absorbed and report is not item
-                ]
-                absorbed.update(id(event) for event in inherited)
-                told.setdefault(id(item[2]), []).extend([other[2], *inherited])
+                # The matches on its line that are one event with it go with it (``_line_mates``).
+                for other in _with_line_mates(linked, mates, rule.id):
+                    if other is item or id(other[2]) in absorbed:
+                        continue
+                    absorbed.add(id(other[2]))
+                    # A teller told again tells nothing of its own: what it absorbed moves along (a Ray
+                    # death whose line a terminal cut, then the retry that handled it), and so do the
+                    # worker reports it ended (rank 0's monitored_barrier error, which mp.spawn's report
+                    # of process 0 ends in, told again by rank 0's first log line of it).
+                    inherited = told.pop(id(other[2]), [])
+                    inherited += [
+                        report[2] for report, _ in ends.get(id(other[2]), ())
+                        if id(report[2]) not in absorbed and report is not item
+                    ]
+                    absorbed.update(id(event) for event in inherited)
+                    told.setdefault(id(item[2]), []).extend([other[2], *inherited])
     return ToldAgain(absorbed, told)
+
+
+def _line_mates(items: Sequence[Item]) -> Dict[int, List[Item]]:
+    """id() of an event -> the other events on its one line that are one event with it: single-line
+    matches, of one test, rank and pid, of rules one of which names the other in ``same_event_as``. Such a
+    line tells one event in the words of two rules ("XlaRuntimeError: INTERNAL: CUDA error: Failed to end
+    stream capture: CUDA_ERROR_STREAM_CAPTURE_INVALIDATED: ...": the XLA status, the CUDA error it quotes
+    and its enum), so a match that tells one of them tells them all: else the others stay findings of
+    their own (google-deepmind/mujoco_warp#350: five errors for one failed capture). Two rules that name
+    neither one another (a pytest summary line's test outcome and its exception) stay two findings."""
+    by_line: Dict[Tuple[int, int], List[Item]] = {}
+    for item in items:
+        match = item[2].match
+        if not match.rule.is_block and match.line == match.end_line:
+            by_line.setdefault((item[0], match.line), []).append(item)
+    mates: Dict[int, List[Item]] = {}
+    for on_line in by_line.values():
+        if len(on_line) < 2:
+            continue
+        for item in on_line:
+            rule = item[2].match.rule
+            for other in on_line:
+                other_rule = other[2].match.rule
+                named = other_rule.id in rule.same_event_as or rule.id in other_rule.same_event_as
+                if other is not item and named and _same_event(item, other, 0):
+                    mates.setdefault(id(item[2]), []).append(other)
+    return mates
+
+
+def _with_line_mates(item: Item, mates: Mapping[int, Sequence[Item]], teller: str) -> List[Item]:
+    """``item`` and, in turn, every match its line's mates reach (``_line_mates``), but for a mate whose
+    rule names the teller's (rule id ``teller``) in its own ``same_event_as``: that one tells the teller
+    in its turn ("CUDA error: 35 (0x23) cudaErrorInsufficientDriver : ..." is cuda-driver-too-old's, which
+    tells the cuda-error and the enum on its line), not the other way round."""
+    found = [item]
+    for one in found:
+        found.extend(
+            other for other in mates.get(id(one[2]), ())
+            if teller not in other[2].match.rule.same_event_as and all(other is not f for f in found)
+        )
+    return found
 
 
 def events_across_ranks(items: Sequence[Item], told: Dict[int, List[LogEvent]]) -> ToldAgain:
