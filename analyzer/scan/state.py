@@ -218,6 +218,9 @@ class LogEvent:
     test: Optional[str] = None
     exit_path: bool = False
     test_finished: Optional[bool] = None
+    # How ``test`` ended when it reported after the event (``attribution.ENDED_PASSED`` and its kin, from
+    # ``TestTracker.outcomes``); "" where unknown: ranking words a handled event as in a test that passed.
+    test_ended: str = ""
     progress_line: int = 0  # the progress line ``test`` came from (0: a header, or none)
     verdict_before: Optional[Match] = None
     shutdown: Optional[Match] = None
@@ -1514,7 +1517,7 @@ class LogState:
     def finish(
         self,
         final: Optional[TestLine],
-        outcomes: Dict[int, bool],
+        outcomes: Dict[int, str],
         ids: Optional[Dict[str, Optional[str]]] = None,
         last_line: int = 0,
         progress_row: Optional[Tuple[int, int]] = None,
@@ -1561,7 +1564,8 @@ class LogState:
                 ended_well = closing is not None and closing.line > event.match.line
                 event = dataclasses.replace(event, test_finished=ended_well)
             elif event.test_finished is False and event.progress_line and outcomes.get(event.progress_line):
-                event = dataclasses.replace(event, test_finished=True)
+                event = dataclasses.replace(
+                    event, test_finished=True, test_ended=outcomes[event.progress_line])
             elif event.test_finished and opened in self.awaiting_verdict:
                 # The test had reported before this event and the run never printed a verdict after
                 # it: a crash in teardown or between tests took the run down.
