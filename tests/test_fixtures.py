@@ -145,6 +145,7 @@ MAX_FIXTURE_BYTES = 256 * 1024  # a healthy suite kept whole (negative/*-suite.l
 # review26: 2 kB for a pytest -rf --tb=no run whose node ids have no path (the summary names the failures)
 # event27: 2 kB for one failed CUDA graph capture told by Warp, XLA and JAX (mujoco_warp#350)
 # recall48: 11 kB for XLA's mixed-case replica failure, a sticky illegal address, JAX's callback status
+# names27: 3 kB for the same crash line of three tests under -q -s, and a path-less -v -rN --tb=no run
 MAX_CORPUS_BYTES = (7 * 512 * 1024 + 100_000 + 16 * 1024 + 283_000 + 93_000 + 6_000 + 3_000 + 11_000 + 11_000
                     + 4_000 + 7_000 + 3_000 + 2_000 + 2_000 + 1_000 + 14_000 + 50_000 + 6_000 + 6_000
                     + 37_000 + 14_000 + 6_000 + 59_000 + 4_000 + 17_000 + 3_000 + 17_000
@@ -157,7 +158,7 @@ MAX_CORPUS_BYTES = (7 * 512 * 1024 + 100_000 + 16 * 1024 + 283_000 + 93_000 + 6_
                     + 82_000 + 3_000 + 26_000 + 5_000 + 3_000 + 5_000 + 10_000 + 5_000 + 84_000 + 25_000
                     + 26_000 + 9_000 + 31_000 + 4_000 + 87_000 + 15_000 + 6_000 + 8_000 + 29_000 + 9_000
                     + 3_000 + 4_000 + 8_000 + 2_000 + 7_000 + 23_000 + 3_000 + 13_000 + 20_000 + 10_000
-                    + 1_000 + 7_000 + 5_000 + 58_000 + 2_000 + 2_000 + 11_000)
+                    + 1_000 + 7_000 + 5_000 + 58_000 + 2_000 + 2_000 + 11_000 + 3_000)
 
 
 def _engines() -> List[str]:

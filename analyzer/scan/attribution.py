@@ -175,6 +175,15 @@ _BARE_OUTCOME = lazy(
 )
 # Of those, the words of a test that did not pass.
 _BARE_FAILURE = lazy(rb"\b(?:FAILED|ERROR|FAIL|unexpected success)\b")
+# How a test that reported and did not fail ended, as ``TestTracker.outcomes`` keeps it (one shared string
+# per test, where a bool was kept before) for ranking to word an event inside it; "" there: it failed, or
+# it reported nothing.
+ENDED_PASSED = "passed"
+ENDED_XFAIL = "xfailed"  # pytest's XFAIL, unittest's "expected failure"
+ENDED_SKIPPED = "skipped"  # pytest's SKIPPED, unittest's "skipped 'reason'" (a skip after its output)
+_ENDED_BY_WORD = {b"XFAIL": ENDED_XFAIL, b"expected failure": ENDED_XFAIL, b"SKIPPED": ENDED_SKIPPED,
+                  b"skipped": ENDED_SKIPPED}
+_ENDING_WORD = lazy(rb"\b(?:XFAIL|expected failure|SKIPPED|skipped)\b")
 # A pytest session's start (glued to the outer run's progress line under -s) and its framed verdict
 # ("=== 3 failed, 1 passed in 4.24s ===", "=== 1 error in 62.10s (0:01:02) ==="; GitHub's timestamp
 # first, --color=yes's escapes around): an inner session's edges.
@@ -500,9 +509,10 @@ def _sessions(buf: bytes, lo: int, hi: int, depth: int, stop: bool = True) -> Tu
     return depth, hi
 
 
-def _outcome_after(buf: bytes, lo: int, hi: int, test: str, depth: int = 0) -> Tuple[Optional[bool], int]:
+def _outcome_after(buf: bytes, lo: int, hi: int, test: str, depth: int = 0) -> Tuple[Optional[str], int]:
     """Whether ``test``, in force from ``buf[lo]``, reported an outcome before another test's progress line
-    started (searched up to ``hi``): True, False, or None when ``buf[lo:hi]`` shows neither yet; and how
+    started (searched up to ``hi``): how it ended (``ENDED_PASSED`` and its kin), "" (it failed, or
+    another test began first), or None when ``buf[lo:hi]`` shows neither yet; and how
     many of its inner sessions are still open at ``hi`` then (``depth`` were open at ``lo``).
 
     The same test's progress line again (pytest prints ``t`` again for each subtest report and once more
@@ -526,7 +536,7 @@ def _outcome_after(buf: bytes, lo: int, hi: int, test: str, depth: int = 0) -> T
         if bare is not None:
             # A failure said alone (pytest -s: "FAILED" after the test's own output) handled nothing: read
             # as no outcome, with or without the summary that would name the test after it.
-            return _BARE_FAILURE.search(bare.group()) is None, 0
+            return ("" if _BARE_FAILURE.search(bare.group()) else _ended(buf, bare.start(), bare.end())), 0
         if opened is not None:
             depth, lo = 1, opened.end()
             continue
@@ -537,10 +547,29 @@ def _outcome_after(buf: bytes, lo: int, hi: int, test: str, depth: int = 0) -> T
         if parsed is None or parsed[0] != test:
             # Under xdist the next test's line may be another worker's, printed while this one still ran
             # (a worker that crashed in it: pytest-rerunfailures re-ran it on a new worker, which passed).
-            return _worker_report(buf, lo, test), 0
+            return (ENDED_PASSED if _worker_report(buf, lo, test) else ""), 0
         if parsed[1]:  # an xdist line of the test is its worker's report: an outcome (RERUN included)
-            return True, 0
+            return _ended(buf, start, end), 0
         lo = end
+
+
+def _ended(buf: bytes, lo: int, hi: int) -> str:
+    """How a test whose outcome ``buf[lo:hi]`` reports ended when it did not fail: ``ENDED_XFAIL`` or
+    ``ENDED_SKIPPED`` for the last such word there, else ``ENDED_PASSED``."""
+    words = _ENDING_WORD.findall(buf, lo, hi)
+    return _ENDED_BY_WORD[words[-1]] if words else ENDED_PASSED
+
+
+def _ended_since(buf: bytes, start: int, hi: int) -> str:
+    """How the test whose progress line starts at ``buf[start]`` ended: its outcome on that line, else the
+    first bare outcome after it up to ``hi`` (``pytest -s``, unittest: after the test's own output, whose
+    words are not read)."""
+    line_end = buf.find(b"\n", start, hi)
+    if line_end == -1:
+        return _ended(buf, start, hi)
+    ended = _ended(buf, start, line_end)
+    bare = _BARE_OUTCOME.search(buf, line_end, hi) if ended == ENDED_PASSED else None
+    return ended if bare is None else _ended(buf, bare.start(), bare.end())
 
 
 # An xdist worker's report of a test's outcome, as the controller prints it under -v.
@@ -781,9 +810,9 @@ class TestTracker:
     """Per source: the last progress line of the windows already scanned, and the outcome of the one
     test a finding waits on (mutable, engine-internal).
 
-    ``outcomes`` maps the line number of a watched progress line to whether that test reported an
-    outcome before the next test started (or the log ended). Only tests a finding happened in are
-    watched, one at a time, so this costs nothing on innocent lines.
+    ``outcomes`` maps the line number of a watched progress line to how that test ended (``ENDED_PASSED``
+    and its kin) when it reported an outcome before the next test started (or the log ended), else "".
+    Only tests a finding happened in are watched, one at a time, so this costs nothing on innocent lines.
     """
 
     __slots__ = (
@@ -800,7 +829,7 @@ class TestTracker:
         # pytest's last progress row without -v, as (line, percent), when it is the log's last line that
         # ends in a percentage or its unended last line (percent 0); None otherwise (a -v line came after).
         self.row: Optional[Tuple[int, int]] = None
-        self.outcomes: Dict[int, bool] = {}
+        self.outcomes: Dict[int, str] = {}
         # tests a rerun plugin ran again after a failed attempt (``_take_reruns``), at most MAX_RERUN_TESTS
         self.reruns: Set[str] = set()
         self._watch: Optional[TestLine] = None
@@ -1034,14 +1063,16 @@ class TestTracker:
                 return
             if outcome is None and result is not None and result.xdist and result.finished \
                     and result.test == watch.test:
-                outcome = True  # its own worker's report, as _outcome_after reads one inside the window
+                outcome = ENDED_PASSED  # its own worker's report, as _outcome_after reads one in the window
             if outcome is not None or result is None or result.test != watch.test or result.xdist:
-                self._settle(watch, bool(outcome))
+                self._settle(watch, outcome or "")
                 watch = None
         if result is not None and result.finished and not result.xdist:
-            self.outcomes[result.line] = True
+            # Its progress line, or a bare outcome after it up to ``pos``, says how it ended.
+            ended = _ended_since(buf, start, pos)
+            self.outcomes[result.line] = ended
             if watch is not None:
-                self._settle(watch, True)
+                self._settle(watch, ended)
             self._watch = None
         elif result is not None and watch is None and not result.xdist:
             self._watch = result
@@ -1053,8 +1084,8 @@ class TestTracker:
                 self._watch_depth = _sessions(buf, self._watch_from, pos, self._watch_depth, stop=False)[0]
                 self._watch_from = pos
 
-    def _settle(self, watch: TestLine, finished: bool) -> None:
-        self.outcomes[watch.line] = finished or self.outcomes.get(watch.line, False)
+    def _settle(self, watch: TestLine, ended: str) -> None:
+        self.outcomes[watch.line] = ended or self.outcomes.get(watch.line, "")
         self._watch = None
 
     def _take_head(self, buf: bytes) -> None:
@@ -1069,7 +1100,7 @@ class TestTracker:
             return
         if self._watch is not None:
             # It had not reported by the end of the window before (``end_window`` looked): a new test began.
-            self._settle(self._watch, False)
+            self._settle(self._watch, "")
         self.carry = TestLine(test, line, bool(_UNITTEST_OUTCOME.match(m.group("rest") or "")))
 
     def end_window(
@@ -1148,7 +1179,7 @@ class TestTracker:
     def end_log(self) -> None:
         """The log ended: a test still watched never reported an outcome."""
         if self._watch is not None:
-            self._settle(self._watch, False)
+            self._settle(self._watch, "")
 
 
 # pytest's progress row without -v ("..F.s [ 50%]", "tests/test_x.py ..  [ 12%]"), written when a row fills

@@ -71,6 +71,7 @@ from ..rules.loader import (
     message_fields,
 )
 from ..rules.model import CUT_SHORT_GROUP, Catalogue, Rule
+from .attribution import ENDED_SKIPPED, ENDED_XFAIL
 from .match import Match
 from .same_event import (
     EXCEPTION_GROUPS,
@@ -122,6 +123,9 @@ MORE_RANKS = " and {count} more"
 MAX_RANKS_NAMED = 8
 DURING = " during {test}"
 HANDLED = " during {test}, which passed"
+# ... in a test that reported another outcome than a pass or a failure (``LogEvent.test_ended``).
+HANDLED_XFAIL = " during {test}, which failed as expected"
+HANDLED_SKIPPED = " during {test}, which was skipped"
 HANDLED_RERUN = " during {test}, which passed on rerun"
 LETTER_PASSED = " during a test that passed (its progress letter at line {line})"
 RECOVERED = "; handled: {restart} ({restart_where}), and the run then succeeded ({where})"
@@ -481,6 +485,11 @@ def _handled(event: LogEvent, log: LogFindings, test: Optional[str]) -> bool:
     if not event.test_finished or event.match.rule.kind is Kind.SCAN_INCOMPLETE:
         return False
     return (test not in log.failed or log.rerun_passed) and not log.failed_overflow
+
+
+def _handled_words(ended: str) -> str:
+    """The words for an event in a test that ended as ``ended`` (``LogEvent.test_ended``), handling it."""
+    return {ENDED_XFAIL: HANDLED_XFAIL, ENDED_SKIPPED: HANDLED_SKIPPED}.get(ended, HANDLED)
 
 
 def _rerun_passed(test: str, rerun_passed: FrozenSet[str]) -> bool:
@@ -871,7 +880,10 @@ def _finding(
     message += _also_died(match, rows)
     message += _oom_kill_note(event, oom_kill)
     if test is not None and kind is not Kind.SCAN_INCOMPLETE:
-        template = (HANDLED_RERUN if event.test_rerun else HANDLED) if handled else DURING
+        if handled:
+            template = HANDLED_RERUN if event.test_rerun else _handled_words(event.test_ended)
+        else:
+            template = DURING
         message += template.format(test=_clip(test, MAX_FIELD_CHARS))
     if event.run_passed is not None:
         message += RUN_PASSED.format(verdict=_verdict_text(event.run_passed))

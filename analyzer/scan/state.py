@@ -144,6 +144,9 @@ RANK_GROUPS = ("rank", "proc")  # torch.multiprocessing.spawn's process index is
 PROCESS_GROUPS = ("process", "name", "worker")  # "worker": pytest-xdist's gw2
 EXCEPTION_GROUPS = ("exception", "exc")
 MAX_PER_RULE = 100
+# Later tellings of a folded event on no test's lines kept each, to be told apart once the log is over where
+# the progress letters say they came from different tests (``LogState._apart``); later ones count in the last.
+MAX_APART = 8
 MAX_FAILED_TESTS = 10_000
 # The test-failure rule a run cut before its summary makes its report headers' failures of
 # (``LogState._headers_failed``).
@@ -218,6 +221,9 @@ class LogEvent:
     test: Optional[str] = None
     exit_path: bool = False
     test_finished: Optional[bool] = None
+    # How ``test`` ended when it reported after the event (``attribution.ENDED_PASSED`` and its kin, from
+    # ``TestTracker.outcomes``); "" where unknown: ranking words a handled event as in a test that passed.
+    test_ended: str = ""
     progress_line: int = 0  # the progress line ``test`` came from (0: a header, or none)
     verdict_before: Optional[Match] = None
     shutdown: Optional[Match] = None
@@ -407,7 +413,7 @@ class _Open:
     """A folded event while its log is still being read (mutable, internal)."""
 
     __slots__ = ("event", "repeats", "identity", "reason", "verdict_after", "outcome_by_verdict", "attempt",
-                 "recovered", "run_passed", "inner", "arrived", "subtests", "told_by_ranks")
+                 "recovered", "run_passed", "inner", "arrived", "subtests", "told_by_ranks", "apart")
 
     def __init__(self, event: LogEvent, identity: Optional[Identity]) -> None:
         self.event = event
@@ -423,6 +429,8 @@ class _Open:
         self.arrived = event.arrived  # LogEvent.arrived, over every telling
         self.subtests: Optional[set] = None  # a test failure's failed subtests, by their parameters
         self.told_by_ranks = told_by_rank(event.match.rank)  # LogEvent.told_by_ranks, over every telling
+        # Its later tellings on no test's lines (at most MAX_APART), each with how many came before it.
+        self.apart: Optional[List[Tuple[Match, int]]] = None
 
 
 class LogState:
@@ -1367,6 +1375,10 @@ class LogState:
                 self.latest[first] = key
                 found = None
         if found is not None:
+            if test is None and match.line != found.event.match.line \
+                    and (found.apart is None or len(found.apart) < MAX_APART):
+                # Without -v no line names the test: the letters, once read, may say it was another one.
+                found.apart = (found.apart or []) + [(match, found.repeats)]
             found.repeats += 1
             found.told_by_ranks |= told_by_rank(match.rank)
             # Told again after its run succeeded or printed its verdict: whether it was handled is open again.
@@ -1514,7 +1526,7 @@ class LogState:
     def finish(
         self,
         final: Optional[TestLine],
-        outcomes: Dict[int, bool],
+        outcomes: Dict[int, str],
         ids: Optional[Dict[str, Optional[str]]] = None,
         last_line: int = 0,
         progress_row: Optional[Tuple[int, int]] = None,
@@ -1553,15 +1565,17 @@ class LogState:
             not verdict_failed(final_verdict) or self.failed
         ) else None
         events = []
-        starts = sorted(opened.event.match.line for opened in self.events.values())
+        opens = [part for opened in self.events.values() for part in self._apart(opened, letters)]
+        starts = sorted(opened.event.match.line for opened in opens)
         verdict_text: Optional[str] = None  # the run's verdict as rules read it (``_cleaned``), once asked
-        for opened in self.events.values():
+        for opened in opens:
             event = opened.event
             if opened.outcome_by_verdict:
                 ended_well = closing is not None and closing.line > event.match.line
                 event = dataclasses.replace(event, test_finished=ended_well)
             elif event.test_finished is False and event.progress_line and outcomes.get(event.progress_line):
-                event = dataclasses.replace(event, test_finished=True)
+                event = dataclasses.replace(
+                    event, test_finished=True, test_ended=outcomes[event.progress_line])
             elif event.test_finished and opened in self.awaiting_verdict:
                 # The test had reported before this event and the run never printed a verdict after
                 # it: a crash in teardown or between tests took the run down.
@@ -1637,6 +1651,41 @@ class LogState:
             rank_locals=tuple(self.rank_locals.items()),
             rerun_passed_tests=frozenset(self.rerun_passed_tests),
         )
+
+    def _apart(self, opened: _Open, letters: Optional[ProgressLetters]) -> List[_Open]:
+        """``opened`` as one event per test its tellings came from, where it was told on no test's lines
+        and its run's progress letters, believed (``ProgressLetters.outcome_after``), say another test's
+        letter came between two tellings: two tests' child crashes under ``pytest -q`` are two events,
+        one test's line told twice stays one. As it was where any telling's letter is unknown."""
+        event, verdict = opened.event, opened.run_passed or self.verdict
+        if opened.apart is None or letters is None or verdict is None or event.test is not None \
+                or event.exit_path or event.across is not None or verdict.line < event.match.line:
+            return [opened]
+        before = max((v.line for _, _, v in self.closed_runs if v is not None and v.line < verdict.line),
+                     default=0)
+        verdict_text = _cleaned(verdict.groups.get("summary") or verdict.excerpt)
+        tellings = [(event.match, 0)] + opened.apart
+        letter_of = []
+        for match, _ in tellings:
+            outcome = letters.outcome_after(match.line, verdict.line, verdict_text, since=before,
+                                            who=letters_speaker(match.excerpt))
+            if outcome is None:
+                return [opened]
+            letter_of.append(outcome[1:3])  # the letter and how many of it came up to it: one test's
+        starts = [i for i in range(len(tellings)) if i == 0 or letter_of[i] != letter_of[i - 1]]
+        if len(starts) == 1:
+            return [opened]
+        parts = []
+        for n, i in enumerate(starts):
+            match, told_before = tellings[i]
+            after = tellings[starts[n + 1]][1] if n + 1 < len(starts) else opened.repeats
+            part = _Open(event if i == 0 else dataclasses.replace(event, match=match), opened.identity)
+            for name in _Open.__slots__:
+                if name not in ("event", "repeats", "apart"):
+                    setattr(part, name, getattr(opened, name))
+            part.repeats = after - told_before
+            parts.append(part)
+        return parts
 
     def _passed_by_summary(
         self, event: LogEvent, verdict: Match, letters: ProgressLetters, starts: List[int],
