@@ -689,8 +689,9 @@ class _SourceScan:
                     self.tracker.end_window(buf, first_line, next_line, hint_ends=hint_ends, rerun=rerun)
                 self._rich_messages(buf, first_line, next_line)
                 self.raw_tail = _tail_after(self.raw_tail, buf, first_line, next_line)
-                self.read_tail = self.raw_tail if reader is None else \
-                    _tail_after(self.read_tail, text, first_line, next_line)
+                # a window read raw and longer than the lines kept leaves the same lines either way: one copy
+                self.read_tail = self.raw_tail if reader is None or text is buf and len(buf) >= _TAIL_BYTES \
+                    else _tail_after(self.read_tail, text, first_line, next_line)
                 first_line = self.next_line = next_line
                 if self.pending:
                     yield from self._flush()
