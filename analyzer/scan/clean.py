@@ -901,6 +901,11 @@ def _rich_rows_continue(lines: List[str], width: int) -> bool:
 # and the log's last words are the rows, not the exception line. Read back at most _MESSAGE_LOOK_BACK
 # lines for an exception line whose brackets the rows below it close, on the last row and not before.
 _MESSAGE_LOOK_BACK = 64
+# The most lines above a log's last line (so far) that ``last_content_line`` and ``headless_traceback`` read:
+# the trailers looked back over, then a message's rows above the line found (``_message_start``, and rich's
+# fewer, ``_wrapped_by_rich``). A scanner that reads them after this many of the lines before its window
+# reads the same lines whatever its windows' size.
+READ_BACK_LINES = _TRAILER_LOOK_BACK + _MESSAGE_LOOK_BACK + 1
 _MESSAGE_EXC = lazy(r"^\s{0,2}(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Failure|Fault):\s")
 # Literal searches over those lines first (a regex alternation tried at every byte took 2.4 ms a window of
 # the 64 MB gpu-job bench; most windows end in no message).

@@ -43,6 +43,7 @@ from ._engine_prefilter import (
 from ._engine_wrap import Piece, WrapReader, advisory_rows, attribution_view, logical_lines
 from .letters import HYPERSCAN_HINTS
 from .clean import (
+    READ_BACK_LINES,
     RICH_CORNERS,
     RICH_WRAP_ROWS,
     CTEST_VERBOSE,
@@ -391,7 +392,38 @@ def _reason(err: BaseException) -> str:
     return lines[0] if lines else type(err).__name__
 
 
-_RICH_TAIL_BYTES = 16384  # the most of the last lines kept for the next window (``_rich_messages``)
+# The most of the last lines of the windows read kept for the readings at the next window's end
+# (``_tail_after``): ``READ_BACK_LINES`` lines of 140 bytes.
+_TAIL_BYTES = 64 * 1024
+# Lines kept: their first line's number (-1: not counted yet, most windows never ask), the number of the
+# line after them, their bytes.
+Tail = Tuple[int, int, bytes]
+
+
+def _joined(tail: Tail, data: bytes, first_line: int, at_end: bool = False) -> Tuple[bytes, int]:
+    """``data`` (its first line is ``first_line``) after the lines ``tail`` kept when they are the lines
+    right before it, and its first line's number. A tail whose last line has no end yet is the log's end
+    (``at_end``): a window after it starts within that line (``_giant_line``)."""
+    first, after, kept = tail
+    if kept and after == first_line and (at_end or kept.endswith(b"\n")):
+        return kept + data, first if first >= 0 else after - kept.count(b"\n")
+    return data, first_line
+
+
+def _tail_after(tail: Tail, data: bytes, first_line: int, next_line: int) -> Tail:
+    """The last whole lines, at most ``_TAIL_BYTES`` of them, of the lines ``tail`` kept and the window
+    ``data`` after them (lines ``first_line`` to ``next_line - 1``)."""
+    if len(data) < _TAIL_BYTES:
+        data, first_line = _joined(tail, data, first_line)
+    whole = data
+    if len(data) > _TAIL_BYTES:
+        cut = data.find(b"\n", len(data) - _TAIL_BYTES - 1)
+        data = data[cut + 1:] if cut >= 0 else b""
+    if data.endswith(b"\n") or not data:
+        return -1, next_line, data
+    # A last line without its end (the log's, or a giant line's head): ``next_line`` may be its number or
+    # the next (``_window`` counts it only when it read it), so its lines are counted from the first.
+    return first_line + whole.count(b"\n", 0, len(whole) - len(data)), next_line, data
 
 
 class _Block:
@@ -573,9 +605,11 @@ class _SourceScan:
         self.last_content = 0  # the log's last line that says something (``last_content_line``)
         # the traceback without its head the log ends in, if any (``headless_traceback``)
         self.headless: Optional[Tuple[int, int, str, str]] = None
-        # The last lines of the windows read (their first line's number, their raw bytes), and the first line
-        # of a held traceback whose rich-wrapped rows may go on in the next window (``_rich_messages``).
-        self.rich_tail: Tuple[int, bytes] = (0, b"")
+        # The last lines of the windows read (``_tail_after``), raw and as ``last_content_line`` reads them (a
+        # wrapped window's view), and the first line of a held traceback whose rich-wrapped rows may go on in
+        # the next window (``_rich_messages``).
+        self.raw_tail: Tail = (0, 0, b"")
+        self.read_tail: Tail = (0, 0, b"")
         self.rich_hold: Optional[int] = None
         # The line whose ``\r``-ended states were matched before it ended, and the rules they matched.
         self.early_line = 0
@@ -635,10 +669,15 @@ class _SourceScan:
                 # one indented line again, not a row of words after a cut traceback's head.
                 text = buf if self.view is None else self.view[0]
                 counted = next_line - 1 if buf.endswith(b"\n") else None
-                last = last_content_line(text, first_line, counted)
+                # Read after the lines before the window as far as the reading may go up, so that any window
+                # size reads the same lines (a small live window, a rich message's rows cut from its panel).
+                read, read_first = text, first_line
+                if next_line - first_line < READ_BACK_LINES and len(text) < _TAIL_BYTES:
+                    read, read_first = _joined(self.read_tail, text, first_line)
+                last = last_content_line(read, read_first, counted)
                 if last:
-                    self.headless = headless_traceback(text, first_line, last, self.view is not None, counted)
-                if last and self.continued_rows:
+                    self.headless = headless_traceback(read, read_first, last, self.view is not None, counted)
+                if last >= first_line and self.continued_rows:
                     last = _first_row(buf, first_line, next_line, last, self.continued_rows)
                 self.last_content = last or self.last_content
                 if self.view is not None:
@@ -649,6 +688,10 @@ class _SourceScan:
                     rerun = self.rerun_seen if self.rerun_probe is not None else None
                     self.tracker.end_window(buf, first_line, next_line, hint_ends=hint_ends, rerun=rerun)
                 self._rich_messages(buf, first_line, next_line)
+                self.raw_tail = _tail_after(self.raw_tail, buf, first_line, next_line)
+                # a window read raw and longer than the lines kept leaves the same lines either way: one copy
+                self.read_tail = self.raw_tail if reader is None or text is buf and len(buf) >= _TAIL_BYTES \
+                    else _tail_after(self.read_tail, text, first_line, next_line)
                 first_line = self.next_line = next_line
                 if self.pending:
                     yield from self._flush()
@@ -1290,54 +1333,35 @@ class _SourceScan:
         """Give each held traceback that ends in an exception line under a rich panel its whole line, when
         rich wrapped it onto the rows below (``rich_wrapped_message``): "KeyError:" alone on its row, its
         key folded under it. Read in the window ``buf`` (lines ``first_line`` to ``next_line - 1``) after
-        the last lines of the windows before it, so that any window size reads the same rows; a traceback
-        whose rows may go on in the next window is held (``rich_hold``) until they are read, or the log
-        ends (``at_end``). The raw rows: a wrapped view joins a row as wide as the terminal to the next
-        without a blank."""
-        tail_first, tail = self.rich_tail
-        contiguous = bool(tail) and tail_first + tail.count(b"\n") == first_line
+        the last lines of the windows before it (``raw_tail``), so that any window size reads the same
+        rows; a traceback whose rows may go on in the next window is held (``rich_hold``) until they are
+        read, or the log ends (``at_end``). The raw rows: a wrapped view joins a row as wide as the terminal
+        to the next without a blank."""
         self.rich_hold = None
         held = [p for p in self.pending if self.rules[p[1]].marker == TRACEBACK_MARKER and p[5].get("exc")]
-        text, base = (tail + buf, tail_first) if contiguous and held else (buf, first_line)
-        if text.endswith(b"\n") or not text:
-            last, counted = next_line - 1, next_line - 1
-        else:  # a last line without its end: counted here
-            last, counted = base + text.count(b"\n"), None
-        # A panel's corners are not ASCII: a window known to be ASCII (``run``) is not searched twice for them
-        # (a fiftieth of a scan of logged tracebacks, every window of which holds some).
-        if held and not (self.window_ascii if text is buf else text.isascii()) \
-                and any(corner in text for corner in RICH_CORNERS):
-            for line, _index, end_line, _text, _excerpt, groups, _rank, _progress in held:
-                if end_line < base:
-                    continue
-                if not at_end and end_line + RICH_WRAP_ROWS > last:
-                    self.rich_hold = line if self.rich_hold is None else min(self.rich_hold, line)
-                    continue
-                whole = rich_wrapped_message(text, base, end_line, counted)
-                if whole is not None:
-                    groups["exc"] = whole
-        # the lines an exception line and its rows may span, for the next window
-        if not buf.endswith(b"\n"):
-            self.rich_tail = (0, b"")
+        # A panel's corners are not ASCII: a window known to be ASCII (``run``) after ASCII lines kept is not
+        # joined to them nor searched (a fiftieth of a scan of logged tracebacks, every window of which holds
+        # some).
+        if not held or (self.window_ascii or not buf) and self.raw_tail[2].isascii():
             return
-        keep, lines = len(buf) - 1, 0  # from the end of the window's last line up
-        while lines < RICH_WRAP_ROWS + 3:
-            keep = buf.rfind(b"\n", 0, keep)
-            if keep < 0:
-                break
-            lines += 1
-        if keep < 0 and contiguous:  # the whole window, and the lines before it the tail kept
-            kept = tail + buf
-            cut = len(kept) - 1
-            for _ in range(RICH_WRAP_ROWS + 3):
-                cut = kept.rfind(b"\n", 0, cut)
-                if cut < 0:
-                    break
-            kept = kept[cut + 1:]
-        else:
-            kept = buf[keep + 1:]
-        fits = len(kept) <= _RICH_TAIL_BYTES
-        self.rich_tail = (next_line - kept.count(b"\n"), kept) if fits else (0, b"")
+        text, base = _joined(self.raw_tail, buf, first_line, at_end)
+        if text.endswith(b"\n") or not text:
+            last = next_line - 1
+        else:  # a last line without its end
+            last = base + text.count(b"\n")
+        if not any(corner in text for corner in RICH_CORNERS):
+            return
+        for line, _index, end_line, _text, _excerpt, groups, _rank, _progress in held:
+            if end_line <= base:
+                continue  # its panel's bottom is in no line kept
+            rows_end = end_line + RICH_WRAP_ROWS + 1  # the last row ``rich_wrapped_message`` may read
+            if not at_end and rows_end > last:
+                self.rich_hold = line if self.rich_hold is None else min(self.rich_hold, line)
+                continue
+            rows_end = min(rows_end, last)
+            whole = rich_wrapped_message(_through(text, base, last, rows_end), base, end_line, rows_end)
+            if whole is not None:
+                groups["exc"] = whole
 
     def _flush(self) -> Iterator[Match]:
         """Yield held matches that no open block can precede any more, in (line, rule) order."""
@@ -1477,6 +1501,22 @@ def _single_excerpt(raw: bytes, segment: str, at: int) -> str:
 
 # Block markers whose end is read on whole lines only (``_feed``): a row that continues a cut line ends none.
 _WHOLE_LINE_END_MARKERS = frozenset({"echo", "traceback"})
+
+
+def _through(text: bytes, first_line: int, last: int, line: int) -> bytes:
+    """``text`` (lines ``first_line`` to ``last``) up to the end of its line ``line``, walked to from the
+    nearer end: the rows under a rich panel are read the same wherever in a window they are."""
+    if line >= last:
+        return text
+    if last - line <= line - first_line:
+        end = len(text) - 1 if text.endswith(b"\n") else len(text)
+        for _ in range(last - line):
+            end = text.rfind(b"\n", 0, end)
+        return text[:end + 1]
+    end = -1
+    for _ in range(line - first_line + 1):
+        end = text.find(b"\n", end + 1)
+    return text[:end + 1]
 
 
 def _first_row(buf: bytes, first_line: int, next_line: int, line: int, continued: Set[int]) -> int:
