@@ -61,7 +61,12 @@ def run(tmp_path: Path, argv: List[str], *, broken: int = 1, expected: int = -11
     text = textwrap.dedent(SUITE).replace("BROKEN", str(broken)).replace("EXPECTED", str(expected))
     if dots:
         text += textwrap.dedent(DOTS)
-    (tmp_path / "test_events.py").write_text(text)
+    return run_suite(tmp_path, "test_events.py", text, argv)
+
+
+def run_suite(tmp_path: Path, name: str, text: str, argv: List[str]) -> str:
+    """The output of ``python ARGV`` run in ``tmp_path`` beside ``text`` saved as ``name``, at 80 columns."""
+    (tmp_path / name).write_text(text)
     env = dict(os.environ, COLUMNS="80", PYTHONUNBUFFERED="1")
     env.pop("PYTEST_ADDOPTS", None)
     proc = subprocess.run([sys.executable] + argv, cwd=str(tmp_path), stdout=subprocess.PIPE,

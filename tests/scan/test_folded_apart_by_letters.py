@@ -8,16 +8,13 @@ letters on stderr); expectations written from what each test does, before the sc
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import textwrap
-from pathlib import Path
 from typing import List
 
 import pytest
 
 from tests.scan.test_attribution import scan
+from tests.scan.test_attribution_letters import run_suite
 from tests.scan.test_engine_helpers import ENGINES
 
 CRASH_LINE = "Fatal Python error: Segmentation fault"
@@ -65,15 +62,6 @@ if __name__ == "__main__":
 """
 
 
-def _run(tmp_path: Path, name: str, suite: str, argv: List[str]) -> str:
-    (tmp_path / name).write_text(textwrap.dedent(suite))
-    env = dict(os.environ, COLUMNS="80", PYTHONUNBUFFERED="1")
-    env.pop("PYTEST_ADDOPTS", None)
-    proc = subprocess.run([sys.executable] + argv, cwd=str(tmp_path), stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, timeout=120, env=env)
-    return proc.stdout.decode("utf-8", "replace")
-
-
 def _told(log: str, engine: str) -> List[tuple]:
     lines = [n for n, line in enumerate(log.splitlines(), 1) if CRASH_LINE in line]
     assert len(lines) == 4, log
@@ -88,7 +76,7 @@ def _told(log: str, engine: str) -> List[tuple]:
 @pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("options", [["-q", "-s"], ["-q", "-s", "-rA"], ["-s"]])
 def test_pytest_two_tests_same_crash_line_are_two_events(tmp_path, engine, options):
-    log = _run(tmp_path, "test_twice.py", PYTEST_SUITE,
+    log = run_suite(tmp_path, "test_twice.py", textwrap.dedent(PYTEST_SUITE),
                ["-m", "pytest", "-p", "no:cacheprovider"] + options + ["test_twice.py"])
     assert "2 passed, 1 xfailed" in log, log
     messages = _told(log, engine)
@@ -98,7 +86,7 @@ def test_pytest_two_tests_same_crash_line_are_two_events(tmp_path, engine, optio
 
 @pytest.mark.parametrize("engine", ENGINES)
 def test_unittest_two_tests_same_crash_line_are_two_events(tmp_path, engine):
-    log = _run(tmp_path, "test_twice_u.py", UNITTEST_SUITE, ["test_twice_u.py"])
+    log = run_suite(tmp_path, "test_twice_u.py", textwrap.dedent(UNITTEST_SUITE), ["test_twice_u.py"])
     assert "OK (expected failures=1)" in log, log
     messages = _told(log, engine)
     assert ["seen" in message for message in messages] == [False, True, False], messages

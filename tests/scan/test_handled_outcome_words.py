@@ -10,10 +10,7 @@ expected or skips. Expectations were written from what each test does, before th
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 from typing import Dict, List
@@ -21,6 +18,7 @@ from typing import Dict, List
 import pytest
 
 from tests.scan.test_attribution import scan
+from tests.scan.test_attribution_letters import run_suite
 from tests.scan.test_engine_helpers import ENGINES
 
 CRASH_LINE = "Fatal Python error: Segmentation fault"
@@ -68,15 +66,6 @@ if __name__ == "__main__":
 ENDINGS = ["which passed", "which failed as expected", "which was skipped"]
 
 
-def _run(tmp_path: Path, name: str, suite: str, argv: List[str]) -> str:
-    (tmp_path / name).write_text(textwrap.dedent(suite))
-    env = dict(os.environ, COLUMNS="80", PYTHONUNBUFFERED="1")
-    env.pop("PYTEST_ADDOPTS", None)
-    proc = subprocess.run([sys.executable] + argv, cwd=str(tmp_path), stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, timeout=120, env=env)
-    return proc.stdout.decode("utf-8", "replace")
-
-
 def _crash_messages(log: str, engine: str) -> Dict[int, tuple]:
     return {f.line: (f.severity.value, f.test, f.message) for f in scan({"job.log": log}, engine=engine)
             if f.rule == "fatal-python-error"}
@@ -89,7 +78,7 @@ def _crash_lines(log: str) -> List[int]:
 @pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("options", [["-v", "-s"], ["-v", "-s", "-rA"], ["-v", "-s", "--color=yes"]])
 def test_pytest_events_say_how_their_test_ended(tmp_path, engine, options):
-    log = _run(tmp_path, "test_outcomes.py", PYTEST_SUITE,
+    log = run_suite(tmp_path, "test_outcomes.py", textwrap.dedent(PYTEST_SUITE),
                ["-m", "pytest", "-p", "no:cacheprovider"] + options + ["test_outcomes.py"])
     assert "1 passed, 1 skipped, 1 xfailed" in re.sub("\x1b\\[[0-9;]*m", "", log), log
     found = _crash_messages(log, engine)
@@ -103,7 +92,8 @@ def test_pytest_events_say_how_their_test_ended(tmp_path, engine, options):
 
 @pytest.mark.parametrize("engine", ENGINES)
 def test_unittest_events_say_how_their_test_ended(tmp_path, engine):
-    log = _run(tmp_path, "test_outcomes_u.py", UNITTEST_SUITE, ["test_outcomes_u.py", "-v"])
+    log = run_suite(tmp_path, "test_outcomes_u.py", textwrap.dedent(UNITTEST_SUITE),
+                    ["test_outcomes_u.py", "-v"])
     assert "OK (skipped=1, expected failures=1)" in log, log
     found = _crash_messages(log, engine)
     lines = _crash_lines(log)
