@@ -14,7 +14,7 @@ import regex
 
 from analyzer.model import Kind, Severity
 from analyzer.rules.model import Catalogue, Rule
-from analyzer.scan.attribution import RERUN_WORD, TestTracker
+from analyzer.scan.attribution import RERUN_WORD, TestTracker as Tracker  # not a test class to collect
 from analyzer.scan.engine import iter_matches
 from analyzer.scan.match import Match
 from analyzer.scan.sources import iter_sources
@@ -110,11 +110,11 @@ def record_rerun_told(monkeypatch) -> List[tuple]:
     """Each window the test tracker is given, as (what the engine told it of "RERUN", whether the window
     holds the word): the engine's RERUN probe must tell every window that holds it."""
     told: List[tuple] = []
-    end_window = TestTracker.end_window
+    end_window = Tracker.end_window
 
     def recording(self, buf, first_line, next_line, starts=None, raw=None, hint_ends=None, rerun=None):
         told.append((rerun, RERUN_WORD in buf))
         return end_window(self, buf, first_line, next_line, starts, raw, hint_ends, rerun)
 
-    monkeypatch.setattr(TestTracker, "end_window", recording)
+    monkeypatch.setattr(Tracker, "end_window", recording)
     return told
